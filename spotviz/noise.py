@@ -1,0 +1,61 @@
+"""Step-indexed Gumbel noise from a counter-based generator.
+
+g(seed, step, position) is a pure function of its three integers: any node of a draft tree at depth d sees
+exactly the noise the standard decoder sees at that step, which is what keeps speculative decoding exact at
+T > 0 ("coupled noise"). Each (seed, step, position) triple is hashed (splitmix64) into the key of a Philox
+stream on the CPU, so the numbers are the same on every device. They are not LLaDA's own `rand_like` stream.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def noise_key(seed: int, step: int, position: int) -> int:
+    return _splitmix64(_splitmix64(_splitmix64(seed & _MASK64) ^ step) ^ position) >> 1
+
+
+class GumbelNoise:
+    """Gumbel(0, 1) noise over the vocabulary for (step, position), for one seed; memoised per step."""
+
+    def __init__(self, seed: int, vocab_size: int, cache_steps: int = 256):
+        self.seed = int(seed)
+        self.vocab_size = int(vocab_size)
+        self._cache: OrderedDict[tuple[int, int], torch.Tensor] = OrderedDict()
+        self._cache_size = cache_steps * 64
+        self._gen = torch.Generator(device="cpu")
+
+    def at(self, step: int, position: int) -> torch.Tensor:
+        key = (step, position)
+        g = self._cache.get(key)
+        if g is None:
+            self._gen.manual_seed(noise_key(self.seed, step, position))
+            u = torch.rand(self.vocab_size, generator=self._gen, dtype=torch.float64)
+            g = (-torch.log(-torch.log(u.clamp(1e-300, 1 - 1e-16)))).to(torch.float32)
+            self._cache[key] = g
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return g
+
+    def block(self, step: int, positions) -> torch.Tensor:
+        """[len(positions), vocab] noise for one step."""
+        return torch.stack([self.at(step, int(p)) for p in positions])
+
+
+class IndependentNoise(GumbelNoise):
+    """Ablation: noise that is *not* shared between the drafter and the target (a different seed stream).
+
+    Used only by drafters with coupled noise turned off; the target always uses its own GumbelNoise."""
+
+    def __init__(self, seed: int, vocab_size: int):
+        super().__init__(seed ^ 0x5EED5EED, vocab_size)

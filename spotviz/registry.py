@@ -1,0 +1,87 @@
+"""Model names -> loaded targets. Embedded models ship under assets/models; published DLMs load through
+transformers (see targets/published.py). Weights load from safetensors only."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+EMBEDDED = {
+    "shakespeare-bd": ASSETS / "models" / "shakespeare-bd",
+    "shakespeare-mdlm": ASSETS / "models" / "shakespeare-mdlm",
+}
+DEFAULT_MODEL = "shakespeare-bd"
+
+
+class ModelLoadError(ValueError):
+    """A model that cannot be loaded, with the reason and what to do."""
+
+
+def known_models() -> list[str]:
+    from .targets.published import PUBLISHED
+
+    return list(EMBEDDED) + list(PUBLISHED)
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    if device in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def load_embedded(folder: str | Path, name: str | None = None, device: str | None = None):
+    """Load a spotviz masked-diffusion model folder (config.json, model.safetensors, tokenizer files)."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from . import modeling  # noqa: F401  (Auto registration)
+    from .targets.embedded import EmbeddedTarget
+
+    folder = Path(folder)
+    name = name or folder.name
+    for f in ("config.json", "model.safetensors", "tokenizer.json"):
+        if not (folder / f).is_file():
+            raise ModelLoadError(f"model {name!r}: {folder / f} is missing")
+    try:
+        cfg = json.loads((folder / "config.json").read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ModelLoadError(f"model {name!r}: config.json is not valid JSON ({e})") from None
+    if cfg.get("model_type") != "spotviz-dlm":
+        raise ModelLoadError(f"model {name!r}: {folder} is not a spotviz model (model_type={cfg.get('model_type')!r})")
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+            list(f.keys())
+    except Exception as e:  # safetensors raises its own error types
+        raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt or truncated ({e})") from None
+    try:
+        model = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, dtype=torch.float32)
+        tok = AutoTokenizer.from_pretrained(str(folder))
+    except Exception as e:
+        raise ModelLoadError(f"model {name!r}: could not load from {folder}: {e}") from None
+    return EmbeddedTarget(model.to(pick_device(device)), tok, name=name, source=str(folder))
+
+
+def load_target(name_or_path: str | None = None, device: str | None = None):
+    """An embedded model name, a published model name, or a local folder."""
+    name = name_or_path or DEFAULT_MODEL
+    if not isinstance(name, str) or not name.strip():
+        raise ModelLoadError("model name is empty")
+    if name in EMBEDDED:
+        if not EMBEDDED[name].is_dir():
+            raise ModelLoadError(f"embedded model {name!r} is missing at {EMBEDDED[name]}; "
+                                 f"reinstall spotviz or run: python -m spotviz train-target")
+        return load_embedded(EMBEDDED[name], name, device)
+    from .targets.published import PUBLISHED, load_published
+
+    if name in PUBLISHED:
+        return load_published(name, device=device)
+    p = Path(name)
+    if p.is_dir():
+        cfg = p / "config.json"
+        if cfg.is_file() and '"spotviz-dlm"' in cfg.read_text(errors="replace"):
+            return load_embedded(p, p.name, device)
+        return load_published(str(p), device=device)
+    raise ModelLoadError(f"unknown model {name!r}; known models: {', '.join(known_models())}, or a local folder")

@@ -1,0 +1,179 @@
+"""What every sampler shares: the decode configuration, input checks, the running state and the trace."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from .. import __version__
+from ..decision import DecisionRule
+from ..noise import GumbelNoise
+from ..targets.base import DiffusionTarget
+from ..trace import Commit, Counters, PassRecord, RunMeta, Trace
+
+MAX_GEN_LENGTH = 1024
+MAX_PROMPT_CHARS = 20_000
+BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+class DecodeError(ValueError):
+    """Bad input to a decode, with a message meant for the user."""
+
+
+@dataclass
+class DecodeConfig:
+    mode: str = "exact"  # "exact" or "threshold"
+    threshold: float = 0.9
+    temperature: float = 0.0
+    seed: int = 0
+    gen_length: int = 128
+    drafter: str = "none"
+    budget: int = 32
+    coupled_noise: bool = True  # ablation switch for drafters at T > 0
+
+    def validate(self) -> "DecodeConfig":
+        def num(name, kind):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, kind):
+                raise DecodeError(f"{name} must be a number, got {v!r}")
+            return v
+
+        num("gen_length", int)
+        num("seed", int)
+        num("budget", int)
+        t, tau = num("temperature", (int, float)), num("threshold", (int, float))
+        if self.mode not in ("exact", "threshold"):
+            raise DecodeError(f"mode must be 'exact' or 'threshold', got {self.mode!r}")
+        if not 1 <= self.gen_length <= MAX_GEN_LENGTH:
+            raise DecodeError(f"gen_length must be between 1 and {MAX_GEN_LENGTH}, got {self.gen_length}")
+        if not (0.0 <= t <= 10.0) or t != t:
+            raise DecodeError(f"temperature must be between 0 and 10, got {t}")
+        if not (0.0 < tau <= 1.0):
+            raise DecodeError(f"threshold (tau) must be in (0, 1], got {tau}")
+        if not 0 <= self.seed < 2**63:
+            raise DecodeError(f"seed must be between 0 and 2**63-1, got {self.seed}")
+        if not 1 <= self.budget <= 256:
+            raise DecodeError(f"budget must be between 1 and 256 nodes, got {self.budget}")
+        return self
+
+    @property
+    def rule(self) -> DecisionRule:
+        return DecisionRule(self.mode, float(self.temperature), float(self.threshold))
+
+
+def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tuple[list[int], bool]:
+    """Token ids of the prompt; keeps the last tokens (and says so) if prompt + generation exceed the context."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise DecodeError("the prompt is empty: type some text to continue")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise DecodeError(f"the prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+    room = target.info.max_length - gen_length
+    if room < 1:
+        raise DecodeError(f"gen_length {gen_length} leaves no room for a prompt: "
+                          f"{target.info.name} has a context of {target.info.max_length} tokens")
+    ids = target.encode(prompt)
+    if not ids:
+        raise DecodeError("the prompt encodes to no tokens")
+    if len(ids) > room:
+        return ids[-room:], True
+    return ids, False
+
+
+class DecodeState:
+    """The token row being decoded, with the bookkeeping every sampler needs."""
+
+    def __init__(self, target: DiffusionTarget, prompt_ids: list[int], cfg: DecodeConfig):
+        self.target = target
+        self.cfg = cfg
+        self.rule = cfg.rule
+        self.mask_id = target.info.mask_id
+        self.prompt_len = len(prompt_ids)
+        self.total_len = self.prompt_len + cfg.gen_length
+        self.tokens = torch.full((self.total_len,), self.mask_id, dtype=torch.long)
+        self.tokens[: self.prompt_len] = torch.tensor(prompt_ids, dtype=torch.long)
+        self.windows = target.windows(self.prompt_len, self.total_len)
+        self.noise = GumbelNoise(cfg.seed, target.info.vocab_size)
+        self.cache = target.empty_cache()
+        self.step = 0  # decision index: the noise step of the next decision
+        self.passes: list[PassRecord] = []
+        self.t0 = time.perf_counter()
+        self.end = self.total_len  # one past the last position decoded so far
+
+    def masked(self, lo: int, hi: int, row: torch.Tensor | None = None) -> torch.Tensor:
+        r = self.tokens if row is None else row
+        return r[lo:hi] == self.mask_id
+
+    def finished_with_eos(self, hi: int) -> bool:
+        eos = self.target.info.eos_ids
+        gen = self.tokens[self.prompt_len : hi]
+        return any(bool((gen == e).any()) for e in eos)
+
+    def generated(self) -> list[int]:
+        gen = self.tokens[self.prompt_len : self.end].tolist()
+        eos = set(self.target.info.eos_ids)
+        for i, t in enumerate(gen):
+            if t in eos or t == self.mask_id:
+                return gen[:i]
+        return gen
+
+    def add_pass(self, kind: str, window, states: int, commits: list[Commit], t_start: float, tree=None,
+                 accepted_path=None) -> PassRecord:
+        rec = PassRecord(index=len(self.passes), kind=kind, window=[int(window[0]), int(window[1])],
+                         states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
+                         wall_s=time.perf_counter() - t_start)
+        self.passes.append(rec)
+        return rec
+
+    def counters(self) -> Counters:
+        wall = time.perf_counter() - self.t0
+        n_pass = len(self.passes)
+        commits = sum(len(p.commits) for p in self.passes)
+        drafted = sum(max(len(p.tree) - 1, 0) for p in self.passes)
+        accepted = sum(sum(c.drafted for c in p.commits) for p in self.passes)
+        gen = len(self.generated())
+        depth_hits: dict[int, list[int]] = {}
+        for p in self.passes:
+            if not p.tree:
+                continue
+            reached = len(p.accepted_path) - 1  # accepted drafted edges
+            max_depth = max(n.depth for n in p.tree)
+            for d in range(1, max_depth + 1):  # acceptance at depth d given depth d-1 was accepted
+                if reached >= d - 1:
+                    depth_hits.setdefault(d, []).append(1 if reached >= d else 0)
+        per_depth = [sum(v) / len(v) for _, v in sorted(depth_hits.items())]
+        return Counters(target_passes=n_pass, commits=commits, generated_tokens=gen, drafted_nodes=drafted,
+                        accepted_drafts=accepted, mean_accepted_length=commits / max(n_pass, 1),
+                        acceptance_per_depth=per_depth, wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
+
+    def trace(self, prompt: str, drafter: str, truncated: bool) -> Trace:
+        info = self.target.info
+        cfg = self.cfg
+        meta = RunMeta(model=info.name, tokenizer=info.name, attention=info.attention, mode=cfg.mode,
+                       threshold=float(cfg.threshold), temperature=float(cfg.temperature), seed=int(cfg.seed),
+                       drafter=drafter, budget=int(cfg.budget) if drafter != "none" else 0,
+                       block_size=info.block_size, gen_length=cfg.gen_length, prompt=prompt,
+                       prompt_tokens=self.tokens[: self.prompt_len].tolist(), coupled_noise=bool(cfg.coupled_noise),
+                       device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
+                       prompt_truncated=truncated)
+        gen = self.generated()
+        ids = set(meta.prompt_tokens) | set(self.tokens.tolist()) | {self.mask_id}
+        for p in self.passes:
+            for n in p.tree:
+                ids.update(n.tokens)
+                ids.update(n.target_tokens)
+        text_of = self.target.token_strings(ids)
+        text_of[self.mask_id] = "[MASK]"
+        return Trace(meta=meta, passes=self.passes, tokens=gen, text=self.target.decode(gen),
+                     counters=self.counters(), token_text={str(k): v for k, v in sorted(text_of.items())})
+
+
+@dataclass
+class Progress:
+    """One streamed update: after each target pass, and a last one carrying the trace."""
+
+    tokens: list[int]  # the whole row (prompt + generated, MASK where undecided)
+    record: PassRecord | None
+    counters: Counters
+    trace: Trace | None = None
+    extra: dict = field(default_factory=dict)

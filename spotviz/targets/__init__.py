@@ -1,0 +1,2 @@
+from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo
+from .embedded import EmbeddedTarget

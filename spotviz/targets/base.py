@@ -1,0 +1,83 @@
+"""One interface for every diffusion target: embedded models and published DLMs alike.
+
+A *state* is a full token row (prompt, committed tokens, MASKs). Decoders ask a target for the logits of a
+window [lo, hi) of a batch of states. Block-causal targets keep an exact prefix cache of finished blocks; a
+batched forward reads that cache but never modifies it, and `extend_cache` returns a new cache.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class PrefixCache:
+    """Keys/values of positions [0, length) shared by every state of a forward (block-causal targets only)."""
+
+    length: int = 0
+    kv: tuple | None = None  # per layer (k, v), each [1, heads, length, head_dim]; or a model-specific object
+
+
+@dataclass
+class ForwardOutput:
+    logits: torch.Tensor  # [batch, hi - lo, vocab], float32
+    start: int  # first position whose keys/values are in `present` (= cache length at the call)
+    present: object = None  # per-row keys/values of positions [start, hi), for extend_cache
+
+
+@dataclass
+class TargetInfo:
+    name: str
+    attention: str  # "block" (block-causal, cached) or "full" (bidirectional, semi-AR windows)
+    block_size: int
+    mask_id: int
+    eos_ids: tuple[int, ...]
+    vocab_size: int
+    max_length: int
+    logit_shift: int = 0
+    source: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class DiffusionTarget(ABC):
+    """A masked-diffusion LM behind one interface (see module docstring)."""
+
+    info: TargetInfo
+    tokenizer: object
+    device: torch.device
+
+    # -------------------------------------------------------------- windows
+    def windows(self, prompt_len: int, total_len: int) -> list[tuple[int, int]]:
+        """The decoding windows covering the generated positions [prompt_len, total_len)."""
+        b = self.info.block_size
+        if self.info.attention == "block":  # absolute, aligned blocks; the first holds the prompt's tail
+            start = (prompt_len // b) * b
+        else:  # semi-AR windows start at the end of the prompt (LLaDA's block_length)
+            start = prompt_len
+        return [(lo, min(lo + b, total_len)) for lo in range(start, total_len, b)]
+
+    def empty_cache(self) -> PrefixCache:
+        return PrefixCache()
+
+    @abstractmethod
+    def forward(self, states: torch.Tensor, lo: int, hi: int, cache: PrefixCache) -> ForwardOutput:
+        """Logits of window [lo, hi) for each state row ([batch, total_len] long, on any device).
+
+        All rows must agree on positions [0, cache.length). One call is one target pass."""
+
+    def extend_cache(self, cache: PrefixCache, out: ForwardOutput, row: int, upto: int) -> PrefixCache:
+        """A cache covering [0, upto), using row `row` of a forward's keys/values. No-op for full attention."""
+        return cache
+
+    # -------------------------------------------------------------- text
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def token_strings(self, ids) -> dict[int, str]:
+        """Display string of each token id (byte-level pieces decoded one by one)."""
+        return {int(i): self.tokenizer.decode([int(i)], clean_up_tokenization_spaces=False) for i in set(ids)}

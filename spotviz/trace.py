@@ -1,0 +1,219 @@
+"""The trace: a versioned, JSON-serialisable record of one decode (DESIGN.md section 5).
+
+It is the contract between the engine and the views: views are pure functions of a Trace, and a saved trace
+replays in the app without a model. `Trace.from_json` validates the schema and the counters and raises
+TraceError with a clear message on malformed input.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+TRACE_FORMAT = "spotviz-trace"
+TRACE_VERSION = 1
+MAX_TRACE_BYTES = 20 * 1024 * 1024
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be used, with the reason."""
+
+
+@dataclass
+class RunMeta:
+    model: str
+    tokenizer: str
+    attention: str
+    mode: str
+    threshold: float
+    temperature: float
+    seed: int
+    drafter: str
+    budget: int
+    block_size: int
+    gen_length: int
+    prompt: str
+    prompt_tokens: list[int]
+    coupled_noise: bool = True
+    device: str = "cpu"
+    mask_id: int = -1
+    spotviz_version: str = ""
+    prompt_truncated: bool = False
+
+
+@dataclass
+class Commit:
+    position: int
+    token: int
+    step: int  # decision index (the noise step)
+    confidence: float = 0.0
+    drafted: bool = False  # True: accepted from the draft tree; False: the pass's own (bonus) decision
+
+
+@dataclass
+class TreeNode:
+    id: int  # 0 is the root of the tree (the state after the free first decision)
+    parent: int  # -1 for the root
+    depth: int
+    positions: list[int]  # the drafted decision on the edge parent -> node (empty for the root)
+    tokens: list[int]
+    prob: float = 1.0  # drafter probability of this edge
+    path_prob: float = 1.0  # product along the path
+    accepted: bool = False
+    target_positions: list[int] = field(default_factory=list)  # the target's own decision at this node (if evaluated)
+    target_tokens: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PassRecord:
+    index: int
+    kind: str  # "decode" (standard), "verify" (SPOT tree pass)
+    window: list[int]  # [lo, hi) of the decisions made from this pass
+    states: int  # batch size of the forward
+    commits: list[Commit]
+    tree: list[TreeNode] = field(default_factory=list)
+    accepted_path: list[int] = field(default_factory=list)  # node ids from the root
+    wall_s: float = 0.0
+
+
+@dataclass
+class Counters:
+    target_passes: int = 0
+    commits: int = 0
+    generated_tokens: int = 0
+    drafted_nodes: int = 0
+    accepted_drafts: int = 0
+    mean_accepted_length: float = 0.0  # commits per pass
+    acceptance_per_depth: list[float] = field(default_factory=list)
+    wall_s: float = 0.0
+    tokens_per_s: float = 0.0
+
+
+@dataclass
+class Trace:
+    meta: RunMeta
+    passes: list[PassRecord]
+    tokens: list[int]  # generated token ids (up to the end of text)
+    text: str
+    counters: Counters
+    token_text: dict[str, str] = field(default_factory=dict)  # id -> display string for every id in the trace
+    format: str = TRACE_FORMAT
+    version: int = TRACE_VERSION
+
+    # ------------------------------------------------------------------ json
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, d) -> "Trace":
+        if not isinstance(d, dict):
+            raise TraceError("a trace must be a JSON object")
+        if d.get("format") != TRACE_FORMAT:
+            raise TraceError(f"not a spotviz trace (format is {d.get('format')!r}, expected {TRACE_FORMAT!r})")
+        if d.get("version") != TRACE_VERSION:
+            raise TraceError(f"unsupported trace version {d.get('version')!r} (this spotviz reads {TRACE_VERSION})")
+        try:
+            meta = _build(RunMeta, d["meta"], "meta")
+            passes = []
+            for i, p in enumerate(_as_list(d["passes"], "passes")):
+                p = dict(_as_dict(p, f"passes[{i}]"))
+                p["commits"] = [_build(Commit, c, f"passes[{i}].commits") for c in _as_list(p.get("commits"), "commits")]
+                p["tree"] = [_build(TreeNode, n, f"passes[{i}].tree") for n in _as_list(p.get("tree", []), "tree")]
+                passes.append(_build(PassRecord, p, f"passes[{i}]"))
+            trace = cls(meta=meta, passes=passes, tokens=[int(t) for t in _as_list(d["tokens"], "tokens")],
+                        text=str(d["text"]), counters=_build(Counters, d["counters"], "counters"),
+                        token_text={str(k): str(v) for k, v in _as_dict(d.get("token_text", {}), "token_text").items()})
+        except KeyError as e:
+            raise TraceError(f"trace is missing the field {e.args[0]!r}") from None
+        except (TypeError, ValueError) as e:
+            if isinstance(e, TraceError):
+                raise
+            raise TraceError(f"malformed trace: {e}") from None
+        trace.validate()
+        return trace
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Trace":
+        if len(text) > MAX_TRACE_BYTES:
+            raise TraceError(f"trace is {len(text) / 1e6:.1f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
+        try:
+            d = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise TraceError(f"trace is not valid JSON: {e}") from None
+        return cls.from_dict(d)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Trace":
+        p = Path(path)
+        if not p.is_file():
+            raise TraceError(f"no trace file at {p}")
+        if p.stat().st_size > MAX_TRACE_BYTES:
+            raise TraceError(f"trace file is {p.stat().st_size / 1e6:.1f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
+        return cls.from_json(p.read_bytes())
+
+    # ------------------------------------------------------------ checks
+    def validate(self) -> None:
+        """Counters must agree with the pass records; every position is committed at most once."""
+        c = self.counters
+        n_commits = sum(len(p.commits) for p in self.passes)
+        if c.target_passes != len(self.passes):
+            raise TraceError(f"inconsistent counters: target_passes={c.target_passes} but {len(self.passes)} passes recorded")
+        if c.commits != n_commits:
+            raise TraceError(f"inconsistent counters: commits={c.commits} but {n_commits} commits recorded")
+        seen = set()
+        for p in self.passes:
+            for cm in p.commits:
+                if cm.position in seen:
+                    raise TraceError(f"position {cm.position} is committed twice")
+                seen.add(cm.position)
+        for v in (c.mean_accepted_length, c.wall_s, c.tokens_per_s):
+            if not math.isfinite(v) or v < 0:
+                raise TraceError("inconsistent counters: negative or non-finite value")
+
+    # ----------------------------------------------------------- helpers
+    def commit_step_of(self) -> dict[int, tuple[int, int]]:
+        """position -> (pass index, decision step)."""
+        return {cm.position: (p.index, cm.step) for p in self.passes for cm in p.commits}
+
+    def label(self, token: int) -> str:
+        return self.token_text.get(str(token), f"#{token}")
+
+
+def _as_list(v, name):
+    if not isinstance(v, list):
+        raise TraceError(f"field {name!r} must be a list")
+    return v
+
+
+def _as_dict(v, name):
+    if not isinstance(v, dict):
+        raise TraceError(f"field {name!r} must be an object")
+    return v
+
+
+def _build(cls, d, name):
+    d = _as_dict(d, name)
+    names = {f.name for f in fields(cls)}
+    unknown = set(d) - names
+    if unknown:
+        raise TraceError(f"unknown field(s) in {name}: {sorted(unknown)}")
+    obj = cls(**d)
+    for f in fields(cls):  # light type check of scalar fields
+        v = getattr(obj, f.name)
+        t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        if t == "int" and not (isinstance(v, int) and not isinstance(v, bool)):
+            raise TraceError(f"{name}.{f.name} must be an integer")
+        if t == "float" and not isinstance(v, (int, float)):
+            raise TraceError(f"{name}.{f.name} must be a number")
+        if t == "str" and not isinstance(v, str):
+            raise TraceError(f"{name}.{f.name} must be a string")
+        if t.startswith("list") and not isinstance(v, list):
+            raise TraceError(f"{name}.{f.name} must be a list")
+    return obj

@@ -1,0 +1,268 @@
+"""Train an embedded masked-diffusion target model on Shakespeare (resumable, CPU-friendly).
+
+    python -m spotviz train-target --attention block --out runs/shakespeare-bd --minutes 90
+
+Block models (attention="block") are trained BD3-LM style: the noised sequence is concatenated with the clean
+sequence; a noised block attends to itself and to the clean earlier blocks, a clean block attends block-causally
+to clean blocks. Every block gets its own mask ratio. Full-attention models (MDLM/LLaDA style) mix uniform random
+masking with "semi-autoregressive" states (clean prefix, partly masked current window, fully masked future),
+the states that semi-AR decoding visits. Loss: mean cross-entropy over masked positions.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from .modeling import SpotDLMConfig, SpotDLMForMaskedLM, block_causal_mask
+
+
+@dataclass
+class TrainTargetConfig:
+    out: str
+    attention: str = "block"
+    vocab_size: int = 1024
+    hidden_size: int = 256
+    num_hidden_layers: int = 6
+    num_attention_heads: int = 8
+    intermediate_size: int = 704
+    block_size: int = 16
+    seq_len: int = 256
+    batch_size: int = 16
+    lr: float = 2e-3
+    min_lr_frac: float = 0.05
+    warmup_steps: int = 200
+    weight_decay: float = 0.1
+    max_steps: int = 0  # 0: only the time budget ends training
+    minutes: float = 0.0  # 0: only max_steps ends training
+    eval_every: int = 200
+    checkpoint_every: int = 100
+    threads: int = 0
+    seed: int = 0
+    corpus_fraction: float = 1.0  # tests train on a slice
+    save_dtype: str = "bfloat16"
+
+
+# ----------------------------------------------------------------------------------------------- data
+def prepare_data(cfg: TrainTargetConfig, out: Path):
+    """Tokenizer + token ids of train/val, cached in `out` (npy, no pickle)."""
+    from .corpus import split_corpus
+    from .tokenizer import encode_corpus, train_tokenizer
+
+    tok_dir = out / "tokenizer"
+    if not (out / "train_ids.npy").exists():
+        parts = split_corpus()
+        train_text = parts["train"][: int(len(parts["train"]) * cfg.corpus_fraction)]
+        tok = train_tokenizer(train_text, cfg.vocab_size)
+        tok.save_pretrained(str(tok_dir))
+        np.save(out / "train_ids.npy", np.asarray(encode_corpus(tok, train_text), dtype=np.int32))
+        np.save(out / "val_ids.npy", np.asarray(encode_corpus(tok, parts["val"]), dtype=np.int32))
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    train = torch.from_numpy(np.load(out / "train_ids.npy", allow_pickle=False).astype(np.int64))
+    val = torch.from_numpy(np.load(out / "val_ids.npy", allow_pickle=False).astype(np.int64))
+    return tok, train, val
+
+
+def sample_windows(ids: torch.Tensor, n: int, seq_len: int, gen: torch.Generator) -> torch.Tensor:
+    starts = torch.randint(0, len(ids) - seq_len - 1, (n,), generator=gen)
+    return torch.stack([ids[s : s + seq_len] for s in starts.tolist()])
+
+
+# ------------------------------------------------------------------------------------------ noising
+def noise_block(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator):
+    """Mask each block with its own ratio t ~ U(0, 1] (at least one masked position per block)."""
+    b, L = x.shape
+    nb = L // block
+    t = torch.rand(b, nb, 1, generator=gen).clamp_min(1.0 / block)
+    r = torch.rand(b, nb, block, generator=gen)
+    m = (r < t).view(b, L)
+    first = r.view(b, nb, block).argmin(-1)  # guarantee one mask per block
+    m.view(b, nb, block).scatter_(-1, first.unsqueeze(-1), True)
+    return torch.where(m, torch.full_like(x, mask_id), x), m
+
+
+def noise_full(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator):
+    """Half the rows uniform random masking, half semi-AR states (clean prefix, partial window, masked future)."""
+    b, L = x.shape
+    t = torch.rand(b, 1, generator=gen).clamp_min(1.0 / L)
+    m = torch.rand(b, L, generator=gen) < t
+    pos = torch.arange(L)
+    nb = L // block
+    semi = torch.rand(b, generator=gen) < 0.5
+    cur = torch.randint(1, nb, (b, 1), generator=gen) * block  # window start (some prefix kept clean)
+    in_win = (pos >= cur) & (pos < cur + block)
+    m_semi = (pos >= cur + block) | (in_win & m)
+    m_semi |= in_win & (pos == cur + torch.randint(0, block, (b, 1), generator=gen))
+    m = torch.where(semi.unsqueeze(1), m_semi, m)
+    m[:, 0] &= ~semi  # keep row non-degenerate
+    m |= ~m.any(1, keepdim=True) & (pos == L - 1)
+    return torch.where(m, torch.full_like(x, mask_id), x), m
+
+
+def block_training_mask(L: int, block: int) -> torch.Tensor:
+    """[1, 1, 2L, 2L] mask for the concatenation [noised; clean] (BD3-LM style)."""
+    pos = torch.arange(L)
+    bq = (pos // block).unsqueeze(1)
+    bk = (pos // block).unsqueeze(0)
+    noisy_noisy = bq == bk
+    noisy_clean = bk < bq
+    clean_clean = bk <= bq
+    clean_noisy = torch.zeros(L, L, dtype=torch.bool)
+    top = torch.cat([noisy_noisy, noisy_clean], 1)
+    bottom = torch.cat([clean_noisy, clean_clean], 1)
+    return torch.cat([top, bottom], 0).view(1, 1, 2 * L, 2 * L)
+
+
+def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, m: torch.Tensor, train_mask):
+    L = x.shape[1]
+    if model.config.attention == "block":
+        pos = torch.arange(L).repeat(2).unsqueeze(0)
+        logits = model(torch.cat([noised, x], 1), position_ids=pos, attention_mask=train_mask)[:, :L]
+    else:
+        logits = model(noised)
+    return F.cross_entropy(logits[m].float(), x[m])
+
+
+@torch.no_grad()
+def evaluate(model, val: torch.Tensor, cfg: TrainTargetConfig, n: int = 64) -> float:
+    """Masked-token cross-entropy (nats) on fixed validation windows with fixed masks."""
+    model.eval()
+    gen = torch.Generator().manual_seed(1234)
+    x = sample_windows(val, n, cfg.seq_len, gen)
+    noise = noise_block if cfg.attention == "block" else noise_full
+    mask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
+    losses = []
+    for i in range(0, n, 16):
+        xb = x[i : i + 16]
+        noised, m = noise(xb, cfg.block_size, model.config.mask_token_id, gen)
+        losses.append(masked_loss(model, xb, noised, m, mask).item())
+    model.train()
+    return float(np.mean(losses))
+
+
+# -------------------------------------------------------------------------------------------- train
+def lr_at(cfg: TrainTargetConfig, step: int, progress: float) -> float:
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    return cfg.lr * (cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
+def export_model(model: SpotDLMForMaskedLM, tok, folder: Path, dtype: str) -> None:
+    """Write a Hugging Face folder: config.json, model.safetensors, tokenizer files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder), safe_serialization=True)
+    if dtype == "bfloat16":  # halve the file; the model is run in float32 after loading
+        sd = load_file(str(folder / "model.safetensors"))
+        save_file({k: v.to(torch.bfloat16) for k, v in sd.items()}, str(folder / "model.safetensors"),
+                  metadata={"format": "pt"})
+    tok.save_pretrained(str(folder))
+
+
+def train_target(cfg: TrainTargetConfig, log=print) -> dict:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    tok, train, val = prepare_data(cfg, out)
+    mcfg = SpotDLMConfig(
+        vocab_size=len(tok), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
+        num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
+        max_position_embeddings=cfg.seq_len, attention=cfg.attention, block_size=cfg.block_size,
+        mask_token_id=tok.mask_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )
+    model = SpotDLMForMaskedLM(mcfg)
+    model.mark_residual_projections()
+    model.apply(model._init_weights)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
+    state = {"step": 0, "elapsed": 0.0, "history": []}
+    ckpt = out / "checkpoint"
+    if (ckpt / "model.safetensors").exists():  # resume (our own files: safetensors + torch optimizer state)
+        model.load_state_dict(load_file(str(ckpt / "model.safetensors")), strict=False)
+        model.tie_weights()
+        opt.load_state_dict(torch.load(ckpt / "optim.pt", weights_only=True))
+        state = json.loads((ckpt / "state.json").read_text())
+        log(f"resumed at step {state['step']} ({state['elapsed'] / 60:.1f} min trained)")
+    gen = torch.Generator().manual_seed(cfg.seed * 7919 + state["step"])
+    noise = noise_block if cfg.attention == "block" else noise_full
+    tmask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"{cfg.attention} model, {n_params / 1e6:.2f}M parameters, {len(train)} training tokens")
+
+    def progress() -> float:
+        fr = []
+        if cfg.max_steps:
+            fr.append(state["step"] / cfg.max_steps)
+        if cfg.minutes:
+            fr.append(state["elapsed"] / (cfg.minutes * 60))
+        return max(fr) if fr else 1.0
+
+    def save_checkpoint():
+        tmp = out / "checkpoint.tmp"
+        tmp.mkdir(exist_ok=True)
+        save_file({k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"},
+                  str(tmp / "model.safetensors"))
+        torch.save(opt.state_dict(), tmp / "optim.pt")
+        (tmp / "state.json").write_text(json.dumps(state))
+        if ckpt.exists():
+            shutil.rmtree(ckpt)
+        os.replace(tmp, ckpt)
+
+    model.train()
+    t_last = time.time()
+    from tqdm import tqdm
+
+    bar = tqdm(total=1000, desc=f"train {cfg.attention}", unit="‰", mininterval=5, disable=None)
+    ema = None
+    while progress() < 1.0:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(cfg, state["step"], progress())
+        x = sample_windows(train, cfg.batch_size, cfg.seq_len, gen)
+        noised, m = noise(x, cfg.block_size, mcfg.mask_token_id, gen)
+        loss = masked_loss(model, x, noised, m, tmask)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        now = time.time()
+        state["elapsed"] += now - t_last
+        t_last = now
+        state["step"] += 1
+        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
+        bar.n = int(1000 * min(progress(), 1.0))
+        bar.set_postfix(step=state["step"], loss=f"{ema:.3f}", refresh=False)
+        bar.update(0)
+        if state["step"] % cfg.eval_every == 0:
+            vl = evaluate(model, val, cfg)
+            state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
+                                     "val_loss": vl})
+            log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"
+                f"  ({vl / math.log(2):.2f} bits/token)")
+            t_last = time.time()
+        if state["step"] % cfg.checkpoint_every == 0:
+            save_checkpoint()
+            t_last = time.time()
+    bar.close()
+    save_checkpoint()
+    vl = evaluate(model, val, cfg, n=256)
+    result = {"val_masked_loss": vl, "val_bits_per_token": vl / math.log(2), "steps": state["step"],
+              "minutes": state["elapsed"] / 60, "parameters": n_params, "config": asdict(cfg)}
+    final = out / "final"
+    export_model(model, tok, final, cfg.save_dtype)
+    (final / "training.json").write_text(json.dumps(result | {"history": state["history"]}, indent=1))
+    log(f"final: val masked-token loss {vl:.4f} nats = {vl / math.log(2):.3f} bits/token; exported to {final}")
+    return result

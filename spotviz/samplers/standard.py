@@ -18,7 +18,9 @@ from ..trace import Commit
 from .common import DecodeConfig, DecodeState, Progress, encode_prompt
 
 
-def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig) -> Iterator[Progress]:
+def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig,
+                           record_candidates: bool = False) -> Iterator[Progress]:
+    """Yield a Progress after every pass (with the window's candidate tokens if `record_candidates`)."""
     cfg.validate()
     prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
     st = DecodeState(target, prompt_ids, cfg)
@@ -35,7 +37,8 @@ def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConf
                 commits.append(Commit(lo + o, int(tokens[0, o]), st.step, float(conf[0, o])))
             st.step += 1
             rec = st.add_pass("decode", (lo, hi), 1, commits, t_start)
-            yield Progress(st.tokens.tolist(), rec, st.counters())
+            extra = {"lo": lo, "candidates": tokens[0].tolist(), "confidence": conf[0].tolist()} if record_candidates else {}
+            yield Progress(st.tokens.tolist(), rec, st.counters(), extra=extra)
         st.end = hi
         if st.finished_with_eos(hi):
             break

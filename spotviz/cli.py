@@ -1,0 +1,127 @@
+"""Command line: decode, bench, train-target, train-drafter.
+
+    python -m spotviz decode --prompt "ROMEO." [--model shakespeare-bd] [--drafter spot --budget 32] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _add_decode_args(p: argparse.ArgumentParser) -> None:
+    from .engine import DRAFTERS
+
+    p.add_argument("--prompt", required=True, help="text to continue")
+    p.add_argument("--model", default=None, help="embedded model name, published model name or local folder "
+                                                 "(default: shakespeare-bd)")
+    p.add_argument("--mode", choices=["exact", "threshold"], default="exact")
+    p.add_argument("--threshold", type=float, default=0.9, help="tau for threshold mode")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gen-length", type=int, default=128)
+    p.add_argument("--drafter", choices=list(DRAFTERS), default="none")
+    p.add_argument("--budget", type=int, default=32, help="draft tree node budget")
+    p.add_argument("--no-coupled-noise", action="store_true", help="ablation: drafter does not share the noise")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--trace-out", default=None, help="write the trace (JSON) to this file")
+
+
+def cmd_decode(a) -> int:
+    from .engine import decode
+    from .registry import load_target
+    from .samplers.common import DecodeConfig
+
+    cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
+                       gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
+                       coupled_noise=not a.no_coupled_noise).validate()
+    target = load_target(a.model, device=a.device)
+    trace = decode(target, a.prompt, cfg)
+    if a.trace_out:
+        trace.save(a.trace_out)
+    c = trace.counters
+    if a.json:
+        print(json.dumps({
+            "text": trace.text, "tokens": trace.tokens, "target_passes": c.target_passes, "commits": c.commits,
+            "generated_tokens": c.generated_tokens, "wall_s": c.wall_s, "tokens_per_s": c.tokens_per_s,
+            "accepted_lengths": [len(p.commits) for p in trace.passes], "drafter": cfg.drafter,
+            "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
+            "prompt_truncated": trace.meta.prompt_truncated,
+        }, ensure_ascii=False))
+    else:
+        if trace.meta.prompt_truncated:
+            print("note: the prompt was longer than the context allows; its beginning was dropped", file=sys.stderr)
+        print(trace.meta.prompt + trace.text)
+        print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
+              f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
+              f"{c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
+    return 0
+
+
+def cmd_train_target(a) -> int:
+    from .train_target import TrainTargetConfig, train_target
+
+    cfg = TrainTargetConfig(out=a.out, attention=a.attention, hidden_size=a.hidden_size,
+                            num_hidden_layers=a.layers, num_attention_heads=a.heads,
+                            intermediate_size=a.intermediate_size, seq_len=a.seq_len, batch_size=a.batch_size,
+                            lr=a.lr, max_steps=a.max_steps, minutes=a.minutes, threads=a.threads, seed=a.seed,
+                            vocab_size=a.vocab_size, corpus_fraction=a.corpus_fraction)
+    if not cfg.max_steps and not cfg.minutes:
+        raise ValueError("give --max-steps or --minutes")
+    res = train_target(cfg)
+    if not a.skip_eval:
+        from .registry import load_embedded
+        from .stats import stale_agreement
+
+        target = load_embedded(f"{a.out}/final")
+        st = stale_agreement(target, n_prompts=a.eval_prompts, gen_length=64)
+        print(f"previous-pass prediction == committed token: {100 * st['stale_agreement']:.1f}% "
+              f"(exact decoding, T=0, {st['decisions']} decisions)")
+    print(json.dumps({k: v for k, v in res.items() if k != "config"}))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m spotviz", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    _add_decode_args(sub.add_parser("decode", help="decode a prompt (standard or speculative)"))
+
+    t = sub.add_parser("train-target", help="train an embedded masked-diffusion model on Shakespeare")
+    t.add_argument("--out", required=True)
+    t.add_argument("--attention", choices=["block", "full"], default="block")
+    t.add_argument("--hidden-size", type=int, default=256)
+    t.add_argument("--layers", type=int, default=6)
+    t.add_argument("--heads", type=int, default=8)
+    t.add_argument("--intermediate-size", type=int, default=704)
+    t.add_argument("--seq-len", type=int, default=256)
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--vocab-size", type=int, default=1024)
+    t.add_argument("--lr", type=float, default=2e-3)
+    t.add_argument("--max-steps", type=int, default=0)
+    t.add_argument("--minutes", type=float, default=0.0, help="time budget (the schedule follows it)")
+    t.add_argument("--threads", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--corpus-fraction", type=float, default=1.0)
+    t.add_argument("--eval-prompts", type=int, default=20)
+    t.add_argument("--skip-eval", action="store_true")
+
+    for register in _extra_commands:
+        register(sub)
+    a = ap.parse_args(argv)
+    handlers = {"decode": cmd_decode, "train-target": cmd_train_target} | _extra_handlers
+    from .registry import ModelLoadError
+    from .samplers.common import DecodeError
+    from .trace import TraceError
+
+    try:
+        return handlers[a.cmd](a)
+    except (DecodeError, ModelLoadError, TraceError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+# Commands added by other modules (bench, train-drafter) register here, keeping this file small.
+_extra_commands: list = []
+_extra_handlers: dict = {}

@@ -147,6 +147,8 @@ class Trace:
             d = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise TraceError(f"trace is not valid JSON: {e}") from None
+        except RecursionError:
+            raise TraceError("trace is not valid JSON: nested too deeply") from None
         return cls.from_dict(d)
 
     @classmethod

@@ -75,6 +75,8 @@ def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tupl
     ids = target.encode(prompt)
     if not ids:
         raise DecodeError("the prompt encodes to no tokens")
+    if target.info.mask_id in ids:  # a MASK in the prompt would be decoded, overwriting the prompt
+        raise DecodeError("the prompt contains the mask token; remove it")
     if len(ids) > room:
         return ids[-room:], True
     return ids, False

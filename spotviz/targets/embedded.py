@@ -24,7 +24,7 @@ class EmbeddedTarget(DiffusionTarget):
     def forward(self, states: torch.Tensor, lo: int, hi: int, cache: PrefixCache) -> ForwardOutput:
         states = states.to(self.device)
         if self.info.attention == "full":
-            logits = self.model(states[:, :hi])[:, lo:hi]
+            logits = self.model(states)[:, lo:hi]  # every pass sees the whole sequence
             return ForwardOutput(logits.float(), start=0)
         start = cache.length
         if not (start <= lo and start % self.info.block_size == 0):

@@ -1,0 +1,174 @@
+"""The SPOT drafter: ~0.62M parameters that predict the order (and sets) in which the target commits positions.
+
+per-position features -> linear encoder -> small bidirectional transformer over the window ->
+  * pointer head: score of "position j is committed at depth d" (a depth query against each position), plus a
+    pairwise term for every decision already on the path (how a drafted commit at i moves j), plus a term in the
+    root log-probability of the token the coupled noise picks for j at that depth;
+  * keep head: probability that the drafted (stale) token at j is still the target's token, given the path's
+    drafted commits (tokens go stale next to fresh commits);
+  * set head (SPOT-Sets): probability that j is in the commit set at depth d.
+One forward per target pass gives everything the tree builder needs; paths are scored with cheap sums.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .features import N_FEATURES
+
+
+@dataclass
+class DrafterConfig:
+    n_features: int = N_FEATURES
+    d_model: int = 128
+    n_layers: int = 3
+    n_heads: int = 4
+    d_ff: int = 400
+    max_depth: int = 16
+    max_width: int = 64
+    rel_clip: int = 8
+    dropout: float = 0.0
+    target: str = ""  # the target model it was trained on (informational)
+    vocab_size: int = 0  # informational: the drafter does not depend on the vocabulary
+    block_size: int = 16  # window it was trained on
+
+
+class DrafterOutput(dict):
+    """base [D, W] pointer scores, pair [W, W] (row j: effect of a path commit at i), alpha (coupled-token weight),
+    keep_base [W], keep_rel [2c+1], set_base [D, W], set_alpha."""
+
+
+class SpotDrafter(nn.Module):
+    def __init__(self, cfg: DrafterConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.inp = nn.Sequential(nn.Linear(cfg.n_features, d), nn.GELU(), nn.Linear(d, d))
+        self.pos = nn.Embedding(cfg.max_width, d)
+        layer = nn.TransformerEncoderLayer(d, cfg.n_heads, cfg.d_ff, cfg.dropout, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, cfg.n_layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d)
+        self.depth = nn.Embedding(cfg.max_depth, d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.pa = nn.Linear(d, d // 2, bias=False)
+        self.pb = nn.Linear(d, d // 2, bias=False)
+        n_rel = 2 * cfg.rel_clip + 1
+        self.rel = nn.Parameter(torch.zeros(n_rel))
+        self.alpha = nn.Parameter(torch.tensor(1.0))
+        self.keep = nn.Linear(d, 1)
+        self.keep_rel = nn.Parameter(torch.zeros(n_rel))
+        self.sq = nn.Linear(d, d, bias=False)
+        self.sk = nn.Linear(d, d, bias=False)
+        self.set_bias = nn.Parameter(torch.zeros(cfg.max_depth))
+        self.set_alpha = nn.Parameter(torch.tensor(1.0))
+        self.set_temp = nn.Parameter(torch.tensor(1.0))  # refit by light calibration for a new target
+
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def rel_index(self, w: int, device) -> torch.Tensor:
+        i = torch.arange(w, device=device)
+        c = self.cfg.rel_clip
+        return (i.unsqueeze(1) - i.unsqueeze(0)).clamp(-c, c) + c  # [j, i] -> offset j - i
+
+    def forward(self, feats: torch.Tensor, valid: torch.Tensor | None = None) -> DrafterOutput:
+        """feats [B, W, F] (W <= max_width), valid [B, W] bool (padding False). Outputs batched [B, ...]."""
+        b, w, _ = feats.shape
+        x = self.inp(feats) + self.pos.weight[:w]
+        pad = None if valid is None else ~valid
+        h = self.norm(self.encoder(x, src_key_padding_mask=pad))
+        dq = self.q(self.depth.weight)  # [D, d]
+        scale = 1 / math.sqrt(h.shape[-1])
+        base = torch.einsum("dk,bwk->bdw", dq, self.k(h)) * scale
+        pair = torch.einsum("bjk,bik->bji", self.pa(h), self.pb(h)) * scale
+        ri = self.rel_index(w, h.device)
+        pair = pair + self.rel[ri]
+        keep_base = self.keep(h).squeeze(-1)
+        set_base = (torch.einsum("dk,bwk->bdw", self.sq(self.depth.weight), self.sk(h)) * scale
+                    + self.set_bias.view(1, -1, 1))
+        return DrafterOutput(base=base, pair=pair, alpha=self.alpha, keep_base=keep_base,
+                             keep_rel=self.keep_rel[ri], set_base=set_base, set_alpha=self.set_alpha,
+                             set_temp=self.set_temp)
+
+    # --------------------------------------------------------------------------------------- files
+    def save(self, folder: str | Path, extra: dict | None = None) -> None:
+        from safetensors.torch import save_file
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()},
+                  str(folder / "drafter.safetensors"))
+        (folder / "drafter.json").write_text(json.dumps(asdict(self.cfg) | {"n_params": self.n_params()}
+                                                        | (extra or {}), indent=1))
+
+    @classmethod
+    def load(cls, folder: str | Path, device=None) -> "SpotDrafter":
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        folder = Path(folder)
+        cfg_file, w_file = folder / "drafter.json", folder / "drafter.safetensors"
+        if not cfg_file.is_file() or not w_file.is_file():
+            raise ValueError(f"no drafter at {folder} (needs drafter.json and drafter.safetensors)")
+        try:
+            raw = json.loads(cfg_file.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"drafter config {cfg_file} is not valid JSON: {e}") from None
+        fields = set(DrafterConfig.__dataclass_fields__)
+        cfg = DrafterConfig(**{k: v for k, v in raw.items() if k in fields})
+        model = cls(cfg)
+        try:
+            state = load_file(str(w_file))
+        except (SafetensorError, OSError) as e:
+            raise ValueError(f"drafter weights {w_file} are corrupt or truncated: {e}") from None
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if missing or unexpected:
+            raise ValueError(f"drafter weights {w_file} do not match its config "
+                             f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+        return model.to(device or "cpu").eval()
+
+
+def path_scores(out: DrafterOutput, row: int, depth_index: int, path: list[int]) -> torch.Tensor:
+    """Pointer scores [W] at one depth given the window offsets already committed on the path (drafted only)."""
+    s = out["base"][row, depth_index]
+    if path:
+        s = s + out["pair"][row][:, path].sum(-1)
+    return s
+
+
+def pointer_loss(out: DrafterOutput, logc: torch.Tensor, order: torch.Tensor, remaining: torch.Tensor,
+                 depth_valid: torch.Tensor) -> torch.Tensor:
+    """Teacher-forced pointer loss.
+
+    logc [B, D, W]: root log-prob of the coupled token per depth; order [B, D]: the true position at depth d
+    (offset; -1 past the end); remaining [B, D, W]: masked and not yet committed before depth d;
+    depth_valid [B, D]."""
+    b, dmax, w = logc.shape
+    base = out["base"][:, :dmax, :w] + out["alpha"] * logc
+    # pairwise effect of true commits at earlier depths (teacher forcing)
+    onehot = F.one_hot(order.clamp_min(0), w).float() * (order >= 0).unsqueeze(-1)  # [B, D, W]
+    prior = torch.cumsum(onehot, 1) - onehot  # commits strictly before depth d
+    pair_term = torch.einsum("bji,bdi->bdj", out["pair"], prior)
+    scores = (base + pair_term).masked_fill(~remaining, -1e9)
+    logp = torch.log_softmax(scores, -1)
+    nll = -logp.gather(-1, order.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+    return (nll * depth_valid).sum() / depth_valid.sum().clamp_min(1)
+
+
+def keep_logits(out: DrafterOutput, order: torch.Tensor) -> torch.Tensor:
+    """Keep-head logits [B, D] at the true positions, conditioned on earlier commits on the path."""
+    b, dmax = order.shape
+    w = out["keep_base"].shape[1]
+    onehot = F.one_hot(order.clamp_min(0), w).float() * (order >= 0).unsqueeze(-1)
+    prior = torch.cumsum(onehot, 1) - onehot  # [B, D, W(i)]
+    rel = torch.einsum("bji,bdi->bdj", out["keep_rel"].expand(b, -1, -1), prior)  # [B, D, W(j)]
+    logits = out["keep_base"].unsqueeze(1) + rel
+    return logits.gather(-1, order.clamp_min(0).unsqueeze(-1)).squeeze(-1)

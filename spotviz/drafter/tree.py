@@ -1,0 +1,92 @@
+"""Draft trees grown best-first by path probability under a node budget.
+
+A node is a state; an edge is a drafted decision (one position and token in exact mode, a set of positions with
+tokens in SPOT-Sets). Node 0 is s1, the state after the free first decision. The budget counts every node,
+s1 included, so it is exactly the batch size of the verification pass.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import torch
+
+from .features import RootView
+
+
+@dataclass
+class DraftNode:
+    id: int
+    parent: int
+    depth: int
+    offsets: tuple[int, ...]  # window offsets committed on the edge parent -> node
+    tokens: tuple[int, ...]
+    prob: float
+    path_prob: float
+    path: tuple[int, ...] = ()  # all drafted offsets on the path from s1 (in order)
+    children: dict = field(default_factory=dict)  # (offsets, tokens) -> child id
+
+
+class Proposer:
+    """A candidate generator: proposes the children of a node. Subclasses: training-free, calibrated, SPOT."""
+
+    name = "proposer"
+    branch_positions = 4  # children considered per node (positions or sets)
+
+    def prepare(self, view: RootView, max_depth: int) -> object:
+        """Per-pass work (e.g. one drafter forward). Returns a context passed to `children`."""
+        raise NotImplementedError
+
+    def children(self, ctx, view: RootView, node: DraftNode, remaining: torch.Tensor) -> list[tuple]:
+        """[(offsets tuple, tokens tuple, prob)] for the decision at `node` (depth node.depth + 1)."""
+        raise NotImplementedError
+
+
+def build_tree(view: RootView, proposer: Proposer, budget: int) -> list[DraftNode]:
+    """Best-first tree (by path probability) of at most `budget` nodes rooted at s1."""
+    root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
+    nodes = [root]
+    n_masked = int(view.masked.sum())
+    if budget <= 1 or n_masked == 0:
+        return nodes
+    ctx = proposer.prepare(view, max_depth=min(n_masked, budget - 1))
+    heap: list = []
+    tie = 0
+
+    def expand(node: DraftNode):
+        nonlocal tie
+        if node.depth >= n_masked:
+            return
+        remaining = view.masked.clone()
+        if node.path:
+            remaining[list(node.path)] = False
+        if not bool(remaining.any()):
+            return
+        for offsets, tokens, p in proposer.children(ctx, view, node, remaining):
+            if p <= 0:
+                continue
+            tie += 1
+            heapq.heappush(heap, (-node.path_prob * p, tie, node.id, tuple(offsets), tuple(tokens), p))
+
+    expand(root)
+    while heap and len(nodes) < budget:
+        neg, _, pid, offsets, tokens, p = heapq.heappop(heap)
+        parent = nodes[pid]
+        key = (offsets, tokens)
+        if key in parent.children:
+            continue
+        node = DraftNode(len(nodes), pid, parent.depth + 1, offsets, tokens, p, -neg, parent.path + offsets)
+        parent.children[key] = node.id
+        nodes.append(node)
+        expand(node)
+    return nodes
+
+
+def node_states(view: RootView, nodes: list[DraftNode]) -> torch.Tensor:
+    """[len(nodes), L] token rows: s1 with each node's drafted path applied."""
+    rows = view.state.unsqueeze(0).repeat(len(nodes), 1)
+    for n in nodes[1:]:
+        rows[n.id] = rows[n.parent]
+        for o, t in zip(n.offsets, n.tokens):
+            rows[n.id, view.lo + o] = t
+    return rows

@@ -82,6 +82,34 @@ def cmd_train_target(a) -> int:
     return 0
 
 
+def cmd_train_drafter(a) -> int:
+    from .drafter.train import DrafterTrainConfig, train_drafter
+    from .registry import ASSETS
+
+    out = a.out or str(ASSETS / "drafters" / a.model)
+    cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.prompts, gen_length=a.gen_length,
+                             threshold=a.threshold, epochs=a.epochs)
+    report = train_drafter(cfg, calibrate_from=a.calibrate)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def cmd_bench(a) -> int:
+    from dataclasses import asdict
+
+    from .bench import run_bench, save, to_markdown
+
+    def ints(s):
+        return tuple(int(x) for x in s.split(",") if x.strip())
+
+    res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, ints(a.budgets),
+                    tuple(float(x) for x in a.temperatures.split(",")), a.threshold, transfer=not a.no_transfer,
+                    log=(lambda *x: print(*x, file=sys.stderr)) if a.json else print)
+    save(res, a.out)
+    print(json.dumps(asdict(res)) if a.json else to_markdown(res))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m spotviz", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,21 +135,38 @@ def main(argv=None) -> int:
     t.add_argument("--eval-prompts", type=int, default=20)
     t.add_argument("--skip-eval", action="store_true")
 
-    for register in _extra_commands:
-        register(sub)
+    d = sub.add_parser("train-drafter", help="train the SPOT / SPOT-Sets drafters (or --calibrate one for a new target)")
+    d.add_argument("--model", default="shakespeare-bd")
+    d.add_argument("--out", default=None, help="output folder (default assets/drafters/<model>)")
+    d.add_argument("--prompts", type=int, default=120, help="number of training prompts")
+    d.add_argument("--gen-length", type=int, default=128)
+    d.add_argument("--threshold", type=float, default=0.9)
+    d.add_argument("--epochs", type=int, default=12)
+    d.add_argument("--calibrate", default=None, metavar="DRAFTER_DIR",
+                   help="light calibration: refit the scalar heads of an existing drafter on this target")
+
+    b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")
+    b.add_argument("--model", default="shakespeare-bd")
+    b.add_argument("--prompts", default=None, help="prompt file (JSON list); default assets/prompts/heldout.json")
+    b.add_argument("--n-prompts", type=int, default=20)
+    b.add_argument("--gen-length", type=int, default=128)
+    b.add_argument("--budgets", default="8,16,32,64")
+    b.add_argument("--temperatures", default="0,1")
+    b.add_argument("--threshold", type=float, default=0.9)
+    b.add_argument("--no-transfer", action="store_true")
+    b.add_argument("--out", default="runs/bench", help="folder for bench-<model>.json and .md")
+    b.add_argument("--json", action="store_true", help="print the results as one JSON object")
+
     a = ap.parse_args(argv)
-    handlers = {"decode": cmd_decode, "train-target": cmd_train_target} | _extra_handlers
+    handlers = {"decode": cmd_decode, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
+                "bench": cmd_bench}
     from .registry import ModelLoadError
     from .samplers.common import DecodeError
     from .trace import TraceError
 
     try:
         return handlers[a.cmd](a)
-    except (DecodeError, ModelLoadError, TraceError, ValueError) as e:
+    except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-
-# Commands added by other modules (bench, train-drafter) register here, keeping this file small.
-_extra_commands: list = []
-_extra_handlers: dict = {}

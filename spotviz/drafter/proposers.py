@@ -149,12 +149,12 @@ class SpotProposer(Proposer):
             out = self.drafter(feats)
         ctx.base = out["base"][0]
         ctx.pair = out["pair"][0]
-        ctx.alpha = float(out["alpha"])
+        ctx.alpha = float(out["alpha"].detach())
         ctx.keep_base = out["keep_base"][0]
-        ctx.keep_rel = out["keep_rel"][0]
+        ctx.keep_rel = out["keep_rel"]  # [W, W], shared by the batch
         ctx.set_base = out["set_base"][0]
-        ctx.set_alpha = float(out["set_alpha"])
-        ctx.set_temp = float(out["set_temp"])
+        ctx.set_alpha = float(out["set_alpha"].detach())
+        ctx.set_temp = float(out["set_temp"].detach())
         return ctx
 
     def children(self, ctx, view, node, remaining):

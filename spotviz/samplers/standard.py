@@ -19,8 +19,9 @@ from .common import DecodeConfig, DecodeState, Progress, encode_prompt
 
 
 def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig,
-                           record_candidates: bool = False) -> Iterator[Progress]:
-    """Yield a Progress after every pass (with the window's candidate tokens if `record_candidates`)."""
+                           record_candidates: bool = False, record_logits: bool = False) -> Iterator[Progress]:
+    """Yield a Progress after every pass; `record_candidates` / `record_logits` add the window's candidate
+    tokens / logits to Progress.extra (for measurements and drafter training)."""
     cfg.validate()
     prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
     st = DecodeState(target, prompt_ids, cfg)
@@ -37,7 +38,9 @@ def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConf
                 commits.append(Commit(lo + o, int(tokens[0, o]), st.step, float(conf[0, o])))
             st.step += 1
             rec = st.add_pass("decode", (lo, hi), 1, commits, t_start)
-            extra = {"lo": lo, "candidates": tokens[0].tolist(), "confidence": conf[0].tolist()} if record_candidates else {}
+            extra = {"lo": lo, "hi": hi, "candidates": tokens[0].tolist()} if record_candidates else {}
+            if record_logits:
+                extra |= {"lo": lo, "hi": hi, "logits": out.logits[0], "step": st.step - 1}
             yield Progress(st.tokens.tolist(), rec, st.counters(), extra=extra)
         st.end = hi
         if st.finished_with_eos(hi):

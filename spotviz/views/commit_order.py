@@ -1,17 +1,18 @@
 """Commit order: a position x pass heatmap, each cell coloured by the decision step that committed it, animated
 one frame per target pass (the current pass outlined).
 
-The heatmap is given in column form (1-D x, y, z): each frame lists the cells committed so far plus a few
-empty "pad" cells that pin the grid to every position and every pass, so cells keep their size and place
-from frame to frame while a frame stays O(positions + passes) in size.
+The heatmap is given in column form (1-D x, y, z): one cell per commit plus a few empty "pad" cells that pin
+the grid to every position and every pass, so cells keep their size and place from frame to frame. x, y and
+the hover texts are fixed; a frame only sets z (the steps of the cells committed so far, null for the rest),
+so a frame is O(commits) numbers and a 128-token trace stays small.
 """
 from __future__ import annotations
 
-from .common import FONT, HIGHLIGHT, VIRIDIS, animation_controls, empty_figure, esc, frame_duration, \
-    visible_token
+from .common import FONT, HIGHLIGHT, VIRIDIS, animation_controls, bottom_margin, empty_figure, esc, \
+    frame_duration, visible_token
 
 
-def commit_order_figure(trace, title: str | None = None, height: int = 420) -> dict:
+def commit_order_figure(trace, title: str | None = None, height: int = 480) -> dict:
     m = trace.meta
     passes = trace.passes
     if not passes:
@@ -19,13 +20,11 @@ def commit_order_figure(trace, title: str | None = None, height: int = 420) -> d
     start = len(m.prompt_tokens)
     n_pos = max(m.gen_length, 1)
     n_pass = len(passes)
-    positions = list(range(start, start + n_pos))
     committed = {}  # (position, pass) -> commit
     for p in passes:
         for c in p.commits:
             committed[(c.position, p.index)] = c
     max_step = max((c.step for c in committed.values()), default=0)
-    lo_x, hi_x = start - 0.5, start + n_pos - 0.5
     pos_lo = min([start] + [c.position for c in committed.values()])  # a fused pass may commit early positions
     pos_hi = max([start + n_pos - 1] + [c.position for c in committed.values()])
     lo_x, hi_x = pos_lo - 0.5, pos_hi + 0.5
@@ -49,24 +48,23 @@ def commit_order_figure(trace, title: str | None = None, height: int = 420) -> d
         return (f"position {c.position}<br>token {tok} (id {c.token})<br>pass {k} · step {c.step}"
                 f"<br>confidence {c.confidence:.3f}<br>{how}")
 
+    # fixed cell order for every frame: all commits (pass order), then the pads; frames only change z
+    cells = [(c, p.index) for p in passes for c in p.commits]
+    xs = [c.position for c, _ in cells] + [x for x, _ in pads]
+    ys = [k for _, k in cells] + [y for _, y in pads]
+    texts = [hover(c, k) for c, k in cells] + [""] * len(pads)
+    z_all = [c.step for c, _ in cells]
+    n_pad = len(pads)
     frames = []
-    xs, ys, zs, texts = [], [], [], []
+    shown = 0
     for p in passes:
-        for c in p.commits:
-            xs.append(c.position)
-            ys.append(p.index)
-            zs.append(c.step)
-            texts.append(hover(c, p.index))
-        fx = xs + [x for x, _ in pads]
-        fy = ys + [y for _, y in pads]
-        fz = zs + [None] * len(pads)
-        ft = texts + [""] * len(pads)
         k = p.index
+        shown += len(p.commits)
         cur_x = [c.position for c in p.commits]
         frames.append({
             "name": str(k),
             "data": [
-                {"type": "heatmap", "x": fx, "y": fy, "z": fz, "hovertext": ft},
+                {"z": z_all[:shown] + [None] * (len(z_all) - shown + n_pad)},
                 {"x": [lo_x, hi_x, hi_x, lo_x, lo_x], "y": [k - 0.5, k - 0.5, k + 0.5, k + 0.5, k - 0.5]},
                 {"x": cur_x, "y": [k] * len(cur_x)},
             ],
@@ -74,8 +72,8 @@ def commit_order_figure(trace, title: str | None = None, height: int = 420) -> d
         })
     last = frames[-1]["data"]
     data = [
-        {"type": "heatmap", "name": "commits", "x": last[0]["x"], "y": last[0]["y"], "z": last[0]["z"],
-         "hovertext": last[0]["hovertext"], "hoverinfo": "text", "hoverongaps": False,
+        {"type": "heatmap", "name": "commits", "x": xs, "y": ys, "z": last[0]["z"],
+         "hovertext": texts, "hoverinfo": "text", "hoverongaps": False,
          "colorscale": VIRIDIS, "zmin": 0, "zmax": max(max_step, 1), "zauto": False,
          "colorbar": {"title": {"text": "step"}, "thickness": 12, "len": 0.8}, "xgap": 1, "ygap": 1},
         {"type": "scatter", "mode": "lines", "name": "current pass", "x": last[1]["x"], "y": last[1]["y"],
@@ -90,13 +88,13 @@ def commit_order_figure(trace, title: str | None = None, height: int = 420) -> d
         "title": {"text": esc(title) if title is not None else
                   f"Commit order — {n_pass} target passes ({esc(m.drafter)} · {esc(m.mode)})",
                   "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
-        "height": height, "font": FONT, "margin": {"l": 60, "r": 20, "t": 40, "b": 95},
+        "height": height, "font": FONT, "margin": {"l": 60, "r": 20, "t": 40, "b": bottom_margin()},
         "xaxis": {"title": {"text": "position"}, "range": [lo_x, hi_x], "autorange": False, "zeroline": False,
                   "showgrid": False},
         "yaxis": {"title": {"text": "target pass"}, "range": [n_pass - 0.5, -0.5], "autorange": False,
                   "zeroline": False, "showgrid": False},
         "plot_bgcolor": "#f4f4f4", "showlegend": False, "hovermode": "closest",
         "meta": {"view": "commit_order", "passes": n_pass, "kind": kind},
-        **animation_controls(names, len(names) - 1, "pass ", frame_duration(len(names)), y=-0.16),
+        **animation_controls(names, len(names) - 1, "pass ", frame_duration(len(names)), height=height),
     }
     return {"data": data, "layout": layout, "frames": frames}

@@ -63,10 +63,21 @@ def frame_duration(n_frames: int, total_ms: float = 2400.0) -> int:
     return int(max(30, min(500, total_ms / n_frames)))
 
 
+CONTROLS_PX = 78  # room under the plot area for the play/pause buttons and the step slider
+AXIS_TITLE_PX = 44  # room under the plot area for the x tick labels and the axis title
+
+
+def bottom_margin() -> int:
+    return AXIS_TITLE_PX + CONTROLS_PX + 8
+
+
 def animation_controls(names: list[str], active: int, prefix: str, duration: int | None = None,
-                       y: float = -0.12) -> dict:
-    """Layout `updatemenus` (play / pause) and `sliders` (one step per frame) for frames named `names`."""
+                       height: int = 420, top: int = 40) -> dict:
+    """Layout `updatemenus` (play / pause) and `sliders` (one step per frame) for frames named `names`,
+    placed under the x axis title of a figure of `height` px with margins `top` and `bottom_margin()`."""
     duration = frame_duration(len(names)) if duration is None else duration
+    plot_h = max(height - top - bottom_margin(), 50)
+    y = -AXIS_TITLE_PX / plot_h
     play = {"frame": {"duration": duration, "redraw": True}, "fromcurrent": True,
             "transition": {"duration": 0}, "mode": "immediate"}
     pause = {"frame": {"duration": 0, "redraw": False}, "transition": {"duration": 0}, "mode": "immediate"}
@@ -82,7 +93,7 @@ def animation_controls(names: list[str], active: int, prefix: str, duration: int
         }],
         "sliders": [{
             "active": max(0, min(active, len(names) - 1)), "x": 0.16, "len": 0.84, "xanchor": "left",
-            "y": y + 0.02, "yanchor": "top", "pad": {"t": 0, "b": 0},
+            "y": y, "yanchor": "top", "pad": {"t": 0, "b": 0},
             "currentvalue": {"prefix": prefix, "visible": True, "xanchor": "left", "font": {"size": 12}},
             "transition": {"duration": 0},
             "steps": [{"label": n, "method": "animate", "args": [[n], jump]} for n in names],

@@ -1,0 +1,161 @@
+"""`python -m spotviz bench`: every decoder on one held-out prompt set, in one process, and a results table.
+
+For each (mode, temperature): the standard decoder, then every drafter at every budget through the same
+verifier. Reported per configuration, aggregated over prompts: target passes per generated token, pass
+reduction x (standard passes / passes), wall-clock speed-up x (standard wall time / wall time, same run),
+mean accepted length (commits per pass), acceptance rate per depth, identical-output rate vs the standard
+decoder. Plus: how often the previous pass already predicted the committed token, drafter transfer from the
+other embedded model (without / with light calibration) and the coupled-noise ablation at T = 1.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from .drafter.store import DRAFTER_DIR, load_proposer
+from .prompts import load_prompts
+from .registry import EMBEDDED, load_target
+from .samplers.common import DecodeConfig
+from .samplers.spot import decode_spot
+from .samplers.standard import decode_standard
+from .stats import stale_agreement
+
+
+@dataclass
+class BenchRow:
+    mode: str
+    temperature: float
+    drafter: str
+    budget: int
+    passes_per_token: float
+    pass_reduction: float
+    speedup_wall: float
+    tokens_per_s: float
+    mean_accepted_length: float
+    acceptance_per_depth: list[float]
+    identical: float
+    note: str = ""
+
+
+@dataclass
+class BenchResult:
+    model: str
+    n_prompts: int
+    gen_length: int
+    threshold: float
+    rows: list[BenchRow] = field(default_factory=list)
+    stale_agreement: dict = field(default_factory=dict)
+    device: str = "cpu"
+    threads: int = 1
+    seconds: float = 0.0
+
+
+def _run(target, prompts, cfg: DecodeConfig, proposer=None):
+    traces = []
+    for i, p in enumerate(prompts):
+        c = DecodeConfig(**{**asdict(cfg), "seed": cfg.seed + i})
+        traces.append(decode_standard(target, p, c) if proposer is None else decode_spot(target, p, c, proposer))
+    return traces
+
+
+def _row(mode, t, drafter, budget, traces, base, note="") -> BenchRow:
+    passes = sum(tr.counters.target_passes for tr in traces)
+    gen = sum(tr.counters.generated_tokens for tr in traces)
+    wall = sum(tr.counters.wall_s for tr in traces)
+    b_passes = sum(tr.counters.target_passes for tr in base)
+    b_wall = sum(tr.counters.wall_s for tr in base)
+    commits = sum(tr.counters.commits for tr in traces)
+    depth: dict[int, list[float]] = {}
+    for tr in traces:
+        for d, a in enumerate(tr.counters.acceptance_per_depth):
+            depth.setdefault(d, []).append(a)
+    per_depth = [sum(v) / len(v) for _, v in sorted(depth.items())][:8]
+    same = sum(a.tokens == b.tokens for a, b in zip(traces, base)) / len(traces)
+    return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
+                    b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
+                    [round(x, 3) for x in per_depth], same, note)
+
+
+def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_prompts: int = 20,
+              gen_length: int = 128, budgets=(8, 16, 32, 64), temperatures=(0.0, 1.0), threshold: float = 0.9,
+              drafters=("spot", "training-free", "calibrated"), transfer: bool = True, log=print) -> BenchResult:
+    t_start = time.time()
+    target = load_target(model)
+    prompts = load_prompts(prompts_file)[:n_prompts]
+    res = BenchResult(model, len(prompts), gen_length, threshold, device=str(target.device),
+                      threads=torch.get_num_threads())
+    log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
+    res.stale_agreement = {f"T={t}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
+                           for t in temperatures}
+    log(f"previous-pass prediction == committed token: {res.stale_agreement}")
+    for mode in ("exact", "threshold"):
+        for t in temperatures:
+            cfg = DecodeConfig(mode=mode, temperature=t, threshold=threshold, gen_length=gen_length)
+            base = _run(target, prompts, cfg)
+            res.rows.append(_row(mode, t, "none", 1, base, base))
+            log(_fmt(res.rows[-1]))
+            for name in drafters:
+                dname = ("spot-sets" if mode == "threshold" else "spot") if name == "spot" else name
+                prop = load_proposer(dname, target, mode)
+                for b in budgets:
+                    c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b})
+                    res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base))
+                    log(_fmt(res.rows[-1]))
+            if t > 0:  # coupled-noise ablation
+                dname = "spot-sets" if mode == "threshold" else "spot"
+                prop = load_proposer(dname, target, mode)
+                b = max(budgets) if 32 not in budgets else 32
+                c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b, "coupled_noise": False})
+                res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base,
+                                     note="independent noise (ablation)"))
+                log(_fmt(res.rows[-1]))
+            if transfer:
+                for other in EMBEDDED:
+                    if other == model:
+                        continue
+                    for label, folder in ((f"from {other}", DRAFTER_DIR / other),
+                                          (f"from {other} + calibration", DRAFTER_DIR / model / f"from-{other}")):
+                        if not folder.is_dir():
+                            continue
+                        dname = "spot-sets" if mode == "threshold" else "spot"
+                        prop = load_proposer(dname, target, mode, folder=folder)
+                        b = 32 if 32 in budgets else max(budgets)
+                        c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b})
+                        res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base,
+                                             note=f"transfer {label}"))
+                        log(_fmt(res.rows[-1]))
+    res.seconds = time.time() - t_start
+    return res
+
+
+def _fmt(r: BenchRow) -> str:
+    return (f"{r.mode:9s} T={r.temperature:<3g} {r.drafter:13s} N={r.budget:<3d} passes/token {r.passes_per_token:.3f}"
+            f"  reduction {r.pass_reduction:.2f}x  wall {r.speedup_wall:.2f}x  {r.tokens_per_s:6.1f} tok/s"
+            f"  accepted {r.mean_accepted_length:.2f}  identical {100 * r.identical:.0f}%  {r.note}")
+
+
+def to_markdown(res: BenchResult) -> str:
+    lines = [f"### {res.model}: {res.n_prompts} held-out prompts x {res.gen_length} tokens "
+             f"({res.device}, {res.threads} threads, tau={res.threshold}, {res.seconds / 60:.1f} min)", ""]
+    sa = ", ".join(f"{k}: {100 * v['stale_agreement']:.1f}%" for k, v in res.stale_agreement.items())
+    lines += [f"Previous-pass prediction already equals the committed token (exact decoding): {sa}", ""]
+    lines += ["| mode | T | drafter | budget | passes/token | pass reduction | wall-clock speed-up | tokens/s | "
+              "mean accepted length | acceptance per depth (1..) | identical output | note |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in res.rows:
+        lines.append(f"| {r.mode} | {r.temperature:g} | {r.drafter} | {r.budget if r.drafter != 'none' else '-'} | "
+                     f"{r.passes_per_token:.3f} | {r.pass_reduction:.2f}x | {r.speedup_wall:.2f}x | "
+                     f"{r.tokens_per_s:.1f} | {r.mean_accepted_length:.2f} | "
+                     f"{' '.join(f'{a:.2f}' for a in r.acceptance_per_depth[:6])} | {100 * r.identical:.0f}% | {r.note} |")
+    return "\n".join(lines) + "\n"
+
+
+def save(res: BenchResult, out: str | Path) -> None:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"bench-{res.model}.json").write_text(json.dumps(asdict(res), indent=1))
+    (out / f"bench-{res.model}.md").write_text(to_markdown(res))

@@ -1,0 +1,293 @@
+"""Train the SPOT drafter by imitation of the target's standard decoder, and calibrate baselines.
+
+    python -m spotviz train-drafter --model shakespeare-bd --out assets/drafters/shakespeare-bd
+
+1. collect: run the standard decoder (exact and threshold mode, T = 0 and T = 1) on training prompts; at every
+   pass record the drafter's view of the root (features from the stale distributions, coupled-noise candidates
+   per depth) and, as labels, the target's true future decisions in the window (teacher forcing over depth);
+2. train: pointer loss (which position is committed at depth d), keep loss (is the stale token still right),
+   set loss (SPOT-Sets: which positions are in the commit set at depth d);
+3. calibrate: the static template of the calibrated baseline (rank probabilities per depth; set logistic fits).
+`--calibrate` instead takes an existing drafter and refits only its scalar heads on a few trajectories of a new
+target (light calibration for transfer).
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..samplers.common import DecodeConfig
+from ..samplers.standard import decode_standard_stream
+from .features import N_FEATURES, RootView, coupled_candidates, position_features
+from .model import DrafterConfig, SpotDrafter, keep_logits, pointer_loss
+
+MAX_DEPTH = 16
+
+
+@dataclass
+class DrafterTrainConfig:
+    model: str
+    out: str
+    n_prompts: int = 120
+    gen_length: int = 128
+    temperatures: tuple = (0.0, 1.0)
+    threshold: float = 0.9
+    epochs: int = 12
+    batch_size: int = 128
+    lr: float = 2e-3
+    seed: int = 0
+    val_fraction: float = 0.1
+
+
+# ------------------------------------------------------------------------------------------ collect
+def collect(target, prompts: list[str], mode: str, temperature: float, threshold: float, gen_length: int,
+            seed: int = 0, log=print) -> dict:
+    """Per-pass drafter inputs and labels from standard-decoder trajectories (tensors stacked over passes)."""
+    W = target.info.block_size
+    feats, logcs, valid, orders, keeps, sets, depth_valid = [], [], [], [], [], [], []
+    t0 = time.time()
+    for i, prompt in enumerate(prompts):
+        cfg = DecodeConfig(mode=mode, temperature=temperature, threshold=threshold, seed=seed + i,
+                           gen_length=gen_length)
+        records = []
+        from ..noise import GumbelNoise
+
+        noise = GumbelNoise(seed + i, target.info.vocab_size)
+        for pr in decode_standard_stream(target, prompt, cfg, record_logits=True):
+            if pr.record is None:
+                break
+            lo, hi = pr.extra["lo"], pr.extra["hi"]
+            state = torch.tensor(pr.tokens)
+            logits = pr.extra["logits"].float().clone()
+            logits[..., target.info.mask_id] = float("-inf")
+            view = RootView(lo=lo, hi=hi, state=state, logp=torch.log_softmax(logits, -1),
+                            masked=state[lo:hi] == target.info.mask_id,
+                            first=[c.position - lo for c in pr.record.commits], step=pr.extra["step"] + 1,
+                            rule=cfg.rule, noise=noise)
+            tok1, _, logc = coupled_candidates(view, MAX_DEPTH)
+            records.append((view, position_features(view), tok1, logc, pr.record))
+        # labels: the decisions of the following passes in the same window
+        for k, (view, f, tok1, logc, _) in enumerate(records):
+            w = view.width
+            order = torch.full((MAX_DEPTH,), -1, dtype=torch.long)
+            keep = torch.zeros(MAX_DEPTH)
+            cset = torch.zeros(MAX_DEPTH, W)
+            dv = torch.zeros(MAX_DEPTH)
+            for d in range(MAX_DEPTH):
+                if k + 1 + d >= len(records):
+                    break
+                nxt = records[k + 1 + d]
+                if nxt[0].lo != view.lo:
+                    break
+                commits = nxt[4].commits
+                offs = [c.position - view.lo for c in commits]
+                if mode == "exact":
+                    order[d] = offs[0]
+                    keep[d] = float(int(tok1[d, offs[0]]) == commits[0].token)
+                cset[d, offs] = 1.0
+                dv[d] = 1.0
+            if dv.sum() == 0:
+                continue
+            pad = W - w
+            feats.append(F.pad(f, (0, 0, 0, pad)))
+            logcs.append(F.pad(logc, (0, pad)))
+            valid.append(F.pad(view.masked, (0, pad)))
+            orders.append(order)
+            keeps.append(keep)
+            sets.append(cset)
+            depth_valid.append(dv)
+        if (i + 1) % 20 == 0:
+            log(f"  collected {i + 1}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s")
+    return {"feats": torch.stack(feats), "logc": torch.stack(logcs), "masked": torch.stack(valid),
+            "order": torch.stack(orders), "keep": torch.stack(keeps), "sets": torch.stack(sets),
+            "depth_valid": torch.stack(depth_valid)}
+
+
+def _cat(parts: list[dict]) -> dict:
+    return {k: (torch.cat([p[k] for p in parts]) if torch.is_tensor(parts[0][k]) else parts[0][k]) for k in parts[0]}
+
+
+def remaining_masks(data: dict) -> torch.Tensor:
+    """[N, D, W]: positions still masked before depth d (masked in s1, not committed at earlier depths)."""
+    committed_before = torch.cumsum(data["sets"], 1) - data["sets"]
+    return data["masked"].unsqueeze(1) & (committed_before == 0)
+
+
+# -------------------------------------------------------------------------------------------- train
+def _losses(model: SpotDrafter, b: dict, mode: str) -> dict:
+    out = model(b["feats"], None)
+    rem = remaining_masks(b)
+    D = b["order"].shape[1]
+    if mode == "exact":
+        lp = pointer_loss(out, b["logc"], b["order"], rem, b["depth_valid"])
+        kl = keep_logits(out, b["order"])
+        lk = (F.binary_cross_entropy_with_logits(kl, b["keep"], reduction="none") * b["depth_valid"]).sum() \
+            / b["depth_valid"].sum().clamp_min(1)
+        return {"loss": lp + 0.5 * lk, "pointer": lp, "keep": lk}
+    z = out["set_base"][:, :D] + out["set_alpha"] * (b["logc"] - math.log(b["tau"]))
+    z = z / out["set_temp"].clamp_min(1e-3)
+    m = rem & (b["depth_valid"] > 0).unsqueeze(-1)
+    ls = (F.binary_cross_entropy_with_logits(z, b["sets"], reduction="none") * m).sum() / m.sum().clamp_min(1)
+    return {"loss": ls, "set": ls}
+
+
+@torch.no_grad()
+def evaluate_drafter(model: SpotDrafter, data: dict, mode: str) -> dict:
+    """Exact: top-1 accuracy of the drafted position at depth 1 and k (teacher forcing), keep accuracy.
+    Threshold: exact-set accuracy at depth 1 and 2."""
+    model.eval()
+    out = model(data["feats"], None)
+    rem = remaining_masks(data)
+    res = {}
+    if mode == "exact":
+        order = data["order"]
+        onehot = F.one_hot(order.clamp_min(0), rem.shape[-1]).float() * (order >= 0).unsqueeze(-1)
+        prior = torch.cumsum(onehot, 1) - onehot
+        scores = out["base"][:, : order.shape[1]] + out["alpha"] * data["logc"] \
+            + torch.einsum("bji,bdi->bdj", out["pair"], prior)
+        pred = scores.masked_fill(~rem, -1e9).argmax(-1)
+        stale = data["logc"].masked_fill(~rem, -1e9).argmax(-1)
+        for d in (1, 2, 4, 8):
+            v = data["depth_valid"][:, d - 1] > 0
+            res[f"pos_acc@{d}"] = float((pred[v, d - 1] == order[v, d - 1]).float().mean())
+            res[f"stale_pos_acc@{d}"] = float((stale[v, d - 1] == order[v, d - 1]).float().mean())
+        kl = keep_logits(out, order)
+        v = data["depth_valid"] > 0
+        res["keep_acc"] = float(((kl > 0).float() == data["keep"])[v].float().mean())
+        res["keep_rate"] = float(data["keep"][v].mean())
+    else:
+        D = data["sets"].shape[1]
+        z = (out["set_base"][:, :D] + out["set_alpha"] * (data["logc"] - math.log(data["tau"]))) / out["set_temp"]
+        zr = z.masked_fill(~rem, -1e9)
+        pred = (zr > 0) | (F.one_hot(zr.argmax(-1), zr.shape[-1]).bool() & rem)  # never empty, as in the tree
+        for d in (1, 2):
+            v = data["depth_valid"][:, d - 1] > 0
+            res[f"set_acc@{d}"] = float((pred[v, d - 1] == (data["sets"][v, d - 1] > 0)).all(-1).float().mean())
+    model.train()
+    return res
+
+
+def fit(model: SpotDrafter, train: dict, val: dict, mode: str, epochs: int, lr: float, batch_size: int,
+        params=None, log=print) -> dict:
+    params = list(params) if params is not None else list(model.parameters())
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    n = train["feats"].shape[0]
+    steps = max(1, epochs * math.ceil(n / batch_size))
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+    g = torch.Generator().manual_seed(0)
+    model.train()
+    from tqdm import tqdm
+
+    bar = tqdm(total=steps, desc=f"train drafter ({mode})", disable=None, mininterval=2)
+    for ep in range(epochs):
+        perm = torch.randperm(n, generator=g)
+        for i in range(0, n, batch_size):
+            idx = perm[i : i + batch_size]
+            b = {k: (v[idx] if torch.is_tensor(v) else v) for k, v in train.items()}
+            loss = _losses(model, b, mode)["loss"]
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            sched.step()
+            bar.update(1)
+        if ep == epochs - 1 or ep % 4 == 0:
+            log(f"  epoch {ep + 1}/{epochs}: train loss {loss.item():.3f}  val {evaluate_drafter(model, val, mode)}")
+    bar.close()
+    return evaluate_drafter(model, val, mode)
+
+
+def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> dict:
+    """The calibrated baseline's static template from calibration trajectories."""
+    rem = remaining_masks(exact)
+    order = exact["order"]
+    D = order.shape[1]
+    rank_probs = []
+    for d in range(D):
+        v = exact["depth_valid"][:, d] > 0
+        conf = exact["logc"][:, d].masked_fill(~rem[:, d], -1e9)
+        ranks = conf.argsort(-1, descending=True).argsort(-1)  # rank of each position
+        r_true = ranks.gather(1, order[:, d].clamp_min(0).unsqueeze(1)).squeeze(1)
+        hit = exact["keep"][:, d] > 0  # stale token right
+        row = [float(((r_true == r) & hit & v).sum() / v.sum().clamp_min(1)) for r in range(max_rank)]
+        rank_probs.append(row)
+    set_params = []
+    if thresh is not None:
+        rem_t = remaining_masks(thresh)
+        for d in range(D):
+            m = rem_t[:, d] & (thresh["depth_valid"][:, d] > 0).unsqueeze(-1)
+            x = (thresh["logc"][:, d] - math.log(thresh["tau"]))[m]
+            y = thresh["sets"][:, d][m]
+            ab = torch.tensor([8.0, 0.0], requires_grad=True)
+            opt = torch.optim.LBFGS([ab], max_iter=50)
+
+            def closure():
+                opt.zero_grad()
+                loss = F.binary_cross_entropy_with_logits(ab[0] * x + ab[1], y)
+                loss.backward()
+                return loss
+
+            if len(y):
+                opt.step(closure)
+            set_params.append([float(ab[0].detach()), float(ab[1].detach())])
+    return {"rank_probs": rank_probs, "set_params": set_params or [[8.0, 0.0]]}
+
+
+def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, log=print) -> dict:
+    from ..prompts import training_prompts
+    from ..registry import load_target
+
+    torch.manual_seed(cfg.seed)
+    target = load_target(cfg.model)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17)
+    random.Random(cfg.seed).shuffle(prompts)
+    data = {}
+    for mode in ("exact", "threshold"):
+        parts = []
+        for j, t in enumerate(cfg.temperatures):
+            log(f"collecting {mode} trajectories at T={t} on {len(prompts)} prompts")
+            parts.append(collect(target, prompts, mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log))
+        d = _cat(parts)
+        d["tau"] = cfg.threshold
+        n = d["feats"].shape[0]
+        perm = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed))
+        n_val = max(1, int(n * cfg.val_fraction))
+        data[mode] = ({k: (v[perm[n_val:]] if torch.is_tensor(v) else v) for k, v in d.items()},
+                      {k: (v[perm[:n_val]] if torch.is_tensor(v) else v) for k, v in d.items()})
+        log(f"{mode}: {n} training passes")
+    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "gen_length": cfg.gen_length}
+    for mode, sub in (("exact", "spot"), ("threshold", "spot-sets")):
+        train, val = data[mode]
+        if calibrate_from:
+            model = SpotDrafter.load(Path(calibrate_from) / sub)
+            model.cfg.target = cfg.model
+            before = evaluate_drafter(model, val, mode)
+            names = ("alpha", "set_alpha", "set_bias", "set_temp", "keep_rel")
+            params = [p for n_, p in model.named_parameters() if n_ in names]
+            for p in model.parameters():
+                p.requires_grad_(any(p is q for q in params))
+            res = fit(model, train, val, mode, epochs=max(2, cfg.epochs // 3), lr=cfg.lr * 5,
+                      batch_size=cfg.batch_size, params=params, log=log)
+            report[sub] = {"before_calibration": before, "after_calibration": res}
+        else:
+            model = SpotDrafter(DrafterConfig(target=cfg.model, vocab_size=target.info.vocab_size,
+                                              block_size=target.info.block_size, max_depth=MAX_DEPTH))
+            log(f"drafter {sub}: {model.n_params():,} parameters")
+            res = fit(model, train, val, mode, cfg.epochs, cfg.lr, cfg.batch_size, log=log)
+            report[sub] = res
+        model.save(out / sub, extra={"validation": res, "calibrated_from": calibrate_from or ""})
+        log(f"{sub}: validation {res}")
+    template = calibrate_template(_cat(list(data["exact"])), _cat(list(data["threshold"])))
+    (out / "calibrated.json").write_text(json.dumps(template, indent=1))
+    report["n_params"] = SpotDrafter(DrafterConfig()).n_params()
+    (out / "training.json").write_text(json.dumps(report, indent=1))
+    return report

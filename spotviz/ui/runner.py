@@ -1,0 +1,183 @@
+"""Decoding for the app: model loading (injectable), and the decode generator that streams plain events.
+
+`decode_events` is the only function that touches the model. On a ZeroGPU Space it runs under `spaces.GPU`
+(in a forked worker), so its arguments and every event it yields are plain picklable data (str, int, float,
+list, dict): the UI turns them back into traces and views. Elsewhere the decorator is a no-op.
+
+Events (dicts, key "type"):
+  start  {run, meta}                        before the first pass (meta = RunMeta fields)
+  pass   {run, record, counters, token_text} after every target pass (PassRecord / Counters as dicts)
+  done   {run, trace}                       the finished trace (Trace.to_dict())
+  error  {run, message, where}              where = "input" (nothing can run), "model", "drafter" or "internal"
+`run` is "main" (the chosen drafter) or "baseline" (the standard decoder on the same prompt and seed).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import traceback
+from dataclasses import asdict
+from typing import Callable, Iterator
+
+log = logging.getLogger("spotviz.app")
+
+try:  # the `spaces` package: GPU allocation on ZeroGPU Spaces, a no-op decorator elsewhere
+    import spaces  # type: ignore
+
+    _gpu = spaces.GPU
+except Exception:  # pragma: no cover - spaces not installed
+    spaces = None
+
+    def _gpu(fn=None, **kw):
+        return fn if fn is not None else (lambda f: f)
+
+
+def on_zerogpu() -> bool:
+    return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
+
+
+def has_gpu() -> bool:
+    if on_zerogpu():
+        return True
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # pragma: no cover
+        return False
+
+
+class ModelStore:
+    """Loads targets by name with `loader` (default: spotviz.registry.load_target) and keeps them.
+
+    Failed loads are not cached, so a model that appears later (e.g. when training finishes) loads then."""
+
+    def __init__(self, loader: Callable[[str], object] | None = None):
+        self.loader = loader
+        self._cache: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str):
+        with self._lock:
+            if name not in self._cache:
+                if self.loader is None:
+                    from ..registry import load_target
+
+                    self._cache[name] = load_target(name)
+                else:
+                    self._cache[name] = self.loader(name)
+            return self._cache[name]
+
+    def describe(self, name: str) -> str:
+        """One line about a loaded model, or raises its load error."""
+        t = self.get(name)
+        info = t.info
+        n_params = ""
+        model = getattr(t, "model", None)
+        if model is not None:
+            try:
+                n_params = f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters · "
+            except Exception:  # pragma: no cover
+                n_params = ""
+        return (f"{info.name} · {n_params}{info.attention} attention · block/window {info.block_size} · "
+                f"vocab {info.vocab_size} · context {info.max_length} · on {t.device}")
+
+
+_STORES: dict[int, ModelStore] = {}
+_ids = itertools.count(1)
+
+
+def register_store(store: ModelStore) -> int:
+    """A small integer naming `store` (so the GPU function receives only plain arguments)."""
+    key = next(_ids)
+    _STORES[key] = store
+    return key
+
+
+def _meta_dict(target, prompt: str, prompt_ids: list[int], truncated: bool, cfg) -> dict:
+    from .. import __version__
+    from ..trace import RunMeta
+
+    info = target.info
+    meta = RunMeta(model=info.name, tokenizer=info.name, attention=info.attention, mode=cfg.mode,
+                   threshold=float(cfg.threshold), temperature=float(cfg.temperature), seed=int(cfg.seed),
+                   drafter=cfg.drafter, budget=int(cfg.budget) if cfg.drafter != "none" else 0,
+                   block_size=info.block_size, gen_length=cfg.gen_length, prompt=prompt,
+                   prompt_tokens=list(prompt_ids), coupled_noise=bool(cfg.coupled_noise),
+                   device=str(target.device), mask_id=int(info.mask_id), spotviz_version=__version__,
+                   prompt_truncated=truncated)
+    return asdict(meta)
+
+
+def _one_run(target, prompt: str, cfg, run: str) -> Iterator[dict]:
+    from ..engine import decode_stream
+    from ..samplers.common import encode_prompt
+
+    prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
+    known = {int(target.info.mask_id)} | set(prompt_ids)
+    texts = target.token_strings(known)
+    texts[int(target.info.mask_id)] = "[MASK]"
+    meta = _meta_dict(target, prompt, prompt_ids, truncated, cfg)
+    yield {"type": "start", "run": run, "meta": meta, "token_text": {str(k): v for k, v in texts.items()}}
+    for prog in decode_stream(target, prompt, cfg):
+        if prog.trace is not None:
+            yield {"type": "done", "run": run, "trace": prog.trace.to_dict()}
+            return
+        rec = prog.record
+        ids = {c.token for c in rec.commits}
+        for n in rec.tree:
+            ids.update(n.tokens)
+            ids.update(n.target_tokens)
+        new = ids - known
+        known |= new
+        yield {"type": "pass", "run": run, "record": asdict(rec), "counters": asdict(prog.counters),
+               "token_text": {str(k): v for k, v in target.token_strings(new).items()} if new else {}}
+
+
+def _error(run: str, where: str, e: BaseException) -> dict:
+    from ..registry import ModelLoadError
+    from ..samplers.common import DecodeError
+    from ..trace import TraceError
+
+    if isinstance(e, (DecodeError, ModelLoadError, TraceError)):
+        message = str(e)
+    elif isinstance(e, ImportError):
+        message = f"this drafter is not available in this build ({e})"
+        where = "drafter" if where != "model" else where
+    else:
+        log.error("decode failed:\n%s", traceback.format_exc())
+        message = f"{type(e).__name__}: {e}"
+        if where != "drafter":
+            where = "internal"
+    return {"type": "error", "run": run, "where": where, "message": message}
+
+
+@_gpu(duration=120)
+def decode_events(store_key: int, model: str, prompt: str, cfg: dict, compare: bool = True) -> Iterator[dict]:
+    """Decode `prompt` with the chosen drafter, then (if `compare` and a drafter is chosen) with the standard
+    decoder on the same prompt and seed; yield plain events (see the module docstring)."""
+    from ..samplers.common import DecodeConfig, encode_prompt
+
+    try:
+        target = _STORES[store_key].get(model)
+    except Exception as e:  # noqa: BLE001 - shown to the user
+        yield _error("main", "model", e)
+        return
+    try:
+        main_cfg = DecodeConfig(**cfg).validate()
+        encode_prompt(target, prompt, main_cfg.gen_length)
+    except Exception as e:  # noqa: BLE001
+        yield _error("main", "input", e)
+        return
+    runs = [("main", main_cfg)]
+    if compare and main_cfg.drafter != "none":
+        runs.append(("baseline", DecodeConfig(**{**cfg, "drafter": "none"}).validate()))
+    for run, run_cfg in runs:
+        try:
+            yield from _one_run(target, prompt, run_cfg, run)
+        except GeneratorExit:
+            raise
+        except Exception as e:  # noqa: BLE001 - a failing drafter must not take the app down
+            yield _error(run, "drafter" if run_cfg.drafter != "none" else "internal", e)

@@ -1,0 +1,176 @@
+"""The Gradio app through its API (gradio_client), on a local port, with the tiny model injected."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import urllib.request
+
+import pytest
+
+pytest.importorskip("gradio_client")
+
+from gradio_client import Client, handle_file  # noqa: E402
+
+TINY = "tiny-block"
+GEN = 24
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _drafter_available(target, prompt) -> str:
+    """training-free if the SPOT sampler is importable and runs, else the standard decoder."""
+    from spotviz.engine import decode
+    from spotviz.samplers.common import DecodeConfig
+
+    try:
+        decode(target, prompt, DecodeConfig(gen_length=8, drafter="training-free", budget=4))
+        return "training-free"
+    except Exception:  # noqa: BLE001 - the drafters land separately
+        return "none"
+
+
+@pytest.fixture(scope="module")
+def example_dir(tmp_path_factory, tiny_block_target, tiny_prompt):
+    """A trace folder with one example made by the engine (index.json + two traces)."""
+    from spotviz.engine import decode
+    from spotviz.samplers.common import DecodeConfig
+
+    d = tmp_path_factory.mktemp("traces")
+    decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16, seed=3)).save(d / "ex-standard.json")
+    (d / "index.json").write_text(json.dumps({"examples": [{"title": "tiny example", "main": "ex-standard.json",
+                                                            "baseline": None}]}))
+    return d
+
+
+@pytest.fixture(scope="module")
+def app(tiny_block_target, example_dir):
+    from spotviz.registry import ModelLoadError
+    from spotviz.ui.app import build_app, launch
+
+    def loader(name):
+        if name == TINY:
+            return tiny_block_target
+        raise ModelLoadError(f"model {name!r} is not available in this test")
+
+    demo = build_app(loader=loader, models=[TINY, "broken-model"], default_model=TINY, trace_dir=example_dir,
+                     gpu=False)
+    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True,
+                       quiet=True)
+    yield demo, url
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    return Client(app[1], verbose=False)
+
+
+def _run_args(prompt, drafter, model=TINY, gen=GEN, seed=1, mode="exact", tau=0.9, temperature=0.0, budget=8):
+    return dict(prompt=prompt, model=model, mode=mode, tau=tau, temperature=temperature, seed=seed, gen_length=gen,
+                drafter=drafter, budget=budget, coupled=True, api_name="/run")
+
+
+def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_prompt):
+    from spotviz.engine import decode
+    from spotviz.samplers.common import DecodeConfig
+    from spotviz.trace import Trace
+
+    drafter = _drafter_available(tiny_block_target, tiny_prompt)
+    job = client.submit(**_run_args(tiny_prompt, drafter))
+    updates = list(job)  # every streamed update
+    job.result()
+    assert len(updates) >= 3, "the run endpoint should stream several updates"
+    status, canvas_main = updates[0][0], updates[0][1]
+    assert "decoding" in status.lower() or "loading" in status.lower()
+    # masked positions are visible early and fewer later
+    canvases = [u[1] for u in updates if isinstance(u[1], str) and "sv-canvas" in u[1]]
+    assert any("sv-mask" in c for c in canvases)
+    final = updates[-1]
+    assert "Done" in final[0], final[0]
+    files = final[7]
+    assert files and len(files) == (2 if drafter != "none" else 1)
+    traces = [Trace.load(f) for f in files]
+    main = next(t for t in traces if t.meta.drafter == drafter)
+    direct = decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=GEN, seed=1, drafter=drafter, budget=8))
+    assert main.tokens == direct.tokens
+    for f in ("target_passes", "commits", "generated_tokens", "drafted_nodes", "accepted_drafts",
+              "mean_accepted_length", "acceptance_per_depth"):
+        assert getattr(main.counters, f) == getattr(direct.counters, f), f
+    assert [len(p.commits) for p in main.passes] == [len(p.commits) for p in direct.passes]
+    # the players got figures with one frame per pass
+    order, tree = final[4], final[5]
+    assert len(order["frames"]) == len(tree["frames"]) == direct.counters.target_passes
+    if drafter != "none":
+        base = next(t for t in traces if t.meta.drafter == "none")
+        assert base.tokens == main.tokens
+        assert "identical" in final[3]
+
+
+def test_errors_are_shown_and_the_app_stays_usable(client, tiny_prompt):
+    out = client.predict(**_run_args("   ", "none"))
+    assert "Cannot run" in out[0] and "prompt is empty" in out[0]
+    out = client.predict(**_run_args(tiny_prompt, "none", model="broken-model"))
+    assert "Cannot run" in out[0] and "not available in this test" in out[0]
+    out = client.predict(**_run_args(tiny_prompt, "none", gen=8))  # still works afterwards
+    assert "Done" in out[0]
+
+
+def test_failing_drafter_still_runs_the_standard_decoder(client, tiny_prompt):
+    # "spot" needs trained drafter weights for this target, which the tiny model does not have
+    out = client.predict(**_run_args(tiny_prompt, "spot", gen=8))
+    status = out[0]
+    if "drafter 'spot' failed" not in status:
+        pytest.skip("a SPOT drafter is available for the tiny model")
+    assert "Done" in status and "sv-canvas" in out[2]  # the standard decoder ran
+
+
+def test_replay_upload_and_bad_file(client, example_dir, tmp_path):
+    out = client.predict(paths=[handle_file(str(example_dir / "ex-standard.json"))], api_name="/replay")
+    assert "Replaying" in out[0]
+    assert out[4]["frames"] and "sv-canvas" in out[1]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something-else"}')
+    out = client.predict(paths=[handle_file(str(bad))], api_name="/replay")
+    assert "Cannot replay bad.json" in out[0] and "not a spotviz trace" in out[0]
+    trunc = tmp_path / "trunc.json"
+    shutil.copy(example_dir / "ex-standard.json", trunc)
+    trunc.write_text(trunc.read_text()[:200])
+    out = client.predict(paths=[handle_file(str(trunc))], api_name="/replay")
+    assert "not valid JSON" in out[0]
+
+
+def test_example_trace_loads(client):
+    out = client.predict(title="tiny example", api_name="/example")
+    assert "Example trace" in out[0]
+    assert len(out[4]["frames"]) > 1
+
+
+def test_plotly_js_is_served_locally(app):
+    from spotviz.ui.player import plotly_js_url
+
+    _, url = app
+    with urllib.request.urlopen(url.rstrip("/") + "/" + plotly_js_url(), timeout=30) as r:
+        assert r.status == 200
+        head = r.read(4096).decode("utf-8", "replace")
+    assert "plotly" in head.lower()
+    with urllib.request.urlopen(url.rstrip("/") + "/config", timeout=30) as r:
+        config = r.read().decode()
+    assert "cdn.plot.ly" not in config and "gradio_api/file=" in config
+
+
+def test_app_starts_without_a_model(example_dir):
+    """The shipped weights may be missing: the app still builds and says so."""
+    from spotviz.registry import ModelLoadError
+    from spotviz.ui.app import build_app
+
+    def loader(name):
+        raise ModelLoadError(f"embedded model {name!r} is missing")
+
+    demo = build_app(loader=loader, models=["shakespeare-bd"], trace_dir=example_dir, gpu=False)
+    config = json.dumps(demo.get_config_file())
+    assert "is not available" in config and "is missing" in config

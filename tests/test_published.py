@@ -1,0 +1,588 @@
+"""Adapters for published DLMs (targets/published.py), tested on tiny models built here from configs.
+
+Each fixture writes a folder the way the published repository lays it out (config.json with the published
+model_type / architectures / auto_map, safetensors weights under the published tensor names, tokenizer files),
+plus decoy remote-code files that would leave a marker file if they were ever executed.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from spotviz.registry import ModelLoadError, known_models, load_target
+from spotviz.targets import published
+from spotviz.targets.base import PrefixCache
+from spotviz.targets.published import (
+    PUBLISHED, BlockCausalTarget, FullAttentionTarget, MaskedLMTarget, detect_family, load_published,
+)
+
+VOCAB = 40  # model vocabulary; the tokenizers have fewer tokens (like Qwen's padded embeddings)
+WORDS = ("the a of and to in is it you that he was for on are with as his they be at one have this from "
+         "some prompt").split()
+ATOL = 1e-5
+
+
+# ---------------------------------------------------------------------------------------------- builders
+def write_tokenizer(folder: Path, specials: list[str], **special_tokens) -> dict[str, int]:
+    """A word-level tokenizer (tokenizer.json + tokenizer_config.json); returns the vocabulary."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(specials + WORDS)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", **special_tokens)
+    fast.save_pretrained(str(folder))
+    return vocab
+
+
+def write_decoy(folder: Path, filename: str) -> Path:
+    """A remote-code file that leaves a marker if anything ever imports it."""
+    marker = folder / f"EXECUTED-{filename}"
+    (folder / filename).write_text(f"open({str(marker)!r}, 'w').write('remote code ran')\n")
+    return marker
+
+
+def patch_json(path: Path, **updates) -> None:
+    data = json.loads(path.read_text())
+    data.update(updates)
+    path.write_text(json.dumps(data))
+
+
+def block_causal_additive(n: int, b: int) -> torch.Tensor:
+    pos = torch.arange(n)
+    allowed = (pos[None, :] // b) <= (pos[:, None] // b)
+    return torch.zeros(n, n).masked_fill(~allowed, torch.finfo(torch.float32).min)[None, None]
+
+
+def random_states(vocab: dict, mask_id: int, rows: int, length: int, masked_from: int, seed: int = 0):
+    """Rows of real word tokens, MASK on about half of the positions from `masked_from` on."""
+    g = torch.Generator().manual_seed(seed)
+    word_ids = torch.tensor([vocab[w] for w in WORDS])
+    states = word_ids[torch.randint(len(word_ids), (rows, length), generator=g)]
+    holes = torch.rand(rows, length, generator=g) < 0.5
+    holes[:, :masked_from] = False
+    return states.masked_fill(holes, mask_id)
+
+
+@pytest.fixture(scope="module")
+def sdar_dir(tmp_path_factory) -> Path:
+    """SDAR layout: Qwen3 weights, model_type "sdar", block_size 4, `<|MASK|>` only as a vocabulary token."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    folder = tmp_path_factory.mktemp("published") / "tiny-sdar"
+    torch.manual_seed(0)
+    cfg = Qwen3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=128,
+                      tie_word_embeddings=True, initializer_range=0.1, eos_token_id=1)
+    Qwen3ForCausalLM(cfg).save_pretrained(str(folder))
+    patch_json(folder / "config.json", model_type="sdar", architectures=["SDARForCausalLM"], block_size=4,
+               auto_map={"AutoConfig": "configuration_sdar.SDARConfig",
+                         "AutoModelForCausalLM": "modeling_sdar.SDARForCausalLM"})
+    write_tokenizer(folder, ["<|endoftext|>", "<|im_end|>", "<|MASK|>", "<unk>"], eos_token="<|im_end|>")
+    write_decoy(folder, "modeling_sdar.py")
+    write_decoy(folder, "configuration_sdar.py")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def dream_dir(tmp_path_factory) -> Path:
+    """Dream layout: Qwen2 weights, model_type "Dream", mask_token_id in config, custom tokenizer class."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    folder = tmp_path_factory.mktemp("published") / "tiny-dream"
+    torch.manual_seed(1)
+    cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                      tie_word_embeddings=False, initializer_range=0.1)
+    Qwen2ForCausalLM(cfg).save_pretrained(str(folder))
+    vocab = write_tokenizer(folder, ["<|endoftext|>", "<|im_end|>", "<|mask|>", "<unk>"],
+                            eos_token="<|endoftext|>", mask_token="<|mask|>")
+    patch_json(folder / "config.json", model_type="Dream", architectures=["DreamModel"],
+               mask_token_id=vocab["<|mask|>"], eos_token_id=vocab["<|endoftext|>"],
+               auto_map={"AutoConfig": "configuration_dream.DreamConfig", "AutoModel": "modeling_dream.DreamModel"})
+    patch_json(folder / "tokenizer_config.json", tokenizer_class="DreamTokenizer",
+               auto_map={"AutoTokenizer": ["tokenization_dream.DreamTokenizer", None]})
+    write_decoy(folder, "modeling_dream.py")
+    write_decoy(folder, "tokenization_dream.py")
+    return folder
+
+
+LLADA_CONFIG = {
+    "model_type": "llada", "architectures": ["LLaDAModelLM"],
+    "auto_map": {"AutoConfig": "configuration_llada.LLaDAConfig", "AutoModel": "modeling_llada.LLaDAModelLM"},
+    "d_model": 64, "n_heads": 4, "n_kv_heads": 4, "n_layers": 2, "mlp_hidden_size": 128, "mlp_ratio": 4,
+    "vocab_size": VOCAB, "embedding_size": VOCAB, "max_sequence_length": 128, "rms_norm_eps": 1e-5,
+    "rope_theta": 500000.0, "rope": True, "rope_full_precision": True, "alibi": False, "block_type": "llama",
+    "activation_type": "silu", "layer_norm_type": "rms", "layer_norm_with_affine": True,
+    "attention_layer_norm": False, "include_bias": False, "include_qkv_bias": False, "bias_for_layer_norm": False,
+    "input_emb_norm": False, "scale_logits": False, "weight_tying": False, "block_group_size": 1,
+    "flash_attention": False, "eos_token_id": 0, "pad_token_id": 0,
+}
+
+
+def llada_weights(seed: int = 2) -> dict[str, torch.Tensor]:
+    """Random weights under LLaDA's own (OLMo-style) tensor names."""
+    g = torch.Generator().manual_seed(seed)
+    d, f, v = LLADA_CONFIG["d_model"], LLADA_CONFIG["mlp_hidden_size"], VOCAB
+
+    def rnd(*shape, std=0.1):
+        return torch.randn(*shape, generator=g) * std
+
+    w = {"model.transformer.wte.weight": rnd(v, d), "model.transformer.ff_out.weight": rnd(v, d),
+         "model.transformer.ln_f.weight": 1 + rnd(d)}
+    for i in range(LLADA_CONFIG["n_layers"]):
+        p = f"model.transformer.blocks.{i}."
+        w.update({p + "q_proj.weight": rnd(d, d), p + "k_proj.weight": rnd(d, d), p + "v_proj.weight": rnd(d, d),
+                  p + "attn_out.weight": rnd(d, d), p + "ff_proj.weight": rnd(f, d), p + "up_proj.weight": rnd(f, d),
+                  p + "ff_out.weight": rnd(d, f), p + "attn_norm.weight": 1 + rnd(d), p + "ff_norm.weight": 1 + rnd(d)})
+    return w
+
+
+def llada_reference_logits(w: dict, ids: torch.Tensor) -> torch.Tensor:
+    """LLaDA's forward written from its modeling code: RMSNorm, RoPE (rotate-half, theta from config),
+    attention without any mask, SwiGLU MLP (silu(ff_proj) * up_proj -> ff_out), untied output ff_out."""
+    c = LLADA_CONFIG
+    d, h = c["d_model"], c["n_heads"]
+    hd, (b, n) = d // h, ids.shape
+
+    def rms(x, weight):
+        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + c["rms_norm_eps"]))
+
+    inv = 1.0 / (c["rope_theta"] ** (torch.arange(0, hd, 2).float() / hd))
+    freqs = torch.outer(torch.arange(n).float(), inv)
+    cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
+
+    def rope(t):
+        t1, t2 = t[..., : hd // 2], t[..., hd // 2:]
+        return t * cos + torch.cat([-t2, t1], -1) * sin
+
+    x = w["model.transformer.wte.weight"][ids]
+    for i in range(c["n_layers"]):
+        p = f"model.transformer.blocks.{i}."
+        a = rms(x, w[p + "attn_norm.weight"])
+        q, k, v = (F.linear(a, w[p + s + ".weight"]).view(b, n, h, hd).transpose(1, 2)
+                   for s in ("q_proj", "k_proj", "v_proj"))
+        att = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=False)
+        x = x + F.linear(att.transpose(1, 2).reshape(b, n, d), w[p + "attn_out.weight"])
+        m = rms(x, w[p + "ff_norm.weight"])
+        x = x + F.linear(F.silu(F.linear(m, w[p + "ff_proj.weight"])) * F.linear(m, w[p + "up_proj.weight"]),
+                         w[p + "ff_out.weight"])
+    return F.linear(rms(x, w["model.transformer.ln_f.weight"]), w["model.transformer.ff_out.weight"])
+
+
+def write_llada(folder: Path, config: dict) -> dict[str, int]:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    save_file(llada_weights(), str(folder / "model.safetensors"), metadata={"format": "pt"})
+    vocab = write_tokenizer(folder, ["<|endoftext|>", "<|eot_id|>", "<|mdm_mask|>", "<unk>"], eos_token="<|endoftext|>")
+    (folder / "config.json").write_text(json.dumps({**config, "mask_token_id": vocab["<|mdm_mask|>"]}))
+    write_decoy(folder, "modeling_llada.py")
+    write_decoy(folder, "configuration_llada.py")
+    return vocab
+
+
+@pytest.fixture(scope="module")
+def llada_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("published") / "tiny-llada"
+    write_llada(folder, LLADA_CONFIG)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def mlm_dir(tmp_path_factory) -> Path:
+    """A ModernBERT masked LM (stock transformers architecture) with a [MASK] / [SEP] tokenizer."""
+    from transformers import ModernBertConfig, ModernBertForMaskedLM
+
+    folder = tmp_path_factory.mktemp("published") / "tiny-modernbert"
+    vocab = write_tokenizer(folder, ["[PAD]", "[SEP]", "[MASK]", "<unk>"], mask_token="[MASK]", sep_token="[SEP]",
+                            pad_token="[PAD]")
+    torch.manual_seed(3)
+    cfg = ModernBertConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                           num_attention_heads=4, max_position_embeddings=128, local_attention=16,
+                           global_attn_every_n_layers=2, pad_token_id=0, bos_token_id=1, eos_token_id=1,
+                           cls_token_id=1, sep_token_id=1, mask_token_id=vocab["[MASK]"], initializer_range=0.1)
+    ModernBertForMaskedLM(cfg).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def sdar(sdar_dir):
+    return load_published(str(sdar_dir), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def dream(dream_dir):
+    return load_published(str(dream_dir), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def llada(llada_dir):
+    return load_published(str(llada_dir), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def mlm(mlm_dir):
+    return load_published(str(mlm_dir), device="cpu")
+
+
+def vocab_of(target) -> dict[str, int]:
+    return target.tokenizer.get_vocab()
+
+
+# ---------------------------------------------------------------------------------------------- specs
+def test_published_names_and_specs():
+    expected = {"sdar-1.7b-chat": "JetLM/SDAR-1.7B-Chat", "sdar-8b-chat": "JetLM/SDAR-8B-Chat",
+                "llada-8b-instruct": "GSAI-ML/LLaDA-8B-Instruct", "dream-7b-instruct": "Dream-org/Dream-v0-Instruct-7B"}
+    for name, repo in expected.items():
+        assert PUBLISHED[name]["repo"] == repo
+    for spec in PUBLISHED.values():
+        assert spec["family"] in ("sdar", "llada", "dream", "mlm") and spec["block_size"] == 32
+    assert set(PUBLISHED) <= set(known_models())
+
+
+@pytest.mark.parametrize("config, hint, family", [
+    ({"model_type": "sdar"}, "", "sdar"),
+    ({"model_type": "qwen3", "block_size": 4}, "", "sdar"),
+    ({"model_type": "qwen3"}, "JetLM/SDAR-1.7B-Chat", "sdar"),
+    ({"model_type": "qwen3"}, "Qwen/Qwen3-0.6B", "mlm"),
+    ({"model_type": "llada"}, "", "llada"),
+    ({"model_type": "other", "architectures": ["LLaDAModelLM"]}, "", "llada"),
+    ({"model_type": "Dream"}, "", "dream"),
+    ({"model_type": "qwen2", "mask_token_id": 151666}, "", "dream"),
+    ({"model_type": "qwen2"}, "", "mlm"),
+    ({"model_type": "modernbert"}, "", "mlm"),
+])
+def test_detect_family(config, hint, family):
+    assert detect_family(config, hint) == family
+
+
+# ---------------------------------------------------------------------------------------------- SDAR
+def test_sdar_info_and_no_remote_code(sdar, sdar_dir):
+    v = vocab_of(sdar)
+    assert isinstance(sdar, BlockCausalTarget)
+    assert type(sdar.model).__name__ == "Qwen3ForCausalLM"
+    info = sdar.info
+    assert (info.attention, info.block_size, info.logit_shift, info.vocab_size) == ("block", 4, 0, VOCAB)
+    assert info.mask_id == v["<|MASK|>"]  # found by name: the tokenizer has no mask_token set
+    assert set(info.eos_ids) == {v["<|endoftext|>"], v["<|im_end|>"]}
+    assert info.extra["family"] == "sdar" and info.source == str(sdar_dir)
+    assert not list(sdar_dir.glob("EXECUTED-*"))
+
+
+def test_sdar_cached_windows_match_full_block_causal_recompute(sdar):
+    """Window by window with the exact prefix cache == one uncached pass with an explicit block-causal mask."""
+    n, b = 14, sdar.info.block_size
+    states = random_states(vocab_of(sdar), sdar.info.mask_id, rows=1, length=n, masked_from=6)
+    with torch.no_grad():
+        ref = sdar.model(input_ids=states, attention_mask=block_causal_additive(n, b),
+                         position_ids=torch.arange(n)[None]).logits
+    cache = sdar.empty_cache()
+    for lo, hi in sdar.windows(6, n):  # [4, 8), [8, 12), [12, 14): the first holds the prompt's tail
+        out = sdar.forward(states, lo, hi, cache)
+        assert out.logits.shape == (1, hi - lo, VOCAB) and out.logits.dtype == torch.float32
+        torch.testing.assert_close(out.logits, ref[:, lo:hi], atol=ATOL, rtol=0)
+        cache = sdar.extend_cache(cache, out, 0, hi if hi % b == 0 else lo)
+    assert cache.length == 12 and len(cache.kv) == 2 and cache.kv[0][0].shape[:3] == (1, 2, 12)
+
+
+def test_sdar_batched_forward_equals_single_and_keeps_cache(sdar):
+    v, b = vocab_of(sdar), sdar.info.block_size
+    states = random_states(v, sdar.info.mask_id, rows=3, length=12, masked_from=8, seed=1)
+    states[1:, :8] = states[0, :8]  # rows share the cached prefix, differ in the window
+    cache = sdar.extend_cache(sdar.empty_cache(), sdar.forward(states[:1], 8, 12, sdar.empty_cache()), 0, 8)
+    before = [(k.clone(), v_.clone()) for k, v_ in cache.kv]
+    pointers = [(k.data_ptr(), v_.data_ptr()) for k, v_ in cache.kv]
+    batched = sdar.forward(states, 8, 12, cache)
+    for i in range(3):
+        single = sdar.forward(states[i: i + 1], 8, 12, cache)
+        torch.testing.assert_close(batched.logits[i: i + 1], single.logits, atol=ATOL, rtol=0)
+    assert cache.length == 8 and [(k.data_ptr(), v_.data_ptr()) for k, v_ in cache.kv] == pointers
+    for (k, v_), (k0, v0) in zip(cache.kv, before):
+        assert torch.equal(k, k0) and torch.equal(v_, v0) and k.shape[2] == 8
+
+
+def test_sdar_extend_cache_from_a_batch_row_then_forward_equals_recompute(sdar):
+    v = vocab_of(sdar)
+    states = random_states(v, sdar.info.mask_id, rows=3, length=16, masked_from=4, seed=2)
+    states[:, :4] = states[0, :4]
+    base = sdar.extend_cache(sdar.empty_cache(), sdar.forward(states[:1], 4, 8, sdar.empty_cache()), 0, 4)
+    out = sdar.forward(states, 4, 8, base)  # three candidate states of block [4, 8)
+    grown = sdar.extend_cache(base, out, 2, 8)  # row 2's block is finished: keep its keys/values
+    assert grown.length == 8 and base.length == 4 and base.kv[0][0].shape[2] == 4
+    row = states[2:3].clone()
+    row[:, 8:] = sdar.info.mask_id
+    cached = sdar.forward(row, 8, 12, grown)
+    fresh = sdar.forward(row, 8, 12, sdar.empty_cache())  # recompute from position 0
+    torch.testing.assert_close(cached.logits, fresh.logits, atol=ATOL, rtol=0)
+    with pytest.raises(ValueError):
+        sdar.extend_cache(base, out, 0, 6)  # not a block boundary
+    with pytest.raises(ValueError):
+        sdar.forward(row, 2, 4, grown)  # window before the cache end
+
+
+def test_sdar_attention_is_bidirectional_inside_a_block_and_causal_across(sdar):
+    states = random_states(vocab_of(sdar), sdar.info.mask_id, rows=1, length=14, masked_from=14)
+    changed = states.clone()
+    changed[0, 13] = vocab_of(sdar)["prompt"] if states[0, 13] != vocab_of(sdar)["prompt"] else vocab_of(sdar)["the"]
+    a = sdar.forward(states, 0, 14, sdar.empty_cache()).logits
+    c = sdar.forward(changed, 0, 14, sdar.empty_cache()).logits
+    assert torch.equal(a[:, :12], c[:, :12])  # earlier blocks never see block [12, 16)
+    assert not torch.allclose(a[:, 12], c[:, 12], atol=1e-6)  # position 12 sees 13: same block
+
+
+# ---------------------------------------------------------------------------------------------- Dream
+def test_dream_info_tokenizer_without_remote_code(dream, dream_dir):
+    v = vocab_of(dream)
+    assert isinstance(dream, FullAttentionTarget) and type(dream.model).__name__ == "Qwen2ForCausalLM"
+    info = dream.info
+    assert (info.attention, info.block_size, info.logit_shift) == ("full", 32, 1)
+    assert info.mask_id == v["<|mask|>"] and set(info.eos_ids) == {v["<|endoftext|>"], v["<|im_end|>"]}
+    assert not list(dream_dir.glob("EXECUTED-*"))  # neither the model nor the DreamTokenizer code ran
+
+
+def test_dream_logits_are_shifted_by_one(dream):
+    states = random_states(vocab_of(dream), dream.info.mask_id, rows=2, length=12, masked_from=4)
+    with torch.no_grad():
+        ref = dream.model(input_ids=states, attention_mask=torch.zeros(1, 1, 12, 12)).logits  # bidirectional
+    torch.testing.assert_close(dream.forward(states, 4, 9, PrefixCache()).logits, ref[:, 3:8], atol=ATOL, rtol=0)
+    first = dream.forward(states, 0, 3, PrefixCache()).logits  # position 0 reuses output 0, as Dream does
+    torch.testing.assert_close(first, ref[:, [0, 0, 1]], atol=ATOL, rtol=0)
+
+
+def test_full_attention_sees_positions_after_the_window(dream):
+    v = vocab_of(dream)
+    states = random_states(v, dream.info.mask_id, rows=1, length=12, masked_from=12)
+    changed = states.clone()
+    changed[0, 11] = v["prompt"] if states[0, 11] != v["prompt"] else v["the"]
+    a, c = (dream.forward(s, 4, 8, PrefixCache()).logits for s in (states, changed))
+    assert not torch.allclose(a, c, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- LLaDA
+def test_llada_maps_onto_llama_and_matches_its_reference_forward(llada, llada_dir):
+    assert isinstance(llada, FullAttentionTarget) and type(llada.model).__name__ == "LlamaForCausalLM"
+    v = vocab_of(llada)
+    info = llada.info
+    assert (info.attention, info.logit_shift, info.mask_id, info.vocab_size) == ("full", 0, v["<|mdm_mask|>"], VOCAB)
+    assert set(info.eos_ids) == {v["<|endoftext|>"], v["<|eot_id|>"]}
+    states = random_states(v, info.mask_id, rows=2, length=10, masked_from=3)
+    ref = llada_reference_logits(llada_weights(), states)
+    torch.testing.assert_close(llada.forward(states, 3, 10, PrefixCache()).logits, ref[:, 3:10], atol=ATOL, rtol=0)
+    assert not list(llada_dir.glob("EXECUTED-*"))
+
+
+# ---------------------------------------------------------------------------------------------- masked LM
+def test_masked_lm_matches_the_plain_model(mlm, mlm_dir):
+    from transformers import AutoModelForMaskedLM
+
+    v = vocab_of(mlm)
+    assert isinstance(mlm, MaskedLMTarget)
+    assert (mlm.info.attention, mlm.info.logit_shift, mlm.info.mask_id) == ("full", 0, v["[MASK]"])
+    assert mlm.info.eos_ids == (v["[SEP]"],)  # no EOS token: [SEP] ends a BERT-style text
+    plain = AutoModelForMaskedLM.from_pretrained(str(mlm_dir), use_safetensors=True).eval()
+    states = random_states(v, mlm.info.mask_id, rows=2, length=12, masked_from=4)
+    with torch.no_grad():
+        ref = plain(input_ids=states).logits
+    torch.testing.assert_close(mlm.forward(states, 4, 12, PrefixCache()).logits, ref[:, 4:12], atol=ATOL, rtol=0)
+
+
+# ---------------------------------------------------------------------------------------------- all adapters
+ADAPTERS = ["sdar", "dream", "llada", "mlm"]
+
+
+@pytest.mark.parametrize("adapter", ["dream", "llada", "mlm"])
+def test_full_attention_batched_forward_equals_single(adapter, request):
+    target = request.getfixturevalue(adapter)
+    states = random_states(vocab_of(target), target.info.mask_id, rows=3, length=12, masked_from=5, seed=4)
+    batched = target.forward(states, 5, 12, target.empty_cache())
+    for i in range(3):
+        single = target.forward(states[i: i + 1], 5, 12, PrefixCache())
+        torch.testing.assert_close(batched.logits[i: i + 1], single.logits, atol=ATOL, rtol=0)
+    assert target.extend_cache(PrefixCache(), batched, 0, 5) == PrefixCache()  # nothing to cache
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_standard_decoder_commits_every_position_once(adapter, request):
+    from spotviz.samplers import DecodeConfig, decode_standard
+
+    target = copy.copy(request.getfixturevalue(adapter))
+    target.info = replace(target.info, eos_ids=())  # random weights may emit EOS early; decode every window
+    trace = decode_standard(target, "some prompt", DecodeConfig(gen_length=8))
+    prompt_len = len(target.encode("some prompt"))
+    positions = sorted(c.position for p in trace.passes for c in p.commits)
+    assert positions == list(range(prompt_len, prompt_len + 8))
+    assert trace.counters.target_passes == 8  # exact mode: one commit per pass
+
+
+def test_chat_template_wraps_the_prompt(sdar):
+    target = copy.copy(sdar)
+    target.tokenizer = copy.deepcopy(sdar.tokenizer)
+    target.tokenizer.chat_template = ("{% for m in messages %}the {{ m['content'] }} you{% endfor %}"
+                                      "{% if add_generation_prompt %} he{% endif %}")
+    target.chat_template = True
+    v = vocab_of(sdar)
+    assert target.encode("some prompt") == [v[w] for w in ("the", "some", "prompt", "you", "he")]
+    assert sdar.encode("some prompt") == [v["some"], v["prompt"]]
+
+
+def test_bos_for_plain_prompts_where_the_model_expects_it(llada):
+    target = copy.copy(llada)
+    target.tokenizer = copy.deepcopy(llada.tokenizer)
+    target.tokenizer.bos_token = "<|endoftext|>"
+    target.prepend_bos = True
+    v = vocab_of(llada)
+    assert target.encode("some prompt") == [v["<|endoftext|>"], v["some"], v["prompt"]]
+    assert llada.encode("some prompt") == [v["some"], v["prompt"]]
+
+
+def test_registry_routes_a_published_folder(sdar_dir):
+    target = load_target(str(sdar_dir), device="cpu")
+    assert isinstance(target, BlockCausalTarget) and target.info.block_size == 4
+
+
+def test_block_size_override(llada_dir):
+    assert load_published(str(llada_dir), device="cpu", block_size=8).info.block_size == 8
+
+
+# ---------------------------------------------------------------------------------------------- errors
+def test_unknown_names_and_missing_folders(tmp_path):
+    with pytest.raises(ModelLoadError, match="unknown published model"):
+        load_published("no-such-model")
+    with pytest.raises(ModelLoadError, match="empty"):
+        load_published("  ")
+    with pytest.raises(ModelLoadError, match="does not exist"):
+        load_published(str(tmp_path / "missing" / "folder"))
+    (tmp_path / "weights.safetensors").write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="not a model folder"):
+        load_published(str(tmp_path / "weights.safetensors"))
+    with pytest.raises(ModelLoadError, match="config.json is missing"):
+        load_published(str(tmp_path))
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ModelLoadError, match="not valid JSON"):
+        load_published(str(tmp_path))
+
+
+def test_hub_repo_not_cached_offline():
+    with pytest.raises(ModelLoadError, match="could not be downloaded"):
+        load_published("nobody-here/not-a-model-xyz")
+
+
+def test_corrupt_and_missing_weights(sdar_dir, tmp_path):
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(sdar_dir, corrupt)
+    data = (corrupt / "model.safetensors").read_bytes()
+    (corrupt / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelLoadError, match="corrupt or truncated"):
+        load_published(str(corrupt))
+    garbage = tmp_path / "garbage"
+    shutil.copytree(sdar_dir, garbage)
+    (garbage / "model.safetensors").write_bytes(b"\x00" * 64)
+    with pytest.raises(ModelLoadError, match="corrupt or truncated"):
+        load_published(str(garbage))
+    mismatch = tmp_path / "mismatch"
+    shutil.copytree(sdar_dir, mismatch)
+    config = json.loads((mismatch / "config.json").read_text())
+    config.pop("layer_types", None)
+    (mismatch / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 3}))  # weights: 2 layers
+    with pytest.raises(ModelLoadError, match="does not match Qwen3ForCausalLM"):
+        load_published(str(mismatch))
+
+
+def test_a_causal_lm_without_diffusion_hints_is_refused(sdar_dir, tmp_path):
+    folder = tmp_path / "plain-qwen3"
+    shutil.copytree(sdar_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    for key in ("block_size", "auto_map", "architectures"):
+        config.pop(key)
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "qwen3"}))
+    with pytest.raises(ModelLoadError, match="no masked-LM head"):
+        load_published(str(folder))
+
+
+class _Tripwire:
+    """Unpickling this creates a file: proves that a pickle was opened."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_pickle_weights_are_refused_unopened(sdar_dir, tmp_path):
+    folder = tmp_path / "pickled"
+    shutil.copytree(sdar_dir, folder)
+    (folder / "model.safetensors").unlink()
+    marker = tmp_path / "UNPICKLED"
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_Tripwire(str(marker))))
+    with pytest.raises(ModelLoadError, match="safetensors only"):
+        load_published(str(folder))
+    assert not marker.exists()
+
+
+def test_remote_code_refused_for_local_folders_and_unlisted_repos(tmp_path, monkeypatch):
+    odd = tmp_path / "llada-sequential"
+    write_llada(odd, {**LLADA_CONFIG, "block_type": "sequential"})  # not expressible as LLaMA
+    with pytest.raises(ModelLoadError, match="trust_remote_code") as err:
+        load_published(str(odd))
+    assert "block_type='sequential'" in str(err.value) and "GSAI-ML/LLaDA-8B-Instruct" in str(err.value)
+
+    custom = tmp_path / "custom-dlm"
+    custom.mkdir()
+    (custom / "config.json").write_text(json.dumps({"model_type": "my-custom-dlm", "auto_map": {"AutoModel": "m.M"}}))
+    write_tokenizer(custom, ["[MASK]", "<unk>"], mask_token="[MASK]")
+    marker = write_decoy(custom, "m.py")
+    with pytest.raises(ModelLoadError, match="trust_remote_code"):
+        load_published(str(custom))
+    assert not marker.exists() and not list(odd.glob("EXECUTED-*"))
+
+    # A Hub repo that is not on the allow-list: its code is not even downloaded, and it is refused.
+    fetched = {}
+
+    def fake_snapshot(repo, allow_patterns, local_files_only=False):
+        fetched[repo] = allow_patterns
+        return str(odd)
+
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
+    with pytest.raises(ModelLoadError, match="not for repository 'someone/LLaDA-8B-Instruct-copy'"):
+        load_published("someone/LLaDA-8B-Instruct-copy")
+    assert "*.py" not in fetched["someone/LLaDA-8B-Instruct-copy"]
+    assert not any(p.endswith((".bin", ".pt", ".pth", ".ckpt")) for p in fetched["someone/LLaDA-8B-Instruct-copy"])
+
+
+def test_remote_code_runs_only_for_allow_listed_repos(tmp_path, monkeypatch):
+    odd = tmp_path / "llada-sequential"
+    write_llada(odd, {**LLADA_CONFIG, "block_type": "sequential"})
+    fetched, calls = {}, []
+
+    def fake_snapshot(repo, allow_patterns, local_files_only=False):
+        fetched[repo] = allow_patterns
+        return str(odd)
+
+    def fake_auto_model(path, **kwargs):
+        calls.append(kwargs)
+        raise RuntimeError("stop here")
+
+    import huggingface_hub
+    import transformers
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", fake_auto_model)
+    with pytest.raises(ModelLoadError, match="remote code"):
+        load_published("llada-8b-instruct")
+    assert "*.py" in fetched["GSAI-ML/LLaDA-8B-Instruct"]
+    assert calls == [{"trust_remote_code": True, "use_safetensors": True, "dtype": torch.float32}]
+    assert published.remote_code_allowed("GSAI-ML/LLaDA-8B-Base") and not published.remote_code_allowed(None)

@@ -34,7 +34,9 @@ def pick_device(device: str | None = None) -> torch.device:
 def load_embedded(folder: str | Path, name: str | None = None, device: str | None = None):
     """Load a spotviz masked-diffusion model folder (config.json, model.safetensors, tokenizer files)."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     from . import modeling  # noqa: F401  (Auto registration)
     from .targets.embedded import EmbeddedTarget
 

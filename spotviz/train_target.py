@@ -266,3 +266,27 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     (final / "training.json").write_text(json.dumps(result | {"history": state["history"]}, indent=1))
     log(f"final: val masked-token loss {vl:.4f} nats = {vl / math.log(2):.3f} bits/token; exported to {final}")
     return result
+
+
+def export_checkpoint(out: str | Path, dest: str | Path, dtype: str = "bfloat16") -> Path:
+    """Export the latest checkpoint of a (possibly still running) training to a Hugging Face folder."""
+    from transformers import AutoTokenizer
+
+    out = Path(out)
+    ckpt = out / "checkpoint"
+    sd = load_file(str(ckpt / "model.safetensors"))
+    tok = AutoTokenizer.from_pretrained(str(out / "tokenizer"))
+    cfg_file = out / "final" / "config.json"
+    n_layers = 1 + max(int(k.split(".")[1]) for k in sd if k.startswith("layers."))
+    d = sd["embed.weight"].shape[1]
+    mcfg = SpotDLMConfig(
+        vocab_size=sd["embed.weight"].shape[0], hidden_size=d, num_hidden_layers=n_layers,
+        num_attention_heads=max(1, d // 32), intermediate_size=sd["layers.0.mlp.down.weight"].shape[1],
+        max_position_embeddings=256, attention="block" if "bd" in out.name else "full",
+        mask_token_id=tok.mask_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    ) if not cfg_file.exists() else SpotDLMConfig.from_pretrained(str(out / "final"))
+    model = SpotDLMForMaskedLM(mcfg)
+    model.load_state_dict(sd, strict=False)
+    model.tie_weights()
+    export_model(model, tok, Path(dest), dtype)
+    return Path(dest)

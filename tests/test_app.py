@@ -124,7 +124,7 @@ def test_failing_drafter_still_runs_the_standard_decoder(client, tiny_prompt):
     # "spot" needs trained drafter weights for this target, which the tiny model does not have
     out = client.predict(**_run_args(tiny_prompt, "spot", gen=8))
     status = out[0]
-    if "drafter 'spot' failed" not in status:
+    if "failed" not in status:
         pytest.skip("a SPOT drafter is available for the tiny model")
     assert "Done" in status and "sv-canvas" in out[2]  # the standard decoder ran
 
@@ -172,5 +172,5 @@ def test_app_starts_without_a_model(example_dir):
         raise ModelLoadError(f"embedded model {name!r} is missing")
 
     demo = build_app(loader=loader, models=["shakespeare-bd"], trace_dir=example_dir, gpu=False)
-    config = json.dumps(demo.get_config_file())
+    config = str(demo.get_config_file())
     assert "is not available" in config and "is missing" in config

@@ -92,30 +92,31 @@ def test_commit_order_one_frame_per_pass_and_fixed_axes():
         steps = fig["layout"]["sliders"][0]["steps"]
         assert [s["args"][0][0] for s in steps] == [f["name"] for f in fig["frames"]]
         play = fig["layout"]["updatemenus"][0]["buttons"][0]
-        assert play["args"][0] is None and play["args"][1]["frame"]["redraw"] is True
+        assert play["args"][0] is None and play["args"][1]["fromcurrent"] is True
 
 
 def test_commit_order_frames_reveal_commits_pass_by_pass():
     trace = _tree_trace()
     fig = commit_order_figure(trace)
-    heat = fig["data"][0]
-    assert heat["type"] == "heatmap"
-    n_cells = len(heat["x"])
-    assert len(heat["y"]) == n_cells and len(heat["hovertext"]) == n_cells
+    cells = fig["data"][0]
+    assert cells["mode"] == "markers" and cells["marker"]["symbol"] == "square"
+    n_cells = sum(len(p.commits) for p in trace.passes)
+    assert len(cells["text"]) == len(cells["customdata"]) == n_cells  # hover texts once, aligned by index
     shown = 0
     for p, f in zip(trace.passes, fig["frames"]):
-        z = f["data"][0]["z"]
-        assert len(z) == n_cells  # fixed cell layout: frames only change z
+        d = f["data"][0]
         shown += len(p.commits)
-        assert sum(v is not None for v in z) == shown
-        # the steps shown are the commits of passes <= this one
-        got = sorted((heat["x"][i], heat["y"][i], z[i]) for i in range(n_cells) if z[i] is not None)
+        assert len(d["x"]) == len(d["y"]) == len(d["marker"]["color"]) == shown
+        got = sorted(zip(d["x"], d["y"], d["marker"]["color"]))
         want = sorted((c.position, q.index, c.step) for q in trace.passes[: p.index + 1] for c in q.commits)
-        assert got == want
+        assert got == want  # exactly the commits of passes <= this one, coloured by step
+        assert "text" not in d  # frames stay small
         # the current pass is outlined
         assert f["data"][1]["y"][0] == p.index - 0.5
         assert sorted(f["data"][2]["x"]) == sorted(c.position for c in p.commits)
-    assert heat["zauto"] is False and heat["zmax"] >= max(c.step for p in trace.passes for c in p.commits)
+    assert cells["marker"]["cmin"] == 0
+    assert cells["marker"]["cmax"] >= max(c.step for p in trace.passes for c in p.commits)
+    assert "t22" in cells["text"]
 
 
 # ---------------------------------------------------------------------------------------------------- tree

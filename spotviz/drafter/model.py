@@ -120,16 +120,24 @@ class SpotDrafter(nn.Module):
             raise ValueError(f"no drafter at {folder} (needs drafter.json and drafter.safetensors)")
         try:
             raw = json.loads(cfg_file.read_text())
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"drafter config {cfg_file} is not valid JSON: {e}") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"drafter config {cfg_file} must be a JSON object, got {type(raw).__name__}")
         fields = set(DrafterConfig.__dataclass_fields__)
-        cfg = DrafterConfig(**{k: v for k, v in raw.items() if k in fields})
-        model = cls(cfg)
+        try:
+            cfg = DrafterConfig(**{k: v for k, v in raw.items() if k in fields})
+            model = cls(cfg)
+        except (TypeError, ValueError, AssertionError, RuntimeError) as e:
+            raise ValueError(f"drafter config {cfg_file} is invalid: {e}") from None
         try:
             state = load_file(str(w_file))
         except (SafetensorError, OSError) as e:
             raise ValueError(f"drafter weights {w_file} are corrupt or truncated: {e}") from None
-        missing, unexpected = model.load_state_dict(state, strict=False)
+        try:
+            missing, unexpected = model.load_state_dict(state, strict=False)
+        except RuntimeError as e:  # tensor shapes that do not match the config
+            raise ValueError(f"drafter weights {w_file} do not match its config: {e}") from None
         if missing or unexpected:
             raise ValueError(f"drafter weights {w_file} do not match its config "
                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")

@@ -2,6 +2,7 @@
 
 All of them read only the root's output distributions (and the step-indexed noise), and all are verified by
 the same one-pass verifier, so every one of them is lossless; they differ only in how many commits a pass makes.
+Per-node work runs in numpy on window-sized vectors (tree building is on the hot path of every pass).
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .features import RootView, coupled_candidates, position_features
@@ -16,21 +18,33 @@ from .model import SpotDrafter
 from .tree import DraftNode, Proposer
 
 
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
 class _Context:
+    """Per-pass arrays: the coupled-noise tokens (best, runner-up) and root confidences for every depth."""
+
     def __init__(self, view: RootView, max_depth: int):
-        self.tok1, self.tok2, self.logc = coupled_candidates(view, max(max_depth, 1))
         self.max_depth = max(max_depth, 1)
+        tok1, tok2, logc = coupled_candidates(view, self.max_depth)
+        self.tok1, self.tok2 = tok1.cpu().numpy(), tok2.cpu().numpy()
+        self.logc = logc.float().cpu().numpy()
+        self.conf = np.exp(self.logc)
+        p2 = view.logp.gather(-1, tok2[: self.max_depth].T.contiguous()).T  # [depths, w] root prob of runner-up
+        self.conf2 = p2.exp().float().cpu().numpy()
 
     def d(self, node: DraftNode) -> int:  # depth index of the decision at `node`
         return min(node.depth, self.max_depth - 1)
 
 
-def _exact_children(ctx: _Context, node: DraftNode, probs: torch.Tensor, keep: torch.Tensor | None, k: int):
+def _exact_children(ctx: _Context, node: DraftNode, probs: np.ndarray, keep: np.ndarray | None, k: int):
     """Top-k positions by `probs`; each with the coupled token (prob*keep) and, if keep < 1, the runner-up token."""
     d = ctx.d(node)
-    top = probs.topk(min(k, int((probs > 0).sum()))).indices.tolist()
+    nz = int((probs > 0).sum())
+    top = np.argsort(-probs, kind="stable")[: min(k, nz)]
     out = []
-    for j in top:
+    for j in top.tolist():
         p = float(probs[j])
         kp = 1.0 if keep is None else float(keep[j])
         out.append(((j,), (int(ctx.tok1[d, j]),), p * kp))
@@ -39,21 +53,20 @@ def _exact_children(ctx: _Context, node: DraftNode, probs: torch.Tensor, keep: t
     return out
 
 
-def _set_children(ctx: _Context, node: DraftNode, q: torch.Tensor, remaining: torch.Tensor, n_flip: int = 3):
+def _set_children(ctx: _Context, node: DraftNode, q: np.ndarray, remaining: np.ndarray, n_flip: int = 3):
     """Candidate commit sets from per-position inclusion probabilities q: the likeliest set and single flips of
     its most borderline positions. A set is never empty (the rule always commits the top position)."""
     d = ctx.d(node)
-    idx = remaining.nonzero().flatten()
-    qr = q[idx].clamp(1e-6, 1 - 1e-6)
+    idx = np.flatnonzero(remaining)
+    qr = np.clip(q[idx], 1e-6, 1 - 1e-6)
     base = qr > 0.5
-    if not bool(base.any()):
-        base[qr.argmax()] = True
+    if not base.any():
+        base[int(np.argmax(qr))] = True
     sets = [base]
-    border = (qr - 0.5).abs().argsort()[:n_flip].tolist()
-    for b in border:
-        s = base.clone()
-        s[b] = ~s[b]
-        if bool(s.any()):
+    for b in np.argsort(np.abs(qr - 0.5), kind="stable")[:n_flip].tolist():
+        s = base.copy()
+        s[b] = not s[b]
+        if s.any():
             sets.append(s)
     out, seen = [], set()
     for s in sets:
@@ -61,7 +74,7 @@ def _set_children(ctx: _Context, node: DraftNode, q: torch.Tensor, remaining: to
         if offs in seen:
             continue
         seen.add(offs)
-        p = float(torch.where(s, qr, 1 - qr).log().sum().exp())
+        p = float(np.exp(np.log(np.where(s, qr, 1 - qr)).sum()))
         out.append((offs, tuple(int(ctx.tok1[d, j]) for j in offs), p))
     total = sum(p for *_, p in out)
     return [(o, t, p / total) for o, t, p in out]
@@ -70,8 +83,9 @@ def _set_children(ctx: _Context, node: DraftNode, q: torch.Tensor, remaining: to
 class TrainingFree(Proposer):
     """Order by the root's stale confidence; tokens from the root's predictions (with the coupled noise).
 
-    Exact mode: the next position is drawn in proportion to its stale confidence; threshold mode: the next set is
-    the positions whose stale confidence clears tau (else the top one), with single flips as alternatives."""
+    Exact mode: the next position is drawn in proportion to its stale confidence, with a runner-up token where
+    the two stale probabilities are close; threshold mode: the next set is the positions whose stale confidence
+    clears tau (else the top one), with single flips as alternatives."""
 
     name = "training-free"
 
@@ -83,16 +97,13 @@ class TrainingFree(Proposer):
 
     def children(self, ctx, view, node, remaining):
         d = ctx.d(node)
-        c = ctx.logc[d].exp() * remaining
+        c = ctx.conf[d] * remaining
         if view.rule.mode == "exact":
-            probs = c / c.sum()
             keep = None
-            if self.token_branching:  # split by the stale probabilities of the two tokens
-                p2 = view.logp.gather(-1, ctx.tok2[d].unsqueeze(-1)).squeeze(-1).exp()
-                keep = c / (c + p2 * remaining).clamp_min(1e-9)
-            return _exact_children(ctx, node, probs, keep, self.branch_positions)
-        q = torch.sigmoid(8 * (c - view.rule.threshold))
-        return _set_children(ctx, node, q, remaining)
+            if self.token_branching:
+                keep = c / np.maximum(c + ctx.conf2[d] * remaining, 1e-9)
+            return _exact_children(ctx, node, c / c.sum(), keep, self.branch_positions)
+        return _set_children(ctx, node, _sigmoid(8 * (c - view.rule.threshold)), remaining)
 
 
 class Calibrated(Proposer):
@@ -104,15 +115,15 @@ class Calibrated(Proposer):
     name = "calibrated"
 
     def __init__(self, table: dict):
-        self.rank_probs = table["rank_probs"]  # [depth][rank]
-        self.set_params = table.get("set_params", [[8.0, 0.0]])  # [depth][a, b]
+        self.rank_probs = [np.asarray(r, dtype=np.float64) for r in table["rank_probs"]]  # [depth][rank]
+        self.set_params = table.get("set_params") or [[8.0, 0.0]]  # [depth][a, b]
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibrated":
         p = Path(path)
         try:
             return cls(json.loads(p.read_text()))
-        except (OSError, json.JSONDecodeError, KeyError) as e:
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise ValueError(f"calibration file {p} is missing or malformed: {e}") from None
 
     def prepare(self, view, max_depth):
@@ -120,21 +131,22 @@ class Calibrated(Proposer):
 
     def children(self, ctx, view, node, remaining):
         d = ctx.d(node)
-        c = ctx.logc[d].exp() * remaining
         if view.rule.mode == "exact":
             row = self.rank_probs[min(d, len(self.rank_probs) - 1)]
-            order = c.argsort(descending=True)[: int(remaining.sum())].tolist()
-            probs = torch.zeros_like(c)
-            for r, j in enumerate(order[: len(row)]):
-                probs[j] = row[r]
+            c = np.where(remaining, ctx.conf[d], -1.0)
+            order = np.argsort(-c, kind="stable")[: min(int(remaining.sum()), len(row))]
+            probs = np.zeros_like(c)
+            probs[order] = row[: len(order)]
             return _exact_children(ctx, node, probs, None, self.branch_positions)
         a, b = self.set_params[min(d, len(self.set_params) - 1)]
-        q = torch.sigmoid(a * (ctx.logc[d] - math.log(view.rule.threshold)) + b)
-        return _set_children(ctx, node, q, remaining)
+        return _set_children(ctx, node, _sigmoid(a * (ctx.logc[d] - math.log(view.rule.threshold)) + b), remaining)
 
 
 class SpotProposer(Proposer):
-    """The learned SPOT drafter: pointer head for exact mode, set head for SPOT-Sets (threshold mode)."""
+    """The learned SPOT drafter: pointer head for exact mode, set head for SPOT-Sets (threshold mode).
+
+    One drafter forward per pass; a node's scores are the depth's base scores plus the pairwise terms of the
+    drafted commits on its path (summed once per node, kept in node.memo)."""
 
     name = "spot"
 
@@ -144,33 +156,36 @@ class SpotProposer(Proposer):
 
     def prepare(self, view, max_depth):
         ctx = _Context(view, max_depth)
-        feats = position_features(view).unsqueeze(0)
         with torch.no_grad():
-            out = self.drafter(feats)
-        ctx.base = out["base"][0]
-        ctx.pair = out["pair"][0]
+            out = self.drafter(position_features(view).unsqueeze(0))
+        ctx.base = out["base"][0].float().numpy()
+        ctx.pair = out["pair"][0].float().numpy()
         ctx.alpha = float(out["alpha"].detach())
-        ctx.keep_base = out["keep_base"][0]
-        ctx.keep_rel = out["keep_rel"]  # [W, W], shared by the batch
-        ctx.set_base = out["set_base"][0]
+        ctx.keep_base = out["keep_base"][0].float().numpy()
+        ctx.keep_rel = out["keep_rel"].float().numpy()  # [W, W], shared by the batch
+        ctx.set_base = out["set_base"][0].float().numpy()
         ctx.set_alpha = float(out["set_alpha"].detach())
-        ctx.set_temp = float(out["set_temp"].detach())
+        ctx.set_temp = max(float(out["set_temp"].detach()), 1e-3)
+        ctx.log_tau = math.log(view.rule.threshold)
         return ctx
+
+    @staticmethod
+    def _path_terms(ctx, node: DraftNode):
+        if node.memo is None:
+            path = list(node.path)
+            node.memo = (ctx.pair[:, path].sum(-1), ctx.keep_rel[:, path].sum(-1))
+        return node.memo
 
     def children(self, ctx, view, node, remaining):
         d = ctx.d(node)
         dd = min(d, ctx.base.shape[0] - 1)
-        path = list(node.path)
+        pair, keep_rel = self._path_terms(ctx, node)
         if view.rule.mode == "exact":
-            s = ctx.base[dd] + ctx.alpha * ctx.logc[d]
-            if path:
-                s = s + ctx.pair[:, path].sum(-1)
-            probs = torch.softmax(s.masked_fill(~remaining, float("-inf")), -1)
-            keep = None
-            if self.token_branching:
-                kl = ctx.keep_base + (ctx.keep_rel[:, path].sum(-1) if path else 0)
-                keep = torch.sigmoid(kl)
+            s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + pair
+            s = np.where(remaining, s, -np.inf)
+            e = np.exp(s - s.max())
+            probs = e / e.sum()
+            keep = _sigmoid(ctx.keep_base + keep_rel) if self.token_branching else None
             return _exact_children(ctx, node, probs, keep, self.branch_positions)
-        z = ctx.set_base[dd] + ctx.set_alpha * (ctx.logc[d] - math.log(view.rule.threshold))
-        q = torch.sigmoid(z / max(ctx.set_temp, 1e-3))
-        return _set_children(ctx, node, q, remaining)
+        z = ctx.set_base[dd] + ctx.set_alpha * (ctx.logc[d] - ctx.log_tau)
+        return _set_children(ctx, node, _sigmoid(z / ctx.set_temp), remaining)

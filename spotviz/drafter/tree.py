@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .features import RootView
@@ -25,6 +26,7 @@ class DraftNode:
     path_prob: float
     path: tuple[int, ...] = ()  # all drafted offsets on the path from s1 (in order)
     children: dict = field(default_factory=dict)  # (offsets, tokens) -> child id
+    memo: object = None  # proposer-specific per-node cache (e.g. summed path terms)
 
 
 class Proposer:
@@ -37,8 +39,10 @@ class Proposer:
         """Per-pass work (e.g. one drafter forward). Returns a context passed to `children`."""
         raise NotImplementedError
 
-    def children(self, ctx, view: RootView, node: DraftNode, remaining: torch.Tensor) -> list[tuple]:
-        """[(offsets tuple, tokens tuple, prob)] for the decision at `node` (depth node.depth + 1)."""
+    def children(self, ctx, view: RootView, node: DraftNode, remaining: np.ndarray) -> list[tuple]:
+        """[(offsets tuple, tokens tuple, prob)] for the decision at `node` (depth node.depth + 1).
+
+        remaining: bool [w], window offsets still masked at `node`."""
         raise NotImplementedError
 
 
@@ -52,15 +56,16 @@ def build_tree(view: RootView, proposer: Proposer, budget: int) -> list[DraftNod
     ctx = proposer.prepare(view, max_depth=min(n_masked, budget - 1))
     heap: list = []
     tie = 0
+    masked = view.masked.cpu().numpy()
 
     def expand(node: DraftNode):
         nonlocal tie
         if node.depth >= n_masked:
             return
-        remaining = view.masked.clone()
+        remaining = masked.copy()
         if node.path:
             remaining[list(node.path)] = False
-        if not bool(remaining.any()):
+        if not remaining.any():
             return
         for offsets, tokens, p in proposer.children(ctx, view, node, remaining):
             if p <= 0:

@@ -267,21 +267,25 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         yield render(main_t, base_t, final, main_note=failed)
 
     def replay(paths):
+        """Replay uploaded trace file(s); the upload box is cleared so the next upload starts afresh."""
         skip = gr.skip()
         if not paths:
-            return [skip] * 9
+            return [skip] * 9 + [skip]
         if isinstance(paths, (str, Path)):
             paths = [paths]
         traces = []
+        name = ""
         try:
             for p in paths:
+                name = Path(str(p)).name
                 traces.append(Trace.load(p))
             main, base = pair_traces(traces)
         except TraceError as e:
-            return [_status(f"Cannot replay {Path(str(p)).name}: {e}", "err")] + [skip] * 8
+            return [_status(f"Cannot replay {name}: {e}", "err")] + [skip] * 8 + [None]
         what = "Replaying " + (f"{main.meta.drafter} run" if main.meta.drafter != "none" else "a standard run")
         what += " with its standard-decoder comparison" if base else ""
-        return render(main, base, [(f"{what} (no model needed): {main.meta.model}, seed {main.meta.seed}.", "ok")])
+        return render(main, base, [(f"{what} (no model needed): {main.meta.model}, seed {main.meta.seed}.",
+                                    "ok")]) + [None]
 
     def load_example_cb(title):
         skip = gr.skip()
@@ -404,17 +408,17 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                concurrency_id="decode")
         prompt.submit(run, inputs, outputs, api_name=False, show_progress="hidden", concurrency_id="decode")
         stop_btn.click(stop, None, [status], cancels=[run_ev], api_name="stop", queue=False)
-        upload.upload(replay, [upload], outputs, api_name="replay", concurrency_limit=4,
-                      concurrency_id="replay")
+        upload.upload(replay, [upload], outputs + [upload], api_name="replay", concurrency_limit=4,
+                      concurrency_id="replay", show_progress="minimal")
         example_btn.click(load_example_cb, [example_dd], outputs, api_name="example", concurrency_limit=4,
-                          concurrency_id="replay")
+                          concurrency_id="replay", show_progress="minimal")
         view_sel.change(switch_view, [view_sel, state], [order_player, tree_player], api_name=False,
-                        concurrency_limit=4, concurrency_id="replay")
+                        concurrency_limit=4, concurrency_id="replay", show_progress="hidden")
         mode.change(on_mode, [mode, drafter], [tau, drafter], api_name=False, queue=False)
         drafter.change(on_drafter, [drafter, mode], [drafter, mode], api_name=False, queue=False)
         if examples:
             demo.load(load_example_cb, [example_dd], outputs, api_name=False, concurrency_limit=4,
-                      concurrency_id="replay")
+                      concurrency_id="replay", show_progress="hidden")
     demo.queue(default_concurrency_limit=2 if gpu else 1, max_size=32)
     return demo
 

@@ -72,11 +72,13 @@ function setCur(i) {
   nextBtn.disabled = !names.length || i >= names.length - 1;
 }
 
+let redrawFrames = true;
+
 function go(i) {
   if (!names.length || !window.Plotly) return;
   i = Math.max(0, Math.min(names.length - 1, i));
   setCur(i);
-  window.Plotly.animate(plotDiv, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: true},
+  window.Plotly.animate(plotDiv, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: redrawFrames},
                                                transition: {duration: 0}});
 }
 prevBtn.addEventListener('click', () => go(cur - 1));
@@ -102,6 +104,7 @@ async function draw() {
   const frames = Array.isArray(fig.frames) ? fig.frames : [];
   names = frames.map((f) => String(f.name));
   const layout = Object.assign({autosize: true}, fig.layout || {});
+  redrawFrames = !(layout.meta && layout.meta.redraw === false);
   const active = (layout.sliders && layout.sliders.length && layout.sliders[0].active != null)
     ? layout.sliders[0].active : names.length - 1;
   await window.Plotly.newPlot(plotDiv, {
@@ -109,6 +112,7 @@ async function draw() {
     config: {responsive: true, displaylogo: false, scrollZoom: false,
              modeBarButtonsToRemove: ['select2d', 'lasso2d', 'autoScale2d']},
   });
+  sizeCells();
   root.dataset.nframes = String(names.length);
   setCur(names.length ? active : -1);
   plotDiv.on('plotly_animatingframe', (e) => {
@@ -124,6 +128,20 @@ async function draw() {
   root.dataset.ready = '1';
 }
 
+// commit-order cells are square markers: size them to the cells of the drawn axes
+function sizeCells() {
+  const meta = plotDiv.layout && plotDiv.layout.meta;
+  const fl = plotDiv._fullLayout;
+  if (!meta || meta.cell_trace == null || !fl || !fl.xaxis || !fl.yaxis) return;
+  const span = (ax) => Math.abs(ax.range[1] - ax.range[0]) || 1;
+  const px = Math.min(fl.xaxis._length / span(fl.xaxis), 3 * fl.yaxis._length / span(fl.yaxis));
+  const size = Math.max(2, px * 0.92);
+  window.Plotly.restyle(plotDiv, {'marker.size': size}, [meta.cell_trace]);
+  if (meta.cell_ring_trace != null) {
+    window.Plotly.restyle(plotDiv, {'marker.size': size + 3}, [meta.cell_ring_trace]);
+  }
+}
+
 function redraw() {
   drawing = drawing.then(draw).catch((err) => {
     console.error('spotviz player:', err);
@@ -136,7 +154,10 @@ if (window.ResizeObserver) {
   let last = 0;
   new ResizeObserver(() => {
     const w = plotDiv.clientWidth;
-    if (w && w !== last && window.Plotly && plotDiv.data) { last = w; window.Plotly.Plots.resize(plotDiv); }
+    if (w && w !== last && window.Plotly && plotDiv.data) {
+      last = w;
+      Promise.resolve(window.Plotly.Plots.resize(plotDiv)).then(sizeCells).catch(() => {});
+    }
   }).observe(plotDiv);
 }
 watch('value', redraw);

@@ -56,11 +56,12 @@ def pass_color(index: int) -> str:
     return PASS_COLORS[index % len(PASS_COLORS)]
 
 
-def frame_duration(n_frames: int, total_ms: float = 2400.0) -> int:
-    """Milliseconds per frame so that playing all frames takes about `total_ms` (clamped to 30..500 ms)."""
+def frame_duration(n_frames: int, total_ms: float = 1500.0) -> int:
+    """Milliseconds per frame so that playing all frames takes about `total_ms` (clamped to 20..500 ms;
+    a frame that takes longer to draw simply shows later)."""
     if n_frames <= 1:
         return 500
-    return int(max(30, min(500, total_ms / n_frames)))
+    return int(max(20, min(500, total_ms / n_frames)))
 
 
 CONTROLS_PX = 78  # room under the plot area for the play/pause buttons and the step slider
@@ -72,16 +73,19 @@ def bottom_margin() -> int:
 
 
 def animation_controls(names: list[str], active: int, prefix: str, duration: int | None = None,
-                       height: int = 420, top: int = 40) -> dict:
+                       height: int = 420, top: int = 40, redraw: bool = True) -> dict:
     """Layout `updatemenus` (play / pause) and `sliders` (one step per frame) for frames named `names`,
-    placed under the x axis title of a figure of `height` px with margins `top` and `bottom_margin()`."""
+    placed under the x axis title of a figure of `height` px with margins `top` and `bottom_margin()`.
+
+    `redraw`: heatmaps need a full redraw per frame; scatter-only figures animate without one (2-3x faster),
+    as long as frames only change data (bars keep their count: see speedup.py)."""
     duration = frame_duration(len(names)) if duration is None else duration
     plot_h = max(height - top - bottom_margin(), 50)
     y = -AXIS_TITLE_PX / plot_h
-    play = {"frame": {"duration": duration, "redraw": True}, "fromcurrent": True,
+    play = {"frame": {"duration": duration, "redraw": redraw}, "fromcurrent": True,
             "transition": {"duration": 0}, "mode": "immediate"}
     pause = {"frame": {"duration": 0, "redraw": False}, "transition": {"duration": 0}, "mode": "immediate"}
-    jump = {"frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}, "mode": "immediate"}
+    jump = {"frame": {"duration": 0, "redraw": redraw}, "transition": {"duration": 0}, "mode": "immediate"}
     return {
         "updatemenus": [{
             "type": "buttons", "direction": "left", "showactive": False, "x": 0.0, "xanchor": "left",

@@ -85,8 +85,8 @@ def speedup_figure(trace, baseline=None, height: int = 520) -> dict:
         for (xs, ys) in curves:
             j = min(k + 2, len(xs))
             fdata.append({"x": xs[:j], "y": ys[:j]})
-        j = min(k + 1, len(per_pass))
-        fdata.append({"x": list(range(j)), "y": per_pass[:j]})
+        j = min(k + 1, len(per_pass))  # bars keep their count (zeros ahead) so frames animate without redraw
+        fdata.append({"y": per_pass[:j] + [0] * (len(per_pass) - j)})
         frames.append({"name": str(k), "data": fdata, "traces": list(range(len(fdata)))})
 
     data = []
@@ -101,7 +101,7 @@ def speedup_figure(trace, baseline=None, height: int = 520) -> dict:
             + esc(run_label(t)) + "</extra>", "xaxis": "x", "yaxis": "y",
         })
     data.append({
-        "type": "bar", "name": "commits per pass (" + esc(run_label(trace)) + ")", "x": last[-1]["x"],
+        "type": "bar", "name": "commits per pass (" + esc(run_label(trace)) + ")", "x": list(range(len(per_pass))),
         "y": last[-1]["y"], "marker": {"color": colors[0]}, "xaxis": "x2", "yaxis": "y2",
         "hovertemplate": "pass %{x}: %{y} commits<extra></extra>", "showlegend": False,
     })
@@ -119,8 +119,9 @@ def speedup_figure(trace, baseline=None, height: int = 520) -> dict:
                    "domain": [0, 0.27], "anchor": "x2"},
         "legend": {"x": 0.99, "y": 0.52, "xanchor": "right", "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.7)"},
         "hovermode": "closest", "bargap": 0.15,
-        "meta": {"view": "speedup", "passes": len(trace.passes), "frames": n_frames},
-        **animation_controls(names, len(names) - 1, "pass ", frame_duration(len(names)), height=height),
+        "meta": {"view": "speedup", "passes": len(trace.passes), "frames": n_frames, "redraw": False},
+        **animation_controls(names, len(names) - 1, "pass ", frame_duration(len(names)), height=height,
+                             redraw=False),
     }
     return {"data": data, "layout": layout, "frames": frames}
 

@@ -190,13 +190,18 @@ def tree_figure(trace, title: str | None = None) -> dict:
                   "autorange": False, "zeroline": False, "showgrid": False, "dtick": 1},
         "yaxis": {"range": y_range, "autorange": False, "visible": False},
         **({"xaxis": {"range": x_range, "autorange": False, "visible": False}} if not layouts else {}),
-        "plot_bgcolor": "rgba(0,0,0,0)", "showlegend": True,
-        "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom",
-                   "font": {"size": 11}},
+        "plot_bgcolor": "rgba(0,0,0,0)", "showlegend": False,
         "hovermode": "closest",
-        "meta": {"view": "tree", "passes": len(passes), "max_depth": max_depth, "max_leaves": max_leaves},
-        **animation_controls(names, len(names) - 1, "pass ", frame_duration(len(names)), height=height),
+        "meta": {"view": "tree", "passes": len(passes), "max_depth": max_depth, "max_leaves": max_leaves,
+                 "redraw": False},
+        "annotations": [{  # a fixed legend (the automatic one drops traces that are empty in the first frame)
+            "xref": "paper", "yref": "paper", "x": 1, "y": 1.01, "xanchor": "right", "yanchor": "bottom",
+            "showarrow": False, "font": {"size": 11},
+            "text": (f'<span style="color:{ACCEPTED}">◆ ● accepted path</span>   '
+                     f'<span style="color:{REJECTED}">● rejected branch</span>   '
+                     f'<span style="color:{BONUS}">★ bonus decision</span>'),
+        }],
+        **animation_controls(names, len(names) - 1, "pass ", frame_duration(len(names)), height=height,
+                             redraw=False),
     }
-    for d in data[:2] + data[4:5] + data[6:]:
-        d["showlegend"] = False
     return {"data": data, "layout": layout, "frames": frames}

@@ -1,0 +1,181 @@
+"""Drafter training smoke tests: trajectory collection, features, fit, the calibrated template, train_drafter."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from spotviz.drafter.features import N_FEATURES, RootView, coupled_candidates, position_features
+from spotviz.drafter.model import DrafterConfig, SpotDrafter, keep_logits, pointer_loss
+from spotviz.drafter.proposers import Calibrated, SpotProposer
+from spotviz.drafter.train import MAX_DEPTH, calibrate_template, collect, evaluate_drafter, fit, remaining_masks
+from spotviz.samplers.common import DecodeConfig
+from spotviz.samplers.spot import decode_spot
+from spotviz.samplers.standard import decode_standard
+
+PROMPTS = ["ROMEO.\nO", "JULIET.\nWhat light"]
+GEN = 32
+
+
+@pytest.fixture(scope="module")
+def data(tiny_block_target):
+    out = {}
+    for mode, T in (("exact", 0.0), ("exact", 1.0), ("threshold", 1.0)):
+        d = collect(tiny_block_target, PROMPTS, mode, T, 0.05, GEN, seed=3, log=lambda *a: None)
+        d["tau"] = 0.05
+        out[(mode, T)] = d
+    return out
+
+
+def _standard_passes(target, mode, T):
+    """[(window, commits)] of the standard decodes collect() imitates (same seeds: seed + prompt index)."""
+    res = []
+    for i, p in enumerate(PROMPTS):
+        tr = decode_standard(target, p, DecodeConfig(mode=mode, temperature=T, threshold=0.05, seed=3 + i,
+                                                     gen_length=GEN))
+        res.append([(tuple(q.window), [(c.position, c.token) for c in q.commits]) for q in tr.passes])
+    return res
+
+
+@pytest.mark.parametrize("key", [("exact", 0.0), ("exact", 1.0), ("threshold", 1.0)], ids=str)
+def test_collect_shapes_and_labels(key, data, tiny_block_target):
+    mode, T = key
+    d = data[key]
+    W, D = tiny_block_target.info.block_size, MAX_DEPTH
+    n = d["feats"].shape[0]
+    assert n > 0
+    assert d["feats"].shape == (n, W, N_FEATURES) and d["feats"].dtype == torch.float32
+    assert torch.isfinite(d["feats"]).all()
+    assert d["logc"].shape == (n, D, W) and (d["logc"] <= 1e-6).all()
+    assert d["masked"].shape == (n, W) and d["masked"].dtype == torch.bool
+    assert d["order"].shape == (n, D) and d["order"].dtype == torch.long
+    assert d["keep"].shape == (n, D) and d["sets"].shape == (n, D, W) and d["depth_valid"].shape == (n, D)
+    dv = d["depth_valid"]
+    assert set(dv.unique().tolist()) <= {0.0, 1.0}
+    assert (dv[:, 0] == 1).all()  # every kept row has at least one label
+    assert (dv[:, 1:] <= dv[:, :-1]).all()  # prefix-shaped: valid depths come first
+    # labels are the standard decoder's future decisions in the same window
+    passes = _standard_passes(tiny_block_target, mode, T)
+    # one row per pass that has a later pass in the same window, in order
+    expect_rows, expect_depths, expect_sets = 0, [], []
+    for ps in passes:
+        for k, (win, _) in enumerate(ps):
+            later = []
+            for win2, commits in ps[k + 1:]:
+                if win2 != win:
+                    break
+                later.append([pos - win[0] for pos, _ in commits])
+            if later:
+                expect_rows += 1
+                expect_depths.append(min(len(later), D))
+                expect_sets.append(later[:D])
+    assert n == expect_rows
+    assert dv.sum(1).long().tolist() == expect_depths
+    rem = remaining_masks(d)
+    for r in range(n):
+        for k, offs in enumerate(expect_sets[r]):
+            assert d["sets"][r, k].nonzero().flatten().tolist() == sorted(offs)
+            assert all(bool(rem[r, k, o]) for o in offs)  # labels are masked, not yet committed positions
+        assert (d["sets"][r, len(expect_sets[r]):] == 0).all()
+    if mode == "exact":
+        valid = dv > 0
+        assert ((d["order"] >= 0) == valid).all() and (d["order"][~valid] == -1).all()
+        for r in range(n):
+            o = d["order"][r][valid[r]].tolist()
+            assert len(set(o)) == len(o)  # a position is committed once
+            assert all(bool(d["masked"][r, x]) for x in o)
+            assert o == [s[0] for s in expect_sets[r]]
+        assert set(d["keep"][valid].unique().tolist()) <= {0.0, 1.0}
+        assert (d["keep"][~valid] == 0).all()
+    else:
+        assert (d["order"] == -1).all()
+        assert d["sets"].sum() >= dv.sum()  # every valid depth commits at least one position
+
+
+def test_features_read_no_token_identities(tiny_block_target):
+    """Permuting the vocabulary (token ids) of the root distribution leaves the features unchanged."""
+    from spotviz.decision import DecisionRule
+
+    torch.manual_seed(0)
+    w, V = 16, tiny_block_target.info.vocab_size
+    logp = torch.log_softmax(torch.randn(w, V) * 3, -1)
+    masked = torch.rand(w) > 0.3
+    state = torch.zeros(40, dtype=torch.long)
+    mk = lambda lp: RootView(lo=8, hi=24, state=state, logp=lp, masked=masked, first=[3], step=2,  # noqa: E731
+                             rule=DecisionRule("exact", 0.0, 0.9), noise=None)
+    perm = torch.randperm(V)
+    f1, f2 = position_features(mk(logp)), position_features(mk(logp[:, perm]))
+    assert f1.shape == (w, N_FEATURES)
+    assert torch.allclose(f1, f2, atol=1e-5)
+    t1, _, c1 = coupled_candidates(mk(logp), 4)
+    t2, _, c2 = coupled_candidates(mk(logp[:, perm]), 4)
+    assert torch.equal(perm[t2], t1) and torch.allclose(c1, c2)
+
+
+def test_losses_finite_and_fit_runs(data):
+    torch.manual_seed(0)
+    model = SpotDrafter(DrafterConfig())
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    d = data[("exact", 1.0)]
+    out = model(d["feats"])
+    rem = remaining_masks(d)
+    lp = pointer_loss(out, d["logc"], d["order"], rem, d["depth_valid"])
+    assert torch.isfinite(lp) and lp > 0
+    kl = keep_logits(out, d["order"])
+    assert kl.shape == d["order"].shape and torch.isfinite(kl).all()
+    res = fit(model, d, d, "exact", epochs=1, lr=1e-3, batch_size=64, log=lambda *a: None)
+    assert {"pos_acc@1", "keep_acc"} <= set(res) and all(0 <= v <= 1 for v in res.values() if not math.isnan(v))
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+    t = data[("threshold", 1.0)]
+    res = fit(model, t, t, "threshold", epochs=1, lr=1e-3, batch_size=64, log=lambda *a: None)
+    assert "set_acc@1" in res and 0 <= res["set_acc@1"] <= 1
+    assert evaluate_drafter(model, t, "threshold").keys() == res.keys()
+
+
+def test_calibrate_template(data, tiny_block_target):
+    table = calibrate_template(data[("exact", 1.0)], data[("threshold", 1.0)])
+    assert len(table["rank_probs"]) == MAX_DEPTH and len(table["set_params"]) == MAX_DEPTH
+    for row in table["rank_probs"]:
+        assert all(0 <= x <= 1 for x in row)
+        assert sum(row) <= 1 + 1e-6
+    assert sum(table["rank_probs"][0]) > 0
+    assert all(len(ab) == 2 and all(math.isfinite(x) for x in ab) for ab in table["set_params"])
+    # the template drives an exact decode through the verifier
+    prop = Calibrated(json.loads(json.dumps(table)))
+    for mode in ("exact", "threshold"):
+        c = DecodeConfig(mode=mode, threshold=0.05, temperature=1.0, seed=8, gen_length=24, budget=16)
+        assert decode_spot(tiny_block_target, PROMPTS[0], c, prop).tokens == \
+            decode_standard(tiny_block_target, PROMPTS[0], c).tokens
+
+
+def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, monkeypatch):
+    """`train-drafter` on the micro model: files written, loadable through the store, lossless decodes."""
+    from spotviz.drafter import train
+    from spotviz.drafter.store import load_proposer
+
+    monkeypatch.setattr("spotviz.prompts.training_prompts", lambda n, seed=0: (PROMPTS * n)[:n])
+    cfg = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "dr"), n_prompts=2,
+                                   gen_length=24, epochs=1, batch_size=64, val_fraction=0.5)
+    report = train.train_drafter(cfg, log=lambda *a: None)
+    assert 558_000 <= report["n_params"] <= 682_000
+    for sub in ("spot", "spot-sets"):
+        assert (tmp_path / "dr" / sub / "drafter.safetensors").is_file()
+        meta = json.loads((tmp_path / "dr" / sub / "drafter.json").read_text())
+        assert meta["n_params"] == SpotDrafter.load(tmp_path / "dr" / sub).n_params()
+    assert json.loads((tmp_path / "dr" / "training.json").read_text())["n_prompts"] == 2
+    for name, mode in (("spot", "exact"), ("spot-sets", "threshold"), ("calibrated", "exact")):
+        prop = load_proposer(name, tiny_block_target, mode, folder=tmp_path / "dr")
+        assert isinstance(prop, (SpotProposer, Calibrated))
+        c = DecodeConfig(mode=mode, threshold=0.05, temperature=1.0, seed=2, gen_length=24, budget=8)
+        assert decode_spot(tiny_block_target, PROMPTS[1], c, prop).tokens == \
+            decode_standard(tiny_block_target, PROMPTS[1], c).tokens
+    # light calibration of the trained drafter (transfer path) only refits scalar heads
+    cfg2 = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "cal"), n_prompts=2,
+                                    gen_length=24, epochs=1, batch_size=64, val_fraction=0.5)
+    rep2 = train.train_drafter(cfg2, calibrate_from=str(tmp_path / "dr"), log=lambda *a: None)
+    assert "before_calibration" in rep2["spot"]
+    a, b = SpotDrafter.load(tmp_path / "dr" / "spot"), SpotDrafter.load(tmp_path / "cal" / "spot")
+    frozen = [k for k in a.state_dict() if k not in ("alpha", "set_alpha", "set_bias", "set_temp", "keep_rel")]
+    assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in frozen)

@@ -1,0 +1,643 @@
+"""SPOT speculative decoding is lossless: draft tree -> one-pass verification -> acceptance by state equality.
+
+Every test compares against the standard decoder, which is the ground truth: a speculative decode must make the
+same decisions (position, token, decision step) in the same order, whatever the proposer drafts.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+import torch
+
+from spotviz.decision import DecisionRule
+from spotviz.drafter.features import RootView
+from spotviz.drafter.model import DrafterConfig, SpotDrafter
+from spotviz.drafter.proposers import Calibrated, SpotProposer, TrainingFree
+from spotviz.drafter.store import load_proposer
+from spotviz.drafter.tree import Proposer, build_tree, node_states
+from spotviz.noise import GumbelNoise
+from spotviz.samplers.common import DecodeConfig, DecodeError
+from spotviz.samplers.spot import decode_spot
+from spotviz.samplers.standard import decode_standard
+from spotviz.targets.base import DiffusionTarget
+from spotviz.trace import Trace
+
+PROMPTS = ["ROMEO.\nO", "JULIET.\nWhat", "KING.\nMy lord, the", "Enter", "HAMLET.\nTo be, or not to be",
+           "First Citizen.\nBefore we proceed any further, hear me"]
+TABLE = {"rank_probs": [[0.6, 0.2, 0.1], [0.5, 0.2, 0.1, 0.05], [0.4, 0.3]],
+         "set_params": [[8.0, 0.0], [6.0, -0.5]]}
+
+
+# ------------------------------------------------------------------------------------------ helpers
+@pytest.fixture(scope="module")
+def random_drafter() -> SpotDrafter:
+    torch.manual_seed(11)
+    return SpotDrafter(DrafterConfig()).eval()
+
+
+def make_proposer(kind: str, drafter: SpotDrafter) -> Proposer:
+    if kind == "training-free":
+        return TrainingFree()
+    if kind == "calibrated":
+        return Calibrated(TABLE)
+    return SpotProposer(drafter)
+
+
+def _random_target(template, attention: str, seed: int, block_size: int = 8, scale: float = 40.0):
+    """A random-init SpotDLM on the micro models' tokenizer; embeddings scaled up so its predictions are peaked
+    (confidences spread over (0, 1), so threshold mode commits real sets)."""
+    from spotviz.modeling import SpotDLMConfig, SpotDLMForMaskedLM
+    from spotviz.targets.embedded import EmbeddedTarget
+
+    info = template.info
+    torch.manual_seed(seed)
+    cfg = SpotDLMConfig(vocab_size=info.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, attention=attention,
+                        block_size=block_size, mask_token_id=info.mask_id, eos_token_id=info.eos_ids[0], pad_token_id=2)
+    model = SpotDLMForMaskedLM(cfg)
+    with torch.no_grad():
+        model.embed.weight.mul_(scale)
+    return EmbeddedTarget(model.eval(), template.tokenizer, name=f"random-{attention}")
+
+
+@pytest.fixture(scope="module")
+def targets(tiny_block_target, tiny_full_target):
+    return {"block": tiny_block_target, "full": tiny_full_target,
+            "random": _random_target(tiny_block_target, "block", seed=5),
+            "random-full": _random_target(tiny_block_target, "full", seed=6, block_size=8)}
+
+
+def std_decisions(trace: Trace) -> list[tuple]:
+    """The standard trajectory: decision k -> ((position, token), ...) sorted by position."""
+    by_step: dict[int, list] = {}
+    for p in trace.passes:
+        for c in p.commits:
+            by_step.setdefault(c.step, []).append((c.position, c.token))
+    assert sorted(by_step) == list(range(len(by_step)))
+    assert len(by_step) == len(trace.passes)  # the standard decoder makes one decision per pass
+    return [tuple(sorted(by_step[k])) for k in range(len(by_step))]
+
+
+def commit_triples(trace: Trace) -> list[tuple]:
+    return [(c.position, c.token, c.step) for p in trace.passes for c in p.commits]
+
+
+def check_against_standard(spot: Trace, std: Trace, budget: int, round_trip: bool = True) -> dict:
+    """Everything a SPOT trace must satisfy relative to the standard decode of the same input.
+
+    Returns stats (accepted edges per verify pass, ...) for further assertions."""
+    assert spot.tokens == std.tokens
+    assert spot.text == std.text
+    # same decisions, same steps, same order
+    assert sorted(commit_triples(spot), key=lambda x: (x[2], x[0])) == sorted(commit_triples(std),
+                                                                             key=lambda x: (x[2], x[0]))
+    steps = [c.step for p in spot.passes for c in p.commits]
+    assert steps == sorted(steps)
+    dec = std_decisions(std)
+    # each position committed once; exactly the generated positions of the decoded windows
+    positions = [c.position for p in spot.passes for c in p.commits]
+    assert len(positions) == len(set(positions))
+    p_len = len(spot.meta.prompt_tokens)
+    assert set(positions) == set(range(p_len, max(positions) + 1))
+    # counters agree with the records, and the JSON round trip is lossless
+    spot.validate()
+    c = spot.counters
+    assert c.target_passes == len(spot.passes)
+    assert c.commits == len(positions) == std.counters.commits
+    assert c.generated_tokens == std.counters.generated_tokens == len(spot.tokens)
+    assert c.accepted_drafts == sum(cm.drafted for p in spot.passes for cm in p.commits)
+    assert c.drafted_nodes == sum(max(len(p.tree) - 1, 0) for p in spot.passes)
+    assert math.isclose(c.mean_accepted_length, c.commits / c.target_passes)
+    if round_trip:
+        back = Trace.from_json(spot.to_json())
+        assert back.to_dict() == spot.to_dict()
+
+    # ---- pass by pass: the prefill pass, then verify passes whose acceptance walk is the oracle's
+    first = spot.passes[0]
+    assert first.kind == "decode" and first.states == 1 and first.tree == [] and first.accepted_path == []
+    assert tuple(sorted((cm.position, cm.token) for cm in first.commits)) == dec[0]
+    assert all(cm.step == 0 and not cm.drafted for cm in first.commits)
+    s = 1  # decision index of the next pass's first drafted decision
+    accepted_edges = []
+    for i, p in enumerate(spot.passes[1:], start=1):
+        assert p.kind == "verify"
+        assert p.states == len(p.tree) <= budget
+        assert [n.id for n in p.tree] == list(range(len(p.tree)))
+        root = p.tree[0]
+        assert root.parent == -1 and root.depth == 0 and root.positions == [] and root.path_prob == 1.0
+        kids: dict[int, dict] = {}
+        for n in p.tree[1:]:
+            par = p.tree[n.parent]
+            assert n.parent < n.id and n.depth == par.depth + 1
+            assert math.isclose(n.path_prob, par.path_prob * n.prob, rel_tol=1e-6)
+            key = (tuple(n.positions), tuple(n.tokens))
+            assert key not in kids.setdefault(n.parent, {}), "duplicate sibling"
+            kids[n.parent][key] = n.id
+        for a, b in zip(p.tree, p.tree[1:]):  # best-first: path probabilities never increase with the id
+            assert a.path_prob >= b.path_prob - 1e-12
+        # the oracle walk: follow the children whose edge is the standard decoder's decision at that step
+        walk, node, depth = [0], 0, 0
+        while s + depth < len(dec):
+            want = dec[s + depth]
+            child = kids.get(node, {}).get((tuple(x for x, _ in want), tuple(t for _, t in want)))
+            if child is None:
+                break
+            walk.append(child)
+            node, depth = child, depth + 1
+        assert p.accepted_path == walk, f"pass {i}"
+        assert [n.id for n in p.tree if n.accepted] == sorted(walk)
+        a = len(walk) - 1
+        accepted_edges.append(a)
+        drafted = [cm for cm in p.commits if cm.drafted]
+        bonus = [cm for cm in p.commits if not cm.drafted]
+        assert p.commits == drafted + bonus  # drafted commits first, then the pass's own decision
+        want = [(x, t, s + k) for k in range(a) for x, t in dec[s + k]]
+        assert sorted((cm.position, cm.token, cm.step) for cm in drafted) == sorted(want)
+        for k, nid in enumerate(walk[1:]):  # the target's decision recorded at each walked node's parent
+            par = p.tree[walk[k]]
+            assert (par.target_positions, par.target_tokens) == (p.tree[nid].positions, p.tree[nid].tokens)
+        if bonus:
+            assert tuple(sorted((cm.position, cm.token) for cm in bonus)) == dec[s + a]
+            assert all(cm.step == s + a for cm in bonus)
+            n_decisions = a + 1
+        else:  # no bonus only when the walk completed the last window (or one holding EOS): the end
+            assert i == len(spot.passes) - 1
+            n_decisions = a
+        # commits per pass = accepted edges + 1 (decisions; in exact mode one commit per decision)
+        assert len({cm.step for cm in p.commits}) == n_decisions
+        if spot.meta.mode == "exact":
+            assert len(p.commits) == n_decisions
+        s += n_decisions
+    assert s == len(dec)
+    return {"accepted": accepted_edges, "passes": len(spot.passes)}
+
+
+def cfg(mode="exact", tau=0.9, T=0.0, seed=0, gen=32, budget=8, **kw) -> DecodeConfig:
+    return DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=seed, gen_length=gen, budget=budget, **kw)
+
+
+# ------------------------------------------------------------------- exactness over many seeds
+MODES = [("exact", 0.9), ("threshold", 0.3), ("threshold", 0.9)]
+TEMPS = [0.0, 0.7, 1.0]
+KINDS = ["block", "full", "random"]
+CASES = [(k, m, tau, t) for k in KINDS for m, tau in MODES for t in TEMPS]
+N_RUNS = 6
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{k}-{m}{'' if m == 'exact' else tau}-T{t:g}" for k, m, tau, t in CASES])
+def test_spot_output_identical_to_standard(case, targets, random_drafter):
+    """Over 6 (prompt, seed) pairs, token for token the standard output, whatever the proposer (each proposer
+    takes 2 of the 6 runs, so all 27 configurations see every proposer; the drafter has random weights)."""
+    kind, mode, tau, T = case
+    target = targets[kind]
+    names = ("training-free", "calibrated", "spot")
+    accepted, draftable = 0, 0
+    for r in range(N_RUNS):
+        prompt = PROMPTS[r % len(PROMPTS)]
+        c = cfg(mode, tau, T, seed=100 * r + 7, gen=24 + 4 * (r % 3), budget=(4, 8, 16)[r % 3])  # ragged windows
+        std = decode_standard(target, prompt, c)
+        spot = decode_spot(target, prompt, c, make_proposer(names[(r + r // 3) % 3], random_drafter))
+        assert spot.meta.drafter == c.drafter  # the trace records the configured drafter name
+        stats = check_against_standard(spot, std, c.budget, round_trip=r == 0)
+        accepted += sum(stats["accepted"])
+        draftable += len(std.passes) - len({tuple(p.window) for p in std.passes})
+    if draftable:  # some window took more than one standard pass: the drafts were used at least once
+        assert accepted > 0
+
+
+@pytest.mark.parametrize("mode,tau", [("exact", 0.9), ("threshold", 0.05), ("threshold", 0.3)])
+def test_random_full_attention_model(mode, tau, targets, random_drafter):
+    """Full attention (semi-AR windows, no cache) with a random model whose window is smaller than 16."""
+    target = targets["random-full"]
+    for r, T in enumerate((0.0, 0.7, 1.0)):
+        c = cfg(mode, tau, T, seed=r, gen=21)
+        std = decode_standard(target, PROMPTS[r], c)
+        for k, name in enumerate(("training-free", "calibrated", "spot")):
+            c.budget = (2, 8, 32)[k]
+            check_against_standard(decode_spot(target, PROMPTS[r], c, make_proposer(name, random_drafter)), std,
+                                   c.budget)
+
+
+def test_threshold_mode_commits_sets(targets, random_drafter):
+    """The peaked random model at tau 0.3 really commits multi-position sets, drafted and accepted as sets."""
+    target = targets["random"]
+    multi_drafted = 0
+    for r in range(4):
+        c = cfg("threshold", 0.3, 1.0 if r % 2 else 0.0, seed=r, gen=32, budget=16)
+        std = decode_standard(target, PROMPTS[r], c)
+        assert max(len(p.commits) for p in std.passes) > 1
+        spot = decode_spot(target, PROMPTS[r], c, TrainingFree())
+        check_against_standard(spot, std, 16)
+        for p in spot.passes:
+            steps = [cm.step for cm in p.commits if cm.drafted]
+            multi_drafted += any(steps.count(s) > 1 for s in set(steps))
+    assert multi_drafted > 0
+
+
+# -------------------------------------------------------------------------- edge geometries / EOS
+class EosAt(DiffusionTarget):
+    """A target that forces EOS at one absolute position (and otherwise forwards to an inner target)."""
+
+    def __init__(self, inner, position: int):
+        self.inner, self.position = inner, position
+        self.info, self.tokenizer, self.device = inner.info, inner.tokenizer, inner.device
+
+    def empty_cache(self):
+        return self.inner.empty_cache()
+
+    def forward(self, states, lo, hi, cache):
+        out = self.inner.forward(states, lo, hi, cache)
+        if lo <= self.position < hi:
+            out.logits = out.logits.clone()
+            out.logits[:, self.position - lo, self.info.eos_ids[0]] = 50.0
+        return out
+
+    def extend_cache(self, cache, out, row, upto):
+        return self.inner.extend_cache(cache, out, row, upto)
+
+
+def _eos_target(inner, offset_in_gen: int, prompt: str):
+    return EosAt(inner, len(inner.encode(prompt)) + offset_in_gen)
+
+
+@pytest.mark.parametrize("kind", ["block", "full"])
+@pytest.mark.parametrize("mode", ["exact", "threshold"])
+def test_eos_ends_the_decode_identically(kind, mode, targets, random_drafter):
+    """EOS in a window: the decode stops after that window (no fused first decision of the next one)."""
+    prompt = PROMPTS[1]
+    target = _eos_target(targets[kind], 5, prompt)
+    for T in (0.0, 1.0):
+        c = cfg(mode, 0.05, T, seed=3, gen=40, budget=8)
+        std = decode_standard(target, prompt, c)
+        assert len(std.tokens) == 5  # generation ends at the forced EOS
+        for name in ("training-free", "spot"):
+            spot = decode_spot(target, prompt, c, make_proposer(name, random_drafter))
+            check_against_standard(spot, std, 8)
+            last_window_hi = max(p.window[1] for p in std.passes)
+            assert max(cm.position for p in spot.passes for cm in p.commits) < last_window_hi
+
+
+@pytest.mark.parametrize("prompt_tokens,gen", [(15, 17), (16, 16), (3, 30), (10, 1)])
+def test_window_geometry_edge_cases(prompt_tokens, gen, targets, tiny_block_target):
+    """Windows of one position (first window completed by the prefill decision, a last window of one position),
+    aligned prompts, a one-token generation."""
+    tok = tiny_block_target.tokenizer
+    # a prompt of exactly `prompt_tokens` tokens
+    ids = tiny_block_target.encode("ROMEO.\nO my love, what light through yonder window breaks? It is the east")
+    prompt = tiny_block_target.decode(ids[:prompt_tokens])
+    if len(tiny_block_target.encode(prompt)) != prompt_tokens:
+        pytest.skip("tokenizer round trip changed the length")
+    del tok
+    for kind in ("block", "full"):
+        for T in (0.0, 1.0):
+            c = cfg("exact", 0.9, T, seed=1, gen=gen, budget=8)
+            std = decode_standard(targets[kind], prompt, c)
+            spot = decode_spot(targets[kind], prompt, c, TrainingFree())
+            check_against_standard(spot, std, 8)
+
+
+# ----------------------------------------------------------------------------------- budgets
+@pytest.mark.parametrize("budget", [1, 2, 8, 16, 32, 64])
+def test_budget_respected(budget, tiny_block_target, random_drafter):
+    target = tiny_block_target
+    for mode, tau in (("exact", 0.9), ("threshold", 0.05)):
+        c = cfg(mode, tau, 1.0, seed=budget, gen=32, budget=budget)
+        std = decode_standard(target, PROMPTS[0], c)
+        for name in ("training-free", "calibrated", "spot"):
+            spot = decode_spot(target, PROMPTS[0], c, make_proposer(name, random_drafter))
+            check_against_standard(spot, std, budget)
+            assert all(p.states == len(p.tree) <= budget for p in spot.passes[1:])
+            if budget == 1:  # nothing drafted: exactly the standard decoder's passes
+                assert len(spot.passes) == len(std.passes)
+                assert spot.counters.drafted_nodes == 0 and spot.counters.accepted_drafts == 0
+            else:
+                assert max(p.states for p in spot.passes) > 1
+
+
+# ---------------------------------------------------------------------------------- coupled noise
+def test_without_coupled_noise_outputs_identical_but_fewer_accepted(tiny_block_target, random_drafter):
+    """The ablation only changes what the drafter sees, never the output; at T=1 coupled noise accepts more."""
+    target = tiny_block_target
+    acc = {True: [0, 0], False: [0, 0]}  # coupled -> [commits, passes]
+    for r in range(4):
+        for coupled in (True, False):
+            c = cfg("exact", 0.9, 1.0, seed=40 + r, gen=32, budget=16, coupled_noise=coupled)
+            std = decode_standard(target, PROMPTS[r], c)
+            spot = decode_spot(target, PROMPTS[r], c, TrainingFree())
+            check_against_standard(spot, std, 16)
+            assert spot.meta.coupled_noise is coupled
+            acc[coupled][0] += spot.counters.commits
+            acc[coupled][1] += spot.counters.target_passes
+        # also threshold mode and the random drafter: identical output without coupling
+        c = cfg("threshold", 0.05, 0.7, seed=r, gen=24, budget=8, coupled_noise=False)
+        std = decode_standard(target, PROMPTS[r], c)
+        check_against_standard(decode_spot(target, PROMPTS[r], c, SpotProposer(random_drafter)), std, 8)
+    mean_coupled = acc[True][0] / acc[True][1]
+    mean_indep = acc[False][0] / acc[False][1]
+    assert acc[True][0] == acc[False][0]
+    assert mean_coupled > 1.25 * mean_indep, (mean_coupled, mean_indep)
+
+
+# ------------------------------------------------------------------------- hand-built trees
+class ScriptedProposer(Proposer):
+    """Drafts from the standard decoder's known trajectory.
+
+    The main chain follows `script` ("T": the true decision at that depth, "W": the true position(s) with a wrong
+    token); every true node also gets a wrong-token sibling when `siblings` is set. Only main-chain nodes are
+    expanded. Probabilities 0.9 (chain) and 0.05 (sibling) make the best-first ids of the chain 1, 2, 3, ..."""
+
+    name = "scripted"
+
+    def __init__(self, decisions: list[tuple], script: str, siblings: bool = False, vocab: int = 300):
+        self.dec, self.script, self.siblings, self.vocab = decisions, script, siblings, vocab
+        self.labels: dict = {}
+
+    @staticmethod
+    def _wrong(tokens):
+        t0 = tokens[0]
+        return (3 if t0 != 3 else 4,) + tuple(tokens[1:])
+
+    def prepare(self, view, max_depth):
+        self.labels = {}
+        return None
+
+    def children(self, ctx, view, node, remaining):
+        if node.depth > 0 and self.labels.get((node.parent, node.offsets, node.tokens)) != "chain":
+            return []
+        depth = node.depth  # this decision has step view.step + depth and is the edge of depth + 1
+        if depth >= len(self.script) or view.step + depth >= len(self.dec):
+            return []
+        want = self.dec[view.step + depth]
+        offs = tuple(x - view.lo for x, _ in want)
+        toks = tuple(t for _, t in want)
+        if not all(0 <= o < view.width and bool(remaining[o]) for o in offs):
+            return []  # the true decision is in another window (or, after a wrong edge, impossible)
+        main = toks if self.script[depth] == "T" else self._wrong(toks)
+        out = [(offs, main, 0.9)]
+        self.labels[(node.id, offs, main)] = "chain"
+        if self.siblings and self.script[depth] == "T":
+            out.append((offs, self._wrong(toks), 0.05))
+            self.labels[(node.id, offs, self._wrong(toks))] = "sibling"
+        return out
+
+
+def _available(dec, s: int, lo: int, hi: int) -> int:
+    """How many consecutive true decisions from step s lie in the window [lo, hi)."""
+    k = 0
+    while s + k < len(dec) and all(lo <= x < hi for x, _ in dec[s + k]):
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("kind", ["block", "full", "random"])
+@pytest.mark.parametrize("mode,T", [("exact", 0.0), ("exact", 0.7), ("threshold", 1.0)])
+def test_hand_built_tree_known_accepted_path(kind, mode, T, targets):
+    target = targets[kind]
+    tau = 0.3 if kind == "random" else 0.05
+    chain = 5
+    c = cfg(mode, tau, T, seed=9, gen=32, budget=2 * chain + 1)
+    std = decode_standard(target, PROMPTS[2], c)
+    dec = std_decisions(std)
+    spot = decode_spot(target, PROMPTS[2], c, ScriptedProposer(dec, "T" * chain, siblings=True))
+    check_against_standard(spot, std, c.budget)
+    s, ks = 1, []
+    for i, p in enumerate(spot.passes[1:], start=1):
+        lo, hi = p.window
+        k = min(chain, _available(dec, s, lo, hi))
+        ks.append(k)
+        # the chain gets ids 1..k (0.9^d > 0.05), its wrong siblings come after, none accepted
+        assert p.accepted_path == list(range(k + 1))
+        assert [n.depth for n in p.tree[: k + 1]] == list(range(k + 1))
+        siblings = [n for n in p.tree if n.id > k]
+        assert len(siblings) == k and not any(n.accepted for n in siblings)
+        assert all(n.prob == pytest.approx(0.05) for n in siblings)
+        assert sum(cm.drafted for cm in p.commits) == sum(len(dec[s + j]) for j in range(k))
+        n_dec = len({cm.step for cm in p.commits})
+        assert n_dec == k + 1 or (n_dec == k and i == len(spot.passes) - 1)
+        s += n_dec
+    if kind == "random" and mode == "threshold":  # big commit sets: at most 4 decisions per window of 8
+        assert max(ks) >= 2 and len(spot.passes) < len(std.passes)
+    else:  # a perfect chain of 5: most passes make 6 decisions, far fewer passes than the standard decoder
+        assert ks.count(chain) >= 2 and len(spot.passes) < len(std.passes) / 2
+
+
+@pytest.mark.parametrize("script,expect", [("TTW", 2), ("TWT", 1), ("WTT", 0), ("TTTW", 3)])
+@pytest.mark.parametrize("mode,T", [("exact", 0.0), ("exact", 1.0), ("threshold", 1.0)])
+def test_acceptance_walk_stops_at_first_mismatch(script, expect, mode, T, targets):
+    """A chain whose n-th drafted decision is wrong accepts exactly n-1 edges; correct-looking decisions drafted
+    under the wrong one are never accepted (their states differ from the true states)."""
+    target = targets["block"]
+    c = cfg(mode, 0.05, T, seed=2, gen=32, budget=8)
+    std = decode_standard(target, PROMPTS[3], c)
+    dec = std_decisions(std)
+    spot = decode_spot(target, PROMPTS[3], c, ScriptedProposer(dec, script))
+    check_against_standard(spot, std, 8)
+    s, full = 1, 0
+    for i, p in enumerate(spot.passes[1:], start=1):
+        lo, hi = p.window
+        avail = _available(dec, s, lo, hi)
+        n_dec = len({cm.step for cm in p.commits})
+        if avail >= len(script) + 1:  # the whole script was drafted and a true decision follows it
+            full += 1
+            assert p.accepted_path == list(range(expect + 1))
+            assert len(p.tree) == len(script) + 1
+            assert n_dec == expect + 1  # accepted edges + 1
+            drafted_steps = {cm.step for cm in p.commits if cm.drafted}
+            assert drafted_steps == set(range(s, s + expect))
+            bonus = [cm for cm in p.commits if not cm.drafted]
+            # the bonus is the true decision where the drafted one was wrong: same positions, the right tokens
+            assert tuple(sorted((cm.position, cm.token) for cm in bonus)) == dec[s + expect]
+            wrong = p.tree[expect + 1]
+            assert wrong.positions == [x for x, _ in dec[s + expect]] and not wrong.accepted
+            assert wrong.tokens != [t for _, t in dec[s + expect]]
+            assert p.tree[expect].target_tokens == [t for _, t in dec[s + expect]]
+        s += n_dec
+    assert full >= 2
+
+
+# --------------------------------------------------------------------------------- tree building
+def _view(target, prompt, mode="exact", tau=0.9, T=0.0, seed=0, gen=32) -> RootView:
+    """A root view from the target's real first-pass logits (s1 = the state after the first decision)."""
+    from spotviz.decision import candidates, select
+
+    ids = target.encode(prompt)
+    total = len(ids) + gen
+    state = torch.full((total,), target.info.mask_id, dtype=torch.long)
+    state[: len(ids)] = torch.tensor(ids)
+    lo, hi = target.windows(len(ids), total)[0]
+    out = target.forward(state.unsqueeze(0), lo, hi, target.empty_cache())
+    rule = DecisionRule(mode, T, tau)
+    noise = GumbelNoise(seed, target.info.vocab_size)
+    toks, conf, logp = candidates(out.logits, [0], lo, rule, noise, target.info.mask_id)
+    offs = select(conf[0], state[lo:hi] == target.info.mask_id, rule)
+    for o in offs:
+        state[lo + o] = toks[0, o]
+    return RootView(lo=lo, hi=hi, state=state, logp=logp[0], masked=state[lo:hi] == target.info.mask_id,
+                    first=list(offs), step=1, rule=rule, noise=noise)
+
+
+@pytest.mark.parametrize("name", ["training-free", "calibrated", "spot"])
+@pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.05, 1.0)])
+def test_build_tree_is_best_first_and_within_budget(name, mode, tau, T, targets, random_drafter):
+    target = targets["block"]
+    view = _view(target, PROMPTS[3], mode, tau, T, seed=4)
+    assert int(view.masked.sum()) >= 3
+    for budget in (1, 2, 5, 16, 64):
+        nodes = build_tree(view, make_proposer(name, random_drafter), budget)
+        assert 1 <= len(nodes) <= budget
+        if 1 < budget <= 16 and name != "calibrated":  # plenty of candidates (the template has few ranks)
+            assert len(nodes) == budget
+        assert nodes[0].path_prob == 1.0 and nodes[0].parent == -1
+        for a, b in zip(nodes, nodes[1:]):
+            assert a.path_prob >= b.path_prob  # heap order: insertion order is non-increasing path probability
+        for n in nodes[1:]:
+            par = nodes[n.parent]
+            assert n.depth == par.depth + 1 and n.path == par.path + n.offsets
+            assert n.path_prob == pytest.approx(par.path_prob * n.prob)
+            assert 0 < n.prob <= 1 + 1e-6
+            assert par.children[(n.offsets, n.tokens)] == n.id
+            assert len(set(n.path)) == len(n.path)  # a position is committed at most once on a path
+            assert all(bool(view.masked[o]) for o in n.path)
+            if mode == "exact":
+                assert len(n.offsets) == 1
+            assert n.tokens and all(t != target.info.mask_id for t in n.tokens)
+        rows = node_states(view, nodes)
+        assert rows.shape == (len(nodes), view.state.shape[0])
+        for n in nodes:  # each state is s1 plus the node's drafted path
+            diff = (rows[n.id] != view.state).nonzero().flatten().tolist()
+            assert sorted(diff) == sorted(view.lo + o for o in n.path)
+
+
+def test_token_branching_drafts_second_token(tiny_block_target, random_drafter):
+    view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
+    nodes = build_tree(view, TrainingFree(token_branching=True), 32)
+    by_pos: dict = {}
+    for n in nodes[1:]:
+        by_pos.setdefault((n.parent, n.offsets), set()).add(n.tokens)
+    assert any(len(v) > 1 for v in by_pos.values())
+    nodes = build_tree(view, TrainingFree(token_branching=False), 32)
+    assert all(len({n.tokens for n in nodes[1:] if (n.parent, n.offsets) == k}) == 1
+               for k in {(n.parent, n.offsets) for n in nodes[1:]})
+
+
+# ------------------------------------------------------------------------------- the drafter
+def test_drafter_parameter_count():
+    n = SpotDrafter(DrafterConfig()).n_params()
+    print(f"SPOT drafter parameters: {n:,}")
+    assert 558_000 <= n <= 682_000
+
+
+def test_drafter_save_load_round_trip(tmp_path, random_drafter, tiny_block_target):
+    random_drafter.save(tmp_path / "d", extra={"note": "test"})
+    meta = json.loads((tmp_path / "d" / "drafter.json").read_text())
+    assert meta["n_params"] == random_drafter.n_params() and meta["note"] == "test"
+    loaded = SpotDrafter.load(tmp_path / "d")
+    assert not loaded.training
+    feats = torch.randn(2, 16, DrafterConfig().n_features)
+    with torch.no_grad():
+        a, b = random_drafter(feats), loaded(feats)
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    # identical drafts -> identical trees
+    view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 1.0, seed=3)
+    ta = build_tree(view, SpotProposer(random_drafter), 16)
+    tb = build_tree(view, SpotProposer(loaded), 16)
+    assert [(n.parent, n.offsets, n.tokens, n.path_prob) for n in ta] == \
+        [(n.parent, n.offsets, n.tokens, n.path_prob) for n in tb]
+
+
+def _bad_copy(src, dst, what: str):
+    shutil.copytree(src, dst)
+    w, j = dst / "drafter.safetensors", dst / "drafter.json"
+    if what == "garbage-weights":
+        w.write_bytes(b"\x00\x01 not a safetensors file" * 10)
+    elif what == "truncated-weights":
+        w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
+    elif what == "no-weights":
+        w.unlink()
+    elif what == "bad-json":
+        j.write_text("{ not json")
+    elif what == "json-list":
+        j.write_text("[1, 2, 3]")
+    elif what == "wrong-shape":
+        cfg = json.loads(j.read_text())
+        cfg["d_model"] = 64
+        cfg["d_ff"] = 100
+        j.write_text(json.dumps(cfg))
+    elif what == "bad-type":
+        cfg = json.loads(j.read_text())
+        cfg["n_layers"] = "three"
+        j.write_text(json.dumps(cfg))
+    elif what == "bad-heads":
+        cfg = json.loads(j.read_text())
+        cfg["n_heads"] = 5
+        j.write_text(json.dumps(cfg))
+    return dst
+
+
+BAD = ["garbage-weights", "truncated-weights", "no-weights", "bad-json", "json-list", "wrong-shape", "bad-type",
+       "bad-heads"]
+
+
+@pytest.mark.parametrize("what", BAD)
+def test_corrupt_drafter_files_raise_value_error(what, tmp_path, random_drafter, tiny_block_target):
+    random_drafter.save(tmp_path / "ok")
+    bad = _bad_copy(tmp_path / "ok", tmp_path / "bad", what)
+    with pytest.raises(ValueError) as e:
+        SpotDrafter.load(bad)
+    msg = str(e.value)
+    assert "drafter" in msg and str(bad) in msg, msg
+    # through the store: a DecodeError (a ValueError) naming the drafter
+    root = tmp_path / "store"
+    shutil.copytree(bad, root / "spot")
+    with pytest.raises(DecodeError, match="cannot load drafter 'spot'"):
+        load_proposer("spot", tiny_block_target, "exact", folder=root)
+
+
+def test_load_proposer_errors_and_names(tmp_path, random_drafter, tiny_block_target):
+    random_drafter.save(tmp_path / "spot")
+    random_drafter.save(tmp_path / "spot-sets")
+    (tmp_path / "calibrated.json").write_text(json.dumps(TABLE))
+    assert isinstance(load_proposer("spot", tiny_block_target, "exact", folder=tmp_path), SpotProposer)
+    assert isinstance(load_proposer("spot-sets", tiny_block_target, "threshold", folder=tmp_path), SpotProposer)
+    assert isinstance(load_proposer("calibrated", tiny_block_target, "exact", folder=tmp_path), Calibrated)
+    assert isinstance(load_proposer("training-free", tiny_block_target, "threshold"), TrainingFree)
+    with pytest.raises(DecodeError, match="threshold"):
+        load_proposer("spot-sets", tiny_block_target, "exact", folder=tmp_path)
+    with pytest.raises(DecodeError, match="exact"):
+        load_proposer("spot", tiny_block_target, "threshold", folder=tmp_path)
+    with pytest.raises(DecodeError, match="unknown drafter"):
+        load_proposer("medusa", tiny_block_target, "exact", folder=tmp_path)
+    with pytest.raises(DecodeError, match="calibrated"):
+        load_proposer("calibrated", tiny_block_target, "exact", folder=tmp_path / "nowhere")
+    for bad in ("{}", "[1, 2]", '{"rank_probs": 5}', '{"rank_probs": [[0.5]], "set_params": [[1.0]]}', "{oops"):
+        (tmp_path / "calibrated.json").write_text(bad)
+        with pytest.raises(ValueError, match="malformed"):
+            load_proposer("calibrated", tiny_block_target, "exact", folder=tmp_path)
+    # a drafter narrower than the target's window is refused
+    narrow = SpotDrafter(DrafterConfig(max_width=8, d_model=32, d_ff=32, n_heads=2, n_layers=1))
+    narrow.save(tmp_path / "n" / "spot")
+    with pytest.raises(DecodeError, match="windows up to 8"):
+        load_proposer("spot", tiny_block_target, "exact", folder=tmp_path / "n")
+
+
+def test_loaded_drafter_decodes_through_config(tmp_path, random_drafter, tiny_block_target):
+    """decode_spot without an explicit proposer resolves cfg.drafter through the store."""
+    from spotviz.drafter import store
+
+    random_drafter.save(tmp_path / "spot")
+    orig = store.drafter_folder
+    store.drafter_folder = lambda name: tmp_path
+    try:
+        c = cfg("exact", 0.9, 1.0, seed=5, gen=24, budget=8, drafter="spot")
+        std = decode_standard(tiny_block_target, PROMPTS[0], c)
+        spot = decode_spot(tiny_block_target, PROMPTS[0], c)
+        assert spot.meta.drafter == "spot"
+        check_against_standard(spot, std, 8)
+        with pytest.raises(DecodeError):
+            decode_spot(tiny_block_target, PROMPTS[0], cfg("threshold", 0.3, drafter="spot"))
+    finally:
+        store.drafter_folder = orig

@@ -50,6 +50,7 @@ class TrainTargetConfig:
     seed: int = 0
     corpus_fraction: float = 1.0  # tests train on a slice
     save_dtype: str = "bfloat16"
+    amp_bf16: bool = True  # bf16 autocast for training matmuls (1.6x faster on AVX512-BF16 CPUs); weights stay fp32
 
 
 # ----------------------------------------------------------------------------------------------- data
@@ -124,18 +125,20 @@ def block_training_mask(L: int, block: int) -> torch.Tensor:
     return torch.cat([top, bottom], 0).view(1, 1, 2 * L, 2 * L)
 
 
-def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, m: torch.Tensor, train_mask):
+def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, m: torch.Tensor, train_mask,
+                amp: bool = False):
     L = x.shape[1]
-    if model.config.attention == "block":
-        pos = torch.arange(L).repeat(2).unsqueeze(0)
-        logits = model(torch.cat([noised, x], 1), position_ids=pos, attention_mask=train_mask)[:, :L]
-    else:
-        logits = model(noised)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp and x.device.type == "cpu"):
+        if model.config.attention == "block":
+            pos = torch.arange(L).repeat(2).unsqueeze(0)
+            logits = model(torch.cat([noised, x], 1), position_ids=pos, attention_mask=train_mask)[:, :L]
+        else:
+            logits = model(noised)
     return F.cross_entropy(logits[m].float(), x[m])
 
 
 @torch.no_grad()
-def evaluate(model, val: torch.Tensor, cfg: TrainTargetConfig, n: int = 64) -> float:
+def evaluate(model, val: torch.Tensor, cfg: TrainTargetConfig, n: int = 64, amp: bool = False) -> float:
     """Masked-token cross-entropy (nats) on fixed validation windows with fixed masks."""
     model.eval()
     gen = torch.Generator().manual_seed(1234)
@@ -146,7 +149,7 @@ def evaluate(model, val: torch.Tensor, cfg: TrainTargetConfig, n: int = 64) -> f
     for i in range(0, n, 16):
         xb = x[i : i + 16]
         noised, m = noise(xb, cfg.block_size, model.config.mask_token_id, gen)
-        losses.append(masked_loss(model, xb, noised, m, mask).item())
+        losses.append(masked_loss(model, xb, noised, m, mask, amp).item())
     model.train()
     return float(np.mean(losses))
 
@@ -233,7 +236,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
             g["lr"] = lr_at(cfg, state["step"], progress())
         x = sample_windows(train, cfg.batch_size, cfg.seq_len, gen)
         noised, m = noise(x, cfg.block_size, mcfg.mask_token_id, gen)
-        loss = masked_loss(model, x, noised, m, tmask)
+        loss = masked_loss(model, x, noised, m, tmask, cfg.amp_bf16)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -247,7 +250,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         bar.set_postfix(step=state["step"], loss=f"{ema:.3f}", refresh=False)
         bar.update(0)
         if state["step"] % cfg.eval_every == 0:
-            vl = evaluate(model, val, cfg)
+            vl = evaluate(model, val, cfg, amp=cfg.amp_bf16)
             state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
                                      "val_loss": vl})
             log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"

@@ -103,7 +103,7 @@ def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_
         assert getattr(main.counters, f) == getattr(direct.counters, f), f
     assert [len(p.commits) for p in main.passes] == [len(p.commits) for p in direct.passes]
     # the players got figures with one frame per pass
-    order, tree = final[4], final[5]
+    order, tree = json.loads(final[4]), json.loads(final[5])
     assert len(order["frames"]) == len(tree["frames"]) == direct.counters.target_passes
     if drafter != "none":
         base = next(t for t in traces if t.meta.drafter == "none")
@@ -132,7 +132,7 @@ def test_failing_drafter_still_runs_the_standard_decoder(client, tiny_prompt):
 def test_replay_upload_and_bad_file(client, example_dir, tmp_path):
     out = client.predict(paths=[handle_file(str(example_dir / "ex-standard.json"))], api_name="/replay")
     assert "Replaying" in out[0]
-    assert out[4]["frames"] and "sv-canvas" in out[1]
+    assert json.loads(out[4])["frames"] and "sv-canvas" in out[1]
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something-else"}')
     out = client.predict(paths=[handle_file(str(bad))], api_name="/replay")
@@ -147,7 +147,7 @@ def test_replay_upload_and_bad_file(client, example_dir, tmp_path):
 def test_example_trace_loads(client):
     out = client.predict(title="tiny example", api_name="/example")
     assert "Example trace" in out[0]
-    assert len(out[4]["frames"]) > 1
+    assert len(json.loads(out[4])["frames"]) > 1
 
 
 def test_plotly_js_is_served_locally(app):

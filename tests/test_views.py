@@ -179,6 +179,12 @@ def test_speedup_frames_counters_and_identical_check():
     for k, f in enumerate(fig["frames"]):
         assert f["data"][0]["x"][-1] == min(k + 1, 3)
     assert identical_output(spot, base) is True
+    # a long baseline: every drafter pass has a frame, then a few frames stride to the baseline's last pass
+    long_base = _standard_trace(60)
+    fig = speedup_figure(spot, long_base)
+    names = [int(f["name"]) for f in fig["frames"]]
+    assert names[:3] == [0, 1, 2] and names[-1] == 59 and len(names) <= 3 + 21 and names == sorted(set(names))
+    assert fig["frames"][-1]["data"][1]["x"][-1] == 60  # the baseline curve ends at its last pass
     html = counters_html(spot, base)
     assert "identical" in html and "2.33×" in html  # 7 passes / 3 passes
     other = _standard_trace(7, tokens=[20, 21, 22, 23, 26, 27, 99])

@@ -117,6 +117,10 @@ class Calibrated(Proposer):
     def __init__(self, table: dict):
         self.rank_probs = [np.asarray(r, dtype=np.float64) for r in table["rank_probs"]]  # [depth][rank]
         self.set_params = table.get("set_params") or [[8.0, 0.0]]  # [depth][a, b]
+        if not self.rank_probs or any(r.ndim != 1 for r in self.rank_probs):
+            raise ValueError("rank_probs must be a non-empty list of per-depth lists of probabilities")
+        if np.asarray(self.set_params, dtype=np.float64).ndim != 2 or len(self.set_params[0]) != 2:
+            raise ValueError("set_params must be a list of [a, b] pairs")
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibrated":

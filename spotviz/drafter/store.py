@@ -1,6 +1,7 @@
 """Where drafters live: shipped under assets/drafters/<model>/, found by drafter name and target."""
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from ..registry import ASSETS
@@ -35,7 +36,7 @@ def load_proposer(name: str, target, mode: str, folder: str | Path | None = None
                               f"use {'spot-sets' if name == 'spot' else 'spot'} in {mode} mode")
         sub = base / name
         try:
-            drafter = SpotDrafter.load(sub)
+            drafter = _load_drafter(str(sub), _mtime(sub / "drafter.safetensors"), _mtime(sub / "drafter.json"))
         except ValueError as e:
             raise DecodeError(f"cannot load drafter {name!r}: {e}") from None
         if drafter.cfg.max_width < target.info.block_size:
@@ -43,3 +44,15 @@ def load_proposer(name: str, target, mode: str, folder: str | Path | None = None
                               f"{target.info.name} uses {target.info.block_size}")
         return SpotProposer(drafter)
     raise DecodeError(f"unknown drafter {name!r}")
+
+
+def _mtime(p: Path) -> float:
+    return p.stat().st_mtime if p.exists() else 0.0
+
+
+@lru_cache(maxsize=16)
+def _load_drafter(folder: str, weights_mtime: float, config_mtime: float):
+    """Drafters are small and read-only at inference: load each file once (reloaded if it changes)."""
+    from .model import SpotDrafter
+
+    return SpotDrafter.load(folder)

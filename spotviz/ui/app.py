@@ -173,7 +173,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                           and shown_main.meta.drafter == "none" else "."))
         table = counters_html(shown_main, base if shown_main is not base else None)
         paths = files.write([t for t in (trace, base) if t is not None]) if write_files else None
-        state = {"main": trace.to_dict() if trace else None, "base": base.to_dict() if base else None}
+        state = {"main": trace, "base": base}
         return [_status_html(status_parts), canvas_main if canvas_main else empty_canvas(main_note), canvas_base, table,
                 order, tree, speed, paths, state]
 
@@ -303,9 +303,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     def switch_view(which, state):
         if not state or not (state.get("main") or state.get("base")):
             return gr.skip(), gr.skip()
-        main = Trace.from_dict(state["main"]) if state.get("main") else None
-        base = Trace.from_dict(state["base"]) if state.get("base") else None
-        order, tree, _ = _figures(main, base, which)
+        order, tree, _ = _figures(state.get("main"), state.get("base"), which)
         return order, tree
 
     def stop():

@@ -3,13 +3,18 @@
 gr.Plot calls `Plotly.react(div, data, layout, config)` without the frames (gradio >= 4.37), so Play does
 nothing. This gr.HTML subclass loads plotly.js from the installed plotly package (served as a static file,
 no CDN), calls `Plotly.newPlot` with the data, the layout (with its updatemenus/sliders) and the frames, and
-adds previous/next step buttons. Its value is a Plotly figure dict (or None).
+adds previous/next step buttons. Its value is a Plotly figure dict (or None); it travels as a JSON string, which
+Gradio passes through untouched (a large dict would be walked node by node on the server, looking for files,
+and compared node by node in the browser).
 
 For tests and scripts the root element carries `data-nframes` (frames of the figure), `data-frame` (the
-frame shown), `data-playing` ("1" while animating) and `data-ready` ("1" once plotted).
+frame shown), `data-playing` ("1" while animating), `data-plays` (animations started so far) and `data-ready`
+("1" once plotted).
 """
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import gradio as gr
@@ -30,7 +35,7 @@ def plotly_js_url() -> str:
 
 
 TEMPLATE = """
-<div class="svp" data-nframes="0" data-frame="-1" data-playing="0" data-ready="0">
+<div class="svp" data-nframes="0" data-frame="-1" data-playing="0" data-plays="0" data-ready="0">
   <div class="svp-bar">
     <button type="button" class="svp-btn svp-prev" title="previous step">◀ prev</button>
     <button type="button" class="svp-btn svp-next" title="next step">next ▶</button>
@@ -42,13 +47,13 @@ TEMPLATE = """
 """
 
 CSS = """
-.svp { width: 100%; }
+.svp { width: 100%; contain: layout paint; }
 .svp-bar { display: flex; gap: 6px; align-items: center; margin: 2px 0 4px; font-size: 12px; }
 .svp-btn { border: 1px solid var(--border-color-primary, #ccc); border-radius: 6px; padding: 2px 10px;
   background: var(--button-secondary-background-fill, #f3f3f3); color: var(--body-text-color, #222); cursor: pointer; font-size: 12px; }
 .svp-btn:disabled { opacity: 0.4; cursor: default; }
 .svp-pos { color: var(--body-text-color-subdued, #777); margin-left: 6px; }
-.svp-plot { width: 100%; }
+.svp-plot { width: 100%; contain: size layout paint style; min-height: 40px; }
 .svp-msg { color: var(--body-text-color-subdued, #888); font-size: 13px; padding: 6px 2px; }
 .svp-msg:empty { display: none; }
 """
@@ -85,7 +90,8 @@ prevBtn.addEventListener('click', () => go(cur - 1));
 nextBtn.addEventListener('click', () => go(cur + 1));
 
 async function draw() {
-  const fig = props.value;
+  let fig = props.value;
+  if (typeof fig === 'string') fig = fig ? JSON.parse(fig) : null;
   root.dataset.ready = '0';
   if (!window.Plotly) {
     msg.textContent = 'plotly.js did not load, so this view cannot be drawn.';
@@ -93,6 +99,7 @@ async function draw() {
   }
   if (!fig || !Array.isArray(fig.data)) {
     window.Plotly.purge(plotDiv);
+    plotDiv.style.height = '';
     names = [];
     root.dataset.nframes = '0';
     setCur(-1);
@@ -104,6 +111,7 @@ async function draw() {
   const frames = Array.isArray(fig.frames) ? fig.frames : [];
   names = frames.map((f) => String(f.name));
   const layout = Object.assign({autosize: true}, fig.layout || {});
+  plotDiv.style.height = (layout.height || 450) + 'px';  // fixed size: the plot's redraws stay inside it
   redrawFrames = !(layout.meta && layout.meta.redraw === false);
   const active = (layout.sliders && layout.sliders.length && layout.sliders[0].active != null)
     ? layout.sliders[0].active : names.length - 1;
@@ -122,7 +130,10 @@ async function draw() {
   plotDiv.on('plotly_sliderchange', (e) => {
     if (e && e.slider && e.slider.active != null) setCur(e.slider.active);
   });
-  plotDiv.on('plotly_animating', () => { root.dataset.playing = '1'; });
+  plotDiv.on('plotly_animating', () => {
+    root.dataset.playing = '1';
+    root.dataset.plays = String((+root.dataset.plays || 0) + 1);
+  });
   plotDiv.on('plotly_animated', () => { root.dataset.playing = '0'; });
   plotDiv.on('plotly_animationinterrupted', () => { root.dataset.playing = '0'; });
   root.dataset.ready = '1';
@@ -165,6 +176,16 @@ redraw();
 """
 
 
+def _finite(v):
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
 class PlotlyPlayer(gr.HTML):
     """Plays a Plotly figure dict with frames (play/pause, step slider, previous/next buttons)."""
 
@@ -181,13 +202,18 @@ class PlotlyPlayer(gr.HTML):
         )
 
     def preprocess(self, payload):
-        return payload
+        return json.loads(payload) if isinstance(payload, str) and payload else payload
 
     def postprocess(self, value):
-        return value
+        if value is None or isinstance(value, str):
+            return value
+        try:
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except ValueError:  # NaN / inf are not JSON: send them as null
+            return json.dumps(_finite(value), separators=(",", ":"), ensure_ascii=False)
 
     def api_info(self):
-        return {"type": "object", "description": "a Plotly figure dict (data, layout, frames) or null"}
+        return {"type": "string", "description": "a Plotly figure (data, layout, frames) as JSON, or null"}
 
     def example_payload(self):
         return None

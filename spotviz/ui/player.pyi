@@ -161,13 +161,18 @@ class PlotlyPlayer(gr.HTML):
         )
 
     def preprocess(self, payload):
-        return payload
+        return json.loads(payload) if isinstance(payload, str) and payload else payload
 
     def postprocess(self, value):
-        return value
+        if value is None or isinstance(value, str):
+            return value
+        try:
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except ValueError:  # NaN / inf are not JSON: send them as null
+            return json.dumps(_finite(value), separators=(",", ":"), ensure_ascii=False)
 
     def api_info(self):
-        return {"type": "object", "description": "a Plotly figure dict (data, layout, frames) or null"}
+        return {"type": "string", "description": "a Plotly figure (data, layout, frames) as JSON, or null"}
 
     def example_payload(self):
         return None

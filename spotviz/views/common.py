@@ -56,12 +56,17 @@ def pass_color(index: int) -> str:
     return PASS_COLORS[index % len(PASS_COLORS)]
 
 
-def frame_duration(n_frames: int, total_ms: float = 1500.0) -> int:
-    """Milliseconds per frame so that playing all frames takes about `total_ms` (clamped to 20..500 ms;
-    a frame that takes longer to draw simply shows later)."""
+DRAW_MS = 17  # a frame takes about one display refresh to draw (headless Chromium, this machine)
+
+
+def frame_duration(n_frames: int, total_ms: float = 1200.0) -> int:
+    """Milliseconds to wait after each frame is drawn so that playing all frames takes about `total_ms`.
+
+    Plotly starts the next frame on the first display refresh after the wait, so the wait is the target
+    interval less the drawing time (0 for long traces: they play as fast as frames can be drawn)."""
     if n_frames <= 1:
         return 500
-    return int(max(20, min(500, total_ms / n_frames)))
+    return int(max(0, min(500, total_ms / n_frames - DRAW_MS)))
 
 
 CONTROLS_PX = 78  # room under the plot area for the play/pause buttons and the step slider

@@ -1,6 +1,7 @@
 """Speed-up counters: cumulative commits vs target passes for the drafter run and the standard decoder on the
-same prompt and seed (animated, one frame per pass of the longer run), commits per pass, and a table with mean
-accepted length, tokens/s, speed-up x and the identical-output check (DESIGN.md sections 6 and 7).
+same prompt and seed (animated: one frame per pass of the drafter run, then a few frames striding over the
+passes the standard decoder still needs), commits per pass, and a table with mean accepted length, tokens/s,
+speed-up x and the identical-output check (DESIGN.md sections 6 and 7).
 """
 from __future__ import annotations
 
@@ -54,6 +55,20 @@ def speedup_numbers(trace, baseline) -> dict:
     return out
 
 
+TAIL_FRAMES = 20
+
+
+def frame_passes(n_main: int, n_max: int, tail: int = TAIL_FRAMES) -> list[int]:
+    """The pass index of each frame: every pass of the drafter run, then at most `tail` frames striding over
+    the passes the standard decoder still needs (so a long baseline does not slow the animation down)."""
+    points = list(range(n_main))
+    rest = n_max - n_main
+    if rest > 0:
+        step = -(-rest // tail)
+        points += list(range(n_main - 1 + step, n_max - 1, step)) + [n_max - 1]
+    return sorted(set(points))
+
+
 def _cumulative(trace) -> tuple[list[int], list[int]]:
     xs, ys, total = [0], [0], 0
     for p in trace.passes:
@@ -69,8 +84,10 @@ def speedup_figure(trace, baseline=None, height: int = 520) -> dict:
         return empty_figure("no target passes in this trace")
     runs = [trace] + ([baseline] if baseline is not None and baseline is not trace else [])
     curves = [_cumulative(t) for t in runs]
-    n_frames = max(len(t.passes) for t in runs)
-    max_x = n_frames
+    n_max = max(len(t.passes) for t in runs)
+    max_x = n_max
+    points = frame_passes(len(trace.passes), n_max)
+    n_frames = len(points)
     max_y = max(max(ys) for _, ys in curves)
     per_pass = [len(p.commits) for p in trace.passes]
     base_pp = [len(p.commits) for p in baseline.passes] if len(runs) > 1 else []
@@ -80,7 +97,7 @@ def speedup_figure(trace, baseline=None, height: int = 520) -> dict:
         colors[1] = BASELINE_LINE
 
     frames = []
-    for k in range(n_frames):
+    for k in points:
         fdata = []
         for (xs, ys) in curves:
             j = min(k + 2, len(xs))

@@ -89,6 +89,7 @@ def main() -> int:
     from spotviz.trace import Trace
     from spotviz.ui.app import build_app, launch
     from spotviz.views import all_figures
+    from spotviz.views.speedup import frame_passes
 
     res: dict = {"model": a.model, "gen_length": a.gen_length, "threads": torch.get_num_threads(),
                  "cpu_count": os.cpu_count()}
@@ -163,7 +164,7 @@ def main() -> int:
             res["page_load_s"] = time.perf_counter() - t0
             pg.wait_for_timeout(1500)  # let the page settle (the example trace it may load at start)
             n_main = len(main_t.passes)
-            n_speed = max(n_main, len(base_t.passes) if base_t else 0)
+            n_speed = len(frame_passes(n_main, max(n_main, len(base_t.passes) if base_t else 0)))
             t0 = time.perf_counter()
             pg.set_input_files("#sv-upload input[type=file]", files)
             pg.wait_for_function(f"""() => {{

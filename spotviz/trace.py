@@ -69,7 +69,7 @@ class TreeNode:
 class PassRecord:
     index: int
     kind: str  # "decode" (standard), "verify" (SPOT tree pass)
-    window: list[int]  # [lo, hi) of the decisions made from this pass
+    window: list[int]  # [lo, hi): the window this pass decided in (a fused pass's bonus lies in the next window)
     states: int  # batch size of the forward
     commits: list[Commit]
     tree: list[TreeNode] = field(default_factory=list)

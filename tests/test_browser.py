@@ -232,6 +232,12 @@ def test_run_fills_canvas_players_and_play(page, tiny_block_target, tiny_prompt)
         assert seen[-1] == n - 1 and len(seen) >= n - 1, (pid, seen)
         assert seen == sorted(seen), (pid, seen)
         assert player(pg, pid)["active"] == n - 1
+    if drafter != "none":  # the views can show the standard run instead
+        m = re.search(r"standard decoder: (\d+) passes", text)
+        assert m, text
+        pg.click("#sv-view-sel label:has-text('standard run')")
+        pg.wait_for_function("() => +document.querySelector('#sv-order .svp').dataset.nframes === "
+                             f"{int(m.group(1))}", timeout=30_000)
 
 
 def test_stop_ends_a_run(page, tiny_prompt):

@@ -101,6 +101,8 @@ class DecodeState:
         self.passes: list[PassRecord] = []
         self.t0 = time.perf_counter()
         self.end = self.total_len  # one past the last position decoded so far
+        self._n_commits = self._n_accepted = self._n_drafted = 0
+        self._depth_hits: dict[int, list[int]] = {}
 
     def masked(self, lo: int, hi: int, row: torch.Tensor | None = None) -> torch.Tensor:
         r = self.tokens if row is None else row
@@ -125,28 +127,28 @@ class DecodeState:
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
                          wall_s=time.perf_counter() - t_start)
         self.passes.append(rec)
+        # running totals, so that counters() is O(1) per pass (it is streamed after every pass)
+        self._n_commits += len(commits)
+        self._n_accepted += sum(c.drafted for c in commits)
+        if rec.tree:
+            self._n_drafted += len(rec.tree) - 1
+            reached = len(rec.accepted_path) - 1  # accepted drafted edges
+            for d in range(1, max(n.depth for n in rec.tree) + 1):  # P(accept depth d | reached depth d-1)
+                if reached >= d - 1:
+                    hits = self._depth_hits.setdefault(d, [0, 0])
+                    hits[0] += int(reached >= d)
+                    hits[1] += 1
         return rec
 
     def counters(self) -> Counters:
         wall = time.perf_counter() - self.t0
         n_pass = len(self.passes)
-        commits = sum(len(p.commits) for p in self.passes)
-        drafted = sum(max(len(p.tree) - 1, 0) for p in self.passes)
-        accepted = sum(sum(c.drafted for c in p.commits) for p in self.passes)
         gen = len(self.generated())
-        depth_hits: dict[int, list[int]] = {}
-        for p in self.passes:
-            if not p.tree:
-                continue
-            reached = len(p.accepted_path) - 1  # accepted drafted edges
-            max_depth = max(n.depth for n in p.tree)
-            for d in range(1, max_depth + 1):  # acceptance at depth d given depth d-1 was accepted
-                if reached >= d - 1:
-                    depth_hits.setdefault(d, []).append(1 if reached >= d else 0)
-        per_depth = [sum(v) / len(v) for _, v in sorted(depth_hits.items())]
-        return Counters(target_passes=n_pass, commits=commits, generated_tokens=gen, drafted_nodes=drafted,
-                        accepted_drafts=accepted, mean_accepted_length=commits / max(n_pass, 1),
-                        acceptance_per_depth=per_depth, wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
+        per_depth = [h / n for _, (h, n) in sorted(self._depth_hits.items())]
+        return Counters(target_passes=n_pass, commits=self._n_commits, generated_tokens=gen,
+                        drafted_nodes=self._n_drafted, accepted_drafts=self._n_accepted,
+                        mean_accepted_length=self._n_commits / max(n_pass, 1), acceptance_per_depth=per_depth,
+                        wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
 
     def trace(self, prompt: str, drafter: str, truncated: bool) -> Trace:
         info = self.target.info

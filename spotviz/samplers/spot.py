@@ -123,8 +123,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig,
         first = list(offs)
         st.step = step + (1 if offs else 0)
         tree = _tree_record(nodes, walk, decisions, lo)
-        window = (lo, new_hi if new_lo != lo else hi)  # a fused bonus lands in the next window
-        rec = st.add_pass("verify", window, len(nodes), accepted + bonus, t_start, tree=tree, accepted_path=walk)
+        rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + bonus, t_start, tree=tree, accepted_path=walk)
         yield Progress(st.tokens.tolist(), rec, st.counters())
         if new_lo != lo:
             wi += 1

@@ -404,7 +404,6 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         inputs = [prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled]
         run_ev = run_btn.click(run, inputs, outputs, api_name="run", show_progress="hidden",
                                concurrency_id="decode")
-        prompt.submit(run, inputs, outputs, api_name=False, show_progress="hidden", concurrency_id="decode")
         stop_btn.click(stop, None, [status], cancels=[run_ev], api_name="stop", queue=False)
         upload.upload(replay, [upload], outputs + [upload], api_name="replay", concurrency_limit=4,
                       concurrency_id="replay", show_progress="minimal")

@@ -1,6 +1,7 @@
-"""Command line: decode, bench, train-target, train-drafter.
+"""Command line: decode, trace, bench, train-target, train-drafter.
 
     python -m spotviz decode --prompt "ROMEO." [--model shakespeare-bd] [--drafter spot --budget 32] [--json]
+    python -m spotviz trace run.json [--json]      # check a trace file (as the app's Replay does) and summarise it
 """
 from __future__ import annotations
 
@@ -56,6 +57,24 @@ def cmd_decode(a) -> int:
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
               f"{c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
+    return 0
+
+
+def cmd_trace(a) -> int:
+    """Load and validate a trace file (size limit, JSON, schema version, counters) and print a summary."""
+    from .trace import Trace
+
+    trace = Trace.load(a.file)
+    m, c = trace.meta, trace.counters
+    if a.json:
+        print(json.dumps({"model": m.model, "drafter": m.drafter, "mode": m.mode, "seed": m.seed,
+                          "prompt": m.prompt, "text": trace.text, "tokens": trace.tokens,
+                          "target_passes": c.target_passes, "commits": c.commits,
+                          "accepted_lengths": [len(p.commits) for p in trace.passes],
+                          "version": trace.version}, ensure_ascii=False))
+    else:
+        print(f"{a.file}: spotviz trace v{trace.version} | {m.model} | {m.mode} | drafter {m.drafter} | seed {m.seed} | "
+              f"{c.generated_tokens} tokens | {c.target_passes} target passes | {c.commits} commits")
     return 0
 
 
@@ -115,6 +134,9 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_decode_args(sub.add_parser("decode", help="decode a prompt (standard or speculative)"))
+    tr = sub.add_parser("trace", help="check a trace file (as the app's Replay does) and summarise it")
+    tr.add_argument("file", help="a trace written by decode --trace-out or downloaded from the app")
+    tr.add_argument("--json", action="store_true", help="print one JSON object")
 
     t = sub.add_parser("train-target", help="train an embedded masked-diffusion model on Shakespeare")
     t.add_argument("--out", required=True)
@@ -158,7 +180,7 @@ def main(argv=None) -> int:
     b.add_argument("--json", action="store_true", help="print the results as one JSON object")
 
     a = ap.parse_args(argv)
-    handlers = {"decode": cmd_decode, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
+    handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
                 "bench": cmd_bench}
     from .registry import ModelLoadError
     from .samplers.common import DecodeError

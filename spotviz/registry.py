@@ -59,10 +59,22 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     except Exception as e:  # safetensors raises its own error types
         raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt or truncated ({e})") from None
     try:
-        model = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, dtype=torch.float32)
+        model, report = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, dtype=torch.float32,
+                                                             output_loading_info=True)
         tok = AutoTokenizer.from_pretrained(str(folder))
     except Exception as e:
         raise ModelLoadError(f"model {name!r}: could not load from {folder}: {e}") from None
+    # transformers only warns about missing tensors (and initialises them at random): refuse instead
+    problems = {k: sorted(map(str, report.get(k) or ())) for k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+    problems = {k: v for k, v in problems.items() if v}
+    if problems:
+        detail = "; ".join(f"{k.replace('_', ' ')}: {', '.join(v[:4])}{' ...' if len(v) > 4 else ''}"
+                           for k, v in problems.items())
+        raise ModelLoadError(f"model {name!r}: model.safetensors does not match config.json ({detail}); "
+                             f"the weight file is incomplete or from another model")
+    bad = next((n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
+    if bad is not None:
+        raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt (tensor {bad} has NaN or infinite values)")
     return EmbeddedTarget(model.to(pick_device(device)), tok, name=name, source=str(folder))
 
 

@@ -53,28 +53,36 @@ def _exact_children(ctx: _Context, node: DraftNode, probs: np.ndarray, keep: np.
     return out
 
 
-def _set_children(ctx: _Context, node: DraftNode, q: np.ndarray, remaining: np.ndarray, n_flip: int = 3):
-    """Candidate commit sets from per-position inclusion probabilities q: the likeliest set and single flips of
-    its most borderline positions. A set is never empty (the rule always commits the top position)."""
+def _set_children(ctx: _Context, node: DraftNode, q: np.ndarray, remaining: np.ndarray, n_flip: int = 3,
+                  n_single: int = 4):
+    """Candidate commit sets from per-position inclusion probabilities q.
+
+    If some positions are likely in the set: the likeliest set and single flips of its most borderline positions.
+    If none is (the rule then commits only its most confident position): the likeliest singletons. A set is
+    never empty. Probabilities are normalised over the candidates."""
     d = ctx.d(node)
     idx = np.flatnonzero(remaining)
     qr = np.clip(q[idx], 1e-6, 1 - 1e-6)
     base = qr > 0.5
-    if not base.any():
-        base[int(np.argmax(qr))] = True
-    sets = [base]
-    for b in np.argsort(np.abs(qr - 0.5), kind="stable")[:n_flip].tolist():
-        s = base.copy()
-        s[b] = not s[b]
-        if s.any():
-            sets.append(s)
+    sets = []
+    if base.any():
+        sets.append((base, float(np.exp(np.log(np.where(base, qr, 1 - qr)).sum()))))
+        for b in np.argsort(np.abs(qr - 0.5), kind="stable")[:n_flip].tolist():
+            s = base.copy()
+            s[b] = not s[b]
+            if s.any():
+                sets.append((s, float(np.exp(np.log(np.where(s, qr, 1 - qr)).sum()))))
+    else:
+        for j in np.argsort(-qr, kind="stable")[:n_single].tolist():
+            s = np.zeros_like(base)
+            s[j] = True
+            sets.append((s, float(qr[j])))
     out, seen = [], set()
-    for s in sets:
+    for s, p in sets:
         offs = tuple(idx[s].tolist())
         if offs in seen:
             continue
         seen.add(offs)
-        p = float(np.exp(np.log(np.where(s, qr, 1 - qr)).sum()))
         out.append((offs, tuple(int(ctx.tok1[d, j]) for j in offs), p))
     total = sum(p for *_, p in out)
     return [(o, t, p / total) for o, t, p in out]

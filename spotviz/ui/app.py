@@ -21,8 +21,8 @@ import gradio as gr
 
 from ..engine import DRAFTERS
 from ..registry import DEFAULT_MODEL, EMBEDDED
-from ..samplers.common import BUDGETS, MAX_GEN_LENGTH
-from ..trace import Trace, TraceError
+from ..samplers.common import BUDGETS, MAX_GEN_LENGTH, DecodeError
+from ..trace import MAX_TRACE_BYTES, Trace, TraceError
 from ..views import CANVAS_CSS, TABLE_CSS, commit_order_figure, counters_html, empty_canvas, speedup_figure, \
     trace_canvas, tree_figure
 from ..views.common import esc
@@ -43,6 +43,14 @@ DRAFTER_HELP = {
 VIEW_MAIN, VIEW_BASE = "drafter run", "standard run"
 LIVE_CANVAS_EVERY_S = 0.08  # at most ~12 streamed canvas updates per second
 LIVE_FIGURES_EVERY_S = 1.5  # players are redrawn from the partial trace this often while decoding
+# Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
+# shows "This application is currently busy").
+MAX_QUEUE = 32
+TEMPERATURE_MAX = 2.0  # the temperature slider's range; the engine accepts up to 10
+STATE_SESSIONS = 256  # sessions whose last outputs and traces the server keeps (oldest dropped first)
+STATE_TTL_S = 3600  # a session's traces (for the view switch) are dropped an hour after its last update
+MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
+CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 
 HEADER = """
 <div style="display:flex;align-items:baseline;gap:14px;flex-wrap:wrap">
@@ -69,6 +77,56 @@ def _status_html(parts: list[tuple[str, str]]) -> str:
     return "".join(_status(m, k) for m, k in parts)
 
 
+def _number(name: str, v, whole: bool = False):
+    """A finite int/float from the API (never a bool or a string); whole numbers for integer settings."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        raise DecodeError(f"{name} must be a {'whole ' if whole else ''}number, got {v!r}")
+    if whole:
+        if isinstance(v, float) and not v.is_integer():
+            raise DecodeError(f"{name} must be a whole number, got {v!r}")
+        return int(v)
+    return float(v)
+
+
+def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, *,
+                     models: list[str], budgets: list[int], gen_max: int) -> dict:
+    """Check the raw values of the run endpoint (the event runs with preprocess=False, so API callers get these
+    messages in the status instead of Gradio's component errors) and return the DecodeConfig fields.
+
+    The model must be one of the menu's (nothing else is ever loaded: no arbitrary folders or Hub repos); the
+    ranges are the UI's (generation length up to gen_max, budgets from the menu, temperature up to
+    TEMPERATURE_MAX); the engine checks the rest (prompt, context, tau)."""
+    if prompt is not None and not isinstance(prompt, str):
+        raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
+    if not isinstance(model, str) or model not in models:
+        raise DecodeError(f"unknown model {model!r}; choose one of: {', '.join(models)}")
+    if mode not in ("exact", "threshold"):
+        raise DecodeError(f"mode must be 'exact' or 'threshold', got {mode!r}")
+    if drafter not in DRAFTER_ORDER:
+        raise DecodeError(f"unknown drafter {drafter!r}; choose one of: {', '.join(DRAFTER_ORDER)}")
+    tau = _number("tau (threshold)", tau)
+    if not 0.0 < tau <= 1.0:
+        raise DecodeError(f"tau (threshold) must be in (0, 1], got {tau:g}")
+    temperature = _number("temperature", temperature)
+    if not 0.0 <= temperature <= TEMPERATURE_MAX:
+        raise DecodeError(f"temperature must be between 0 and {TEMPERATURE_MAX:g}, got {temperature:g}")
+    seed = 0 if seed is None else _number("seed", seed, whole=True)
+    if not 0 <= seed < 2**63:
+        raise DecodeError(f"seed must be between 0 and 2**63-1, got {seed}")
+    gen_length = _number("generation length", gen_length, whole=True)
+    if not 1 <= gen_length <= gen_max:
+        raise DecodeError(f"generation length must be between 1 and {gen_max} tokens, got {gen_length}")
+    budget = _number("tree budget", budget, whole=True)
+    if budget not in budgets:
+        raise DecodeError(f"tree budget must be one of {', '.join(map(str, budgets))}, got {budget}")
+    if coupled is None:
+        coupled = True
+    if not isinstance(coupled, bool):
+        raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
+    return {"mode": mode, "threshold": tau, "temperature": temperature, "seed": seed, "gen_length": gen_length,
+            "drafter": drafter, "budget": budget, "coupled_noise": coupled}
+
+
 class _Outputs:
     """Positions of the shared outputs of run / replay handlers."""
 
@@ -85,20 +143,31 @@ def _figures(trace: Trace | None, base: Trace | None, which: str = VIEW_MAIN):
 
 
 class TraceFiles:
-    """Trace downloads: JSON files in one temporary folder; files older than an hour are removed."""
+    """Trace downloads: JSON files in per-run subfolders of one temporary folder; files older than
+    `max_age_s` (and the subfolders they leave empty) are removed whenever new ones are written."""
 
-    def __init__(self):
-        self.folder = Path(tempfile.gettempdir()) / "spotviz-traces"
+    def __init__(self, folder: str | Path | None = None, max_age_s: float = 3600):
+        self.folder = Path(folder) if folder else Path(tempfile.gettempdir()) / "spotviz-traces"
+        self.max_age_s = max_age_s
 
-    def write(self, traces: list[Trace]) -> list[str]:
-        self.folder.mkdir(parents=True, exist_ok=True)
+    def cleanup(self) -> None:
         now = time.time()
-        for old in self.folder.glob("*.json"):
+        for old in list(self.folder.glob("*.json")) + list(self.folder.glob("*/*.json")):
             try:
-                if now - old.stat().st_mtime > 3600:
+                if now - old.stat().st_mtime > self.max_age_s:
                     old.unlink()
             except OSError:
                 pass
+        for sub in self.folder.iterdir():
+            try:  # only old subfolders: a new one may be about to receive its files
+                if sub.is_dir() and now - sub.stat().st_mtime > self.max_age_s and not any(sub.iterdir()):
+                    sub.rmdir()
+            except OSError:
+                pass
+
+    def write(self, traces: list[Trace]) -> list[str]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.cleanup()
         paths = []
         tag = uuid.uuid4().hex[:6]
         for t in traces:
@@ -127,12 +196,16 @@ def default_models(extra: str | None = None) -> list[str]:
 
 def build_app(loader: Callable[[str], object] | None = None, models: list[str] | None = None,
               default_model: str | None = None, trace_dir: str | Path | None = None,
-              gpu: bool | None = None, check_model: bool = True) -> gr.Blocks:
+              gpu: bool | None = None, check_model: bool = True, max_queue: int = MAX_QUEUE,
+              concurrency: int | None = None) -> gr.Blocks:
     """The Gradio Blocks app.
 
     loader: name -> target (default spotviz.registry.load_target); models: the model dropdown (default: the
     embedded models, $SPOTVIZ_MODEL first if set, and the published DLMs when a GPU is present);
-    trace_dir: the example traces (default assets/traces); gpu: override device detection for the defaults."""
+    trace_dir: the example traces (default assets/traces); gpu: override device detection for the defaults;
+    max_queue: the waiting line (Gradio's queue max_size); concurrency: decodes at a time (default 1 on a CPU,
+    2 on a GPU). If the default model cannot be loaded, the first other model of the menu that loads (the
+    embedded default first; never a published one) becomes the default, and the banner says so."""
     env_model = os.environ.get("SPOTVIZ_MODEL") or None
     models = list(models) if models else default_models(env_model)
     default_model = default_model or env_model or (DEFAULT_MODEL if DEFAULT_MODEL in models else models[0])
@@ -147,6 +220,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
 
     # smaller defaults on CPU
     gen_default, gen_max = (128, 512) if gpu else (64, 256)
+    gen_limit = min(gen_max, MAX_GEN_LENGTH)
     budget_default = 32 if gpu else 16
     budgets = [b for b in BUDGETS if b >= 2]
 
@@ -154,8 +228,20 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         try:
             banner = _status("Model ready: " + store.describe(default_model), "ok")
         except Exception as e:  # noqa: BLE001 - any load problem is shown, the app still starts
-            banner = _status(f"The model {default_model!r} is not available: {e}. "
-                             "You can still replay the example traces and trace files below.", "err")
+            problem = f"The model {default_model!r} is not available: {e}."
+            banner = _status(problem + " You can still replay the example traces and trace files below.", "err")
+            from ..targets.published import PUBLISHED
+
+            fallbacks = sorted((m for m in models if m != default_model and m not in PUBLISHED),
+                               key=lambda m: (m != DEFAULT_MODEL, m not in EMBEDDED))
+            for fb in fallbacks:
+                try:
+                    ready = store.describe(fb)
+                except Exception:  # noqa: BLE001 - try the next one
+                    continue
+                banner = _status_html([(problem, "err"), (f"Using {fb} instead. Model ready: {ready}", "ok")])
+                default_model = fb
+                break
     else:
         banner = _status(f"Model {default_model} loads on the first run.", "info")
 
@@ -179,12 +265,11 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
 
     def run(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled):
         skip = gr.skip()
-        try:
-            cfg = {"mode": str(mode), "threshold": float(tau), "temperature": float(temperature),
-                   "seed": int(seed if seed is not None else 0), "gen_length": int(gen_length),
-                   "drafter": str(drafter), "budget": int(budget), "coupled_noise": bool(coupled)}
-        except (TypeError, ValueError) as e:
-            yield [_status(f"Invalid setting: {e}", "err")] + [skip] * 8
+        try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
+            cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
+                                   coupled, models=models, budgets=budgets, gen_max=gen_limit)
+        except DecodeError as e:
+            yield [_status(f"Cannot run: {e}", "err")] + [skip] * 8
             return
         yield [_status(f"Loading {model} and decoding {cfg['gen_length']} tokens with "
                        f"{'the standard decoder' if drafter == 'none' else 'drafter ' + drafter}…"),
@@ -263,6 +348,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     f"{base_t.counters.target_passes / max(c.target_passes, 1):.2f}× fewer passes; output "
                     + ("identical ✓" if same else "DIFFERS ✗"))
         final.append((msg, "ok"))
+        if shown.meta.prompt_truncated:
+            final.append(("The prompt was longer than the context allows: its beginning was dropped "
+                          f"(kept its last {len(shown.meta.prompt_tokens)} tokens).", "info"))
         failed = next((m for m, k in notes if k == "err"), "the drafter run did not finish")
         yield render(main_t, base_t, final, main_note=failed)
 
@@ -326,7 +414,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         return info, gr.skip()
 
     # ------------------------------------------------------------------------------------------ layout
-    with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs") as demo:
+    with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP) as demo:
         gr.HTML(HEADER, js_on_load=None)
         gr.HTML(banner, js_on_load=None, css_template=APP_CSS, elem_id="sv-model-banner")
         with gr.Row(equal_height=False):
@@ -348,7 +436,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                 temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature",
                                         elem_id="sv-temperature")
                 seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed")
-                gen_length = gr.Slider(8, min(gen_max, MAX_GEN_LENGTH), value=gen_default, step=8,
+                gen_length = gr.Slider(8, gen_limit, value=gen_default, step=8,
                                        label="Generation length (tokens)", elem_id="sv-gen-length")
                 with gr.Accordion("Advanced", open=False):
                     coupled = gr.Checkbox(value=True, label="Coupled noise (the drafter shares the target's "
@@ -397,13 +485,13 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     example_dd = gr.Dropdown(example_titles, value=example_titles[0] if example_titles else None,
                                              label="Example traces (shipped)", elem_id="sv-example")
                     example_btn = gr.Button("Load example", elem_id="sv-load-example")
-        state = gr.State(None)
+        state = gr.State(None, time_to_live=STATE_TTL_S)
 
         outputs = [status, canvas_main, canvas_base, counters, order_player, tree_player, speed_player, files_out,
                    state]
         inputs = [prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled]
         run_ev = run_btn.click(run, inputs, outputs, api_name="run", show_progress="hidden",
-                               concurrency_id="decode")
+                               concurrency_id="decode", preprocess=False)
         stop_btn.click(stop, None, [status], cancels=[run_ev], api_name="stop", queue=False)
         upload.upload(replay, [upload], outputs + [upload], api_name="replay", concurrency_limit=4,
                       concurrency_id="replay", show_progress="minimal")
@@ -416,13 +504,16 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         if examples:
             demo.load(load_example_cb, [example_dd], outputs, api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden")
-    demo.queue(default_concurrency_limit=2 if gpu else 1, max_size=32)
+    demo.queue(default_concurrency_limit=concurrency or (2 if gpu else 1), max_size=max_queue)
     return demo
 
 
 def launch(demo: gr.Blocks, **kwargs):
-    """Launch with the app's CSS and without SSR (SSR has broken custom JS on Spaces)."""
+    """Launch with the app's CSS and without SSR (SSR has broken custom JS on Spaces), and the limits of
+    docs/SECURITY.md (upload size, sessions kept in memory)."""
     kwargs.setdefault("ssr_mode", False)
+    kwargs.setdefault("max_file_size", MAX_UPLOAD_BYTES)
+    kwargs.setdefault("state_session_capacity", STATE_SESSIONS)
     kwargs.setdefault("css", APP_CSS)
     kwargs.setdefault("show_error", True)
     return demo.launch(**kwargs)

@@ -7,8 +7,8 @@
 # Two jobs run side by side (one per embedded model), each on one thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n_train=${1:-60}
-n_bench=${2:-12}
+n_train=${1:-40}
+n_bench=${2:-8}
 export OMP_NUM_THREADS=1
 models=(shakespeare-bd shakespeare-mdlm)
 other() { [ "$1" = shakespeare-bd ] && echo shakespeare-mdlm || echo shakespeare-bd; }
@@ -24,7 +24,7 @@ done
 wait
 for m in "${models[@]}"; do
   o=$(other "$m")
-  python -m spotviz train-drafter --model "$m" --prompts 16 --calibrate "assets/drafters/$o" \
+  python -m spotviz train-drafter --model "$m" --prompts 10 --calibrate "assets/drafters/$o" \
     --out "assets/drafters/$m/from-$o" > "runs/release/calibrate-$m.log" 2>&1 &
 done
 wait

@@ -123,6 +123,7 @@ def cmd_bench(a) -> int:
 
     res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, ints(a.budgets),
                     tuple(float(x) for x in a.temperatures.split(",")), a.threshold, transfer=not a.no_transfer,
+                    other_budgets=ints(a.other_budgets) if a.other_budgets else None,
                     log=(lambda *x: print(*x, file=sys.stderr)) if a.json else print)
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
@@ -172,7 +173,9 @@ def main(argv=None) -> int:
     b.add_argument("--prompts", default=None, help="prompt file (JSON list); default assets/prompts/heldout.json")
     b.add_argument("--n-prompts", type=int, default=20)
     b.add_argument("--gen-length", type=int, default=128)
-    b.add_argument("--budgets", default="8,16,32,64")
+    b.add_argument("--budgets", default="8,16,32,64", help="budgets swept in exact mode at the first temperature")
+    b.add_argument("--other-budgets", default=None, help="budgets for the other mode/temperature pairs "
+                                                          "(default: --budgets)")
     b.add_argument("--temperatures", default="0,1")
     b.add_argument("--threshold", type=float, default=0.9)
     b.add_argument("--no-transfer", action="store_true")

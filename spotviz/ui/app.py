@@ -127,6 +127,29 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
             "drafter": drafter, "budget": budget, "coupled_noise": coupled}
 
 
+def compact_session(demo: gr.Blocks, request: gr.Request | None) -> int:
+    """Drop the component copies that Gradio 6.31 leaves in a session after each run; returns how many.
+
+    A skipped output (gr.skip()) makes Gradio construct a new instance of the component for the session; when
+    the next update of that output carries a value, the instance is also stored under its own new id, with the
+    value, in the session's config. Those ids are not part of the page, nothing reads them, and they piled up
+    with every run of a session (about 1 MB per run here). Called at the start of each handler; it only removes
+    ids that are not in the app's own config."""
+    try:
+        session = demo.state_holder.session_data.get(request.session_hash) if request is not None else None
+        if session is None:
+            return 0
+        known = demo.default_config.blocks
+        blocks = session.blocks_config.blocks
+        stale = [k for k in list(blocks) if k not in known]
+        for k in stale:
+            blocks.pop(k, None)
+            session.config_values.pop(k, None)
+        return len(stale)
+    except Exception:  # noqa: BLE001 - Gradio internals: never let the workaround break a request
+        return 0
+
+
 class _Outputs:
     """Positions of the shared outputs of run / replay handlers."""
 
@@ -263,8 +286,10 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         return [_status_html(status_parts), canvas_main if canvas_main else empty_canvas(main_note), canvas_base, table,
                 order, tree, speed, paths, state]
 
-    def run(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled):
+    def run(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled,
+            request: gr.Request = None):
         skip = gr.skip()
+        compact_session(demo, request)
         try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
             cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
                                    coupled, models=models, budgets=budgets, gen_max=gen_limit)
@@ -354,9 +379,10 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         failed = next((m for m, k in notes if k == "err"), "the drafter run did not finish")
         yield render(main_t, base_t, final, main_note=failed)
 
-    def replay(paths):
+    def replay(paths, request: gr.Request = None):
         """Replay uploaded trace file(s); the upload box is cleared so the next upload starts afresh."""
         skip = gr.skip()
+        compact_session(demo, request)
         if not paths:
             return [skip] * 9 + [skip]
         if isinstance(paths, (str, Path)):
@@ -375,8 +401,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         return render(main, base, [(f"{what} (no model needed): {main.meta.model}, seed {main.meta.seed}.",
                                     "ok")]) + [None]
 
-    def load_example_cb(title):
+    def load_example_cb(title, request: gr.Request = None):
         skip = gr.skip()
+        compact_session(demo, request)
         entry = next((e for e in examples if e["title"] == title), None)
         if entry is None:
             return [_status("No example traces are shipped in this build.", "info")] + [skip] * 8

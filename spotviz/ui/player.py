@@ -186,11 +186,25 @@ def _finite(v):
     return v
 
 
+_STATIC_PATHS: set[str] = set()
+
+
+def serve_plotly_js() -> None:
+    """Make plotly.min.js servable, once per process. gr.set_static_paths appends to a process-wide list on
+    every call, and Gradio constructs components again while handling requests: called on every construction,
+    that list (which every file request and every returned file is checked against, one by one) grew with each
+    request, and so did the time and memory per request."""
+    path = str(plotly_js_path())
+    if path not in _STATIC_PATHS:
+        gr.set_static_paths([path])
+        _STATIC_PATHS.add(path)
+
+
 class PlotlyPlayer(gr.HTML):
     """Plays a Plotly figure dict with frames (play/pause, step slider, previous/next buttons)."""
 
     def __init__(self, value: dict | None = None, *, placeholder: str = "", **kwargs):
-        gr.set_static_paths([str(plotly_js_path())])
+        serve_plotly_js()
         super().__init__(
             value=value,
             html_template=TEMPLATE,

@@ -109,7 +109,8 @@ class SlowTarget:
         return self._inner.forward(*args, **kwargs)
 
 
-def start_app(targets: dict, host: str, concurrency: int, max_queue: int, trace_dir: Path):
+def start_app(targets: dict, host: str, concurrency: int, max_queue: int, trace_dir: Path,
+              state_sessions: int | None = None):
     from spotviz.registry import ModelLoadError
     from spotviz.ui.app import build_app, launch
 
@@ -121,7 +122,9 @@ def start_app(targets: dict, host: str, concurrency: int, max_queue: int, trace_
     names = list(targets)
     demo = build_app(loader=loader, models=names, default_model=names[0], trace_dir=trace_dir, gpu=False,
                      concurrency=concurrency, max_queue=max_queue)
-    _, url, _ = launch(demo, server_name=host, server_port=free_port(host), prevent_thread_lock=True, quiet=True)
+    extra = {"state_session_capacity": state_sessions} if state_sessions else {}
+    _, url, _ = launch(demo, server_name=host, server_port=free_port(host), prevent_thread_lock=True, quiet=True,
+                       **extra)
     return demo, url
 
 
@@ -325,6 +328,8 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-delay", type=float, default=0.1, help="seconds per target pass in the overflow app")
     ap.add_argument("--max-rss-growth-mb", type=float, default=150.0,
                     help="fail if RSS grows more than this from the end of round 1 to the end of the last round")
+    ap.add_argument("--state-sessions", type=int, default=None,
+                    help="sessions the server keeps in memory (default: the app's, spotviz.ui.app.STATE_SESSIONS)")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--json", action="store_true")
@@ -352,7 +357,7 @@ def main(argv=None) -> int:
 
     report = {"sessions": a.sessions, "rounds": a.rounds, "gen_length": a.gen_length, "drafter": a.drafter,
               "concurrency": a.concurrency, "max_queue": a.max_queue, "host": host}
-    demo, url = start_app({MODEL: target}, host, a.concurrency, a.max_queue, trace_dir)
+    demo, url = start_app({MODEL: target}, host, a.concurrency, a.max_queue, trace_dir, a.state_sessions)
     results, rss = [], {"before": rss_mb(), "after_round": []}
     try:
         for r in range(a.rounds):

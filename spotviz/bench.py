@@ -90,7 +90,7 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
     t_start = time.time()
     target = load_target(model)
     prompts = load_prompts(prompts_file)[:n_prompts]
-    res = BenchResult(model, len(prompts), gen_length, threshold, device=str(target.device),
+    res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads())
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     res.stale_agreement = {f"T={t}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)

@@ -1,0 +1,34 @@
+"""The benchmark command: one table, every row's counts consistent, speculative rows identical to standard."""
+import json
+
+from spotviz.bench import run_bench, save, to_markdown
+from spotviz.cli import main
+
+
+def test_bench_rows_and_files(tiny_block_dir, tmp_path):
+    res = run_bench(str(tiny_block_dir), n_prompts=2, gen_length=16, budgets=(2, 4), other_budgets=(4,),
+                    temperatures=(0.0, 1.0), transfer=False, log=lambda *a: None)
+    # per (mode, T): standard + 3 drafters x budgets; + the coupled-noise ablation at T=1 (both modes)
+    assert len(res.rows) == (1 + 3 * 2) + (1 + 3 * 1 + 1) + (1 + 3 * 1) + (1 + 3 * 1 + 1)
+    for r in res.rows:
+        assert r.identical == 1.0  # lossless, whatever the drafter
+        assert r.passes_per_token <= 1.0 + 1e-9
+        assert r.mean_accepted_length >= 1.0
+    base = [r for r in res.rows if r.drafter == "none"]
+    assert all(r.pass_reduction == 1.0 for r in base)
+    ablation = [r for r in res.rows if "ablation" in r.note]
+    assert len(ablation) == 2 and all(r.temperature == 1.0 for r in ablation)
+    save(res, tmp_path)
+    data = json.loads((tmp_path / f"bench-{res.model}.json").read_text())
+    assert len(data["rows"]) == len(res.rows)
+    md = to_markdown(res)
+    assert md.count("\n| exact |") + md.count("\n| threshold |") == len(res.rows)
+    assert 0.0 <= res.stale_agreement["T=0.0"]["stale_agreement"] <= 1.0
+
+
+def test_bench_cli_json(tiny_block_dir, tmp_path, capsys):
+    rc = main(["bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length", "8", "--budgets", "2",
+               "--temperatures", "0", "--no-transfer", "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_prompts"] == 1 and out["rows"][0]["drafter"] == "none"

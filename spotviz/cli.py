@@ -192,6 +192,6 @@ def main(argv=None) -> int:
     try:
         return handlers[a.cmd](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several
         return 2
 

@@ -42,6 +42,13 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
 
     folder = Path(folder)
     name = name or folder.name
+    if not (folder / "model.safetensors").is_file() and folder.is_dir():
+        from .targets.published import PICKLE_SUFFIXES
+
+        pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+        if pickled:  # never opened: unpickling runs arbitrary code
+            raise ModelLoadError(f"model {name!r}: {folder} has only pickle weights ({', '.join(pickled)}); spotviz "
+                                 f"loads safetensors only and never unpickles (model.safetensors is missing)")
     for f in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (folder / f).is_file():
             raise ModelLoadError(f"model {name!r}: {folder / f} is missing")

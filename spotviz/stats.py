@@ -1,30 +1,43 @@
 """Measurements of a target's own decoding that explain SPOT's headroom."""
 from __future__ import annotations
 
+import torch
+
 from .samplers.common import DecodeConfig
 from .samplers.standard import decode_standard_stream
 
 
 def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 20, gen_length: int = 64,
                     temperature: float = 0.0, seed: int = 0) -> dict:
-    """How often the previous pass's candidate at a position already equals the token committed there.
+    """How often the previous pass already predicted the token committed at a position (exact decoding).
 
-    Exact decoding; the first decision of each window (no previous pass over it) is not counted."""
+    The previous pass's prediction for a decision at step k is argmax(log p_prev / T + g_k) with the noise of
+    step k (the coupled noise a drafter uses); at T = 0 it is the previous pass's argmax. The first decision of
+    each window (no previous pass over it) is not counted."""
     if prompts is None:
         from .prompts import load_prompts
 
         prompts = load_prompts()[:n_prompts]
     hits = total = 0
+    mask_id = target.info.mask_id
     for i, prompt in enumerate(prompts):
         cfg = DecodeConfig(mode="exact", temperature=temperature, seed=seed + i, gen_length=gen_length)
+        from .noise import GumbelNoise
+
+        noise = GumbelNoise(seed + i, target.info.vocab_size)
         prev = None
-        for pr in decode_standard_stream(target, prompt, cfg, record_candidates=True):
+        for pr in decode_standard_stream(target, prompt, cfg, record_logits=True):
             if pr.record is None:
                 break
             lo = pr.extra["lo"]
+            logits = pr.extra["logits"].float().clone()
+            logits[..., mask_id] = float("-inf")
             if prev is not None and prev[0] == lo:
                 for c in pr.record.commits:
+                    logp = torch.log_softmax(prev[1][c.position - lo], -1)
+                    if temperature > 0:
+                        logp = logp / temperature + noise.at(c.step, c.position)
                     total += 1
-                    hits += int(prev[1][c.position - lo] == c.token)
-            prev = (lo, pr.extra["candidates"])
+                    hits += int(int(logp.argmax()) == c.token)
+            prev = (lo, logits)
     return {"stale_agreement": hits / max(total, 1), "decisions": total}

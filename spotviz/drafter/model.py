@@ -99,12 +99,13 @@ class SpotDrafter(nn.Module):
                              set_temp=self.set_temp)
 
     # --------------------------------------------------------------------------------------- files
-    def save(self, folder: str | Path, extra: dict | None = None) -> None:
+    def save(self, folder: str | Path, extra: dict | None = None, dtype: torch.dtype = torch.bfloat16) -> None:
+        """Weights as safetensors (bf16 by default: half the size; loaded back as float32) + drafter.json."""
         from safetensors.torch import save_file
 
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()},
+        save_file({k: v.detach().to(dtype).contiguous().cpu() for k, v in self.state_dict().items()},
                   str(folder / "drafter.safetensors"))
         (folder / "drafter.json").write_text(json.dumps(asdict(self.cfg) | {"n_params": self.n_params()}
                                                         | (extra or {}), indent=1))

@@ -19,7 +19,7 @@ from .tree import DraftNode, Proposer
 
 
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -60.0, 60.0)))
 
 
 class _Context:

@@ -85,7 +85,10 @@ def _number(name: str, v, whole: bool = False):
         if isinstance(v, float) and not v.is_integer():
             raise DecodeError(f"{name} must be a whole number, got {v!r}")
         return int(v)
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:  # an int too large for a float
+        raise DecodeError(f"{name} is out of range (a {len(str(v))}-digit number)") from None
 
 
 def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, *,

@@ -7,9 +7,10 @@
 * Untrusted files: pickles are refused unopened (a tripwire pickle would leave a marker), remote code runs only
   for the allow-list, API values outside the menus (model paths, Hub repos) are refused before any load,
   hostile trace labels come back escaped in every output.
-* Faults: cancel / Stop / a client that disconnects mid-stream free the worker (the slowed model stops being
-  called and the next job finishes at once), an exception inside decoding is shown and the next run works,
-  a default model that fails to load leaves the app usable with another one.
+* Faults: a cancelled job (the same /cancel request the browser's Stop sends) and a client that disconnects
+  mid-stream free the worker (the slowed model stops being called and the next user's job finishes at once); an
+  exception inside decoding is shown and the next run works; a default model that fails to load leaves the app
+  usable with another one. Two sessions decoding at once get their own traces (the load test: 16+).
 """
 from __future__ import annotations
 

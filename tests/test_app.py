@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import urllib.request
 
 import pytest
@@ -12,26 +11,10 @@ pytest.importorskip("gradio_client")
 
 from gradio_client import Client, handle_file  # noqa: E402
 
+from helpers import free_port  # noqa: E402
+
 TINY = "tiny-block"
 GEN = 24
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _drafter_available(target, prompt) -> str:
-    """training-free if the SPOT sampler is importable and runs, else the standard decoder."""
-    from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
-
-    try:
-        decode(target, prompt, DecodeConfig(gen_length=8, drafter="training-free", budget=4))
-        return "training-free"
-    except Exception:  # noqa: BLE001 - the drafters land separately
-        return "none"
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +42,7 @@ def app(tiny_block_target, example_dir):
 
     demo = build_app(loader=loader, models=[TINY, "broken-model"], default_model=TINY, trace_dir=example_dir,
                      gpu=False)
-    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True,
+    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                        quiet=True)
     yield demo, url
     demo.close()
@@ -80,7 +63,7 @@ def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_
     from spotviz.samplers.common import DecodeConfig
     from spotviz.trace import Trace
 
-    drafter = _drafter_available(tiny_block_target, tiny_prompt)
+    drafter = "training-free"
     job = client.submit(**_run_args(tiny_prompt, drafter))
     updates = list(job)  # every streamed update
     job.result()

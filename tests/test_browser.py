@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
-import time
 from pathlib import Path
 
 import pytest
+
+from helpers import SlowTarget, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,37 +27,6 @@ if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class SlowTarget:
-    """A target whose every pass takes at least `delay` seconds (so a run lasts long enough to Stop)."""
-
-    def __init__(self, inner, delay: float):
-        self._inner, self._delay = inner, delay
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def forward(self, *args, **kwargs):
-        time.sleep(self._delay)
-        return self._inner.forward(*args, **kwargs)
-
-
-def _drafter(target, prompt) -> str:
-    from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
-
-    try:
-        decode(target, prompt, DecodeConfig(gen_length=8, drafter="training-free", budget=4))
-        return "training-free"
-    except Exception:  # noqa: BLE001 - the drafters land separately
-        return "none"
-
-
 @pytest.fixture(scope="module")
 def trace_dir(tmp_path_factory, tiny_block_target, tiny_prompt):
     """The shipped example traces if there are any, else one made here with the engine."""
@@ -70,7 +39,7 @@ def trace_dir(tmp_path_factory, tiny_block_target, tiny_prompt):
     import json
 
     d = tmp_path_factory.mktemp("traces")
-    drafter = _drafter(tiny_block_target, tiny_prompt)
+    drafter = "training-free"
     decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=32, seed=2, drafter=drafter, budget=8)).save(
         d / "ex-main.json")
     entry = {"title": "tiny example", "main": "ex-main.json", "baseline": None}
@@ -96,7 +65,7 @@ def app_url(tiny_block_target, trace_dir):
         raise ModelLoadError(f"unknown test model {name!r}")
 
     demo = build_app(loader=loader, models=[TINY, SLOW], default_model=TINY, trace_dir=trace_dir, gpu=False)
-    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield url
     demo.close()
 
@@ -198,7 +167,7 @@ def play_and_wait(pg, pid: str, timeout=30_000) -> list:
 # --------------------------------------------------------------------------------------------------- tests
 def test_run_fills_canvas_players_and_play(page, tiny_block_target, tiny_prompt):
     pg = page
-    drafter = _drafter(tiny_block_target, tiny_prompt)
+    drafter = "training-free"
     pg.fill("#sv-prompt textarea", tiny_prompt)
     select(pg, "sv-model", SLOW)  # slow passes, so the canvas visibly fills pass by pass
     select(pg, "sv-drafter", drafter)

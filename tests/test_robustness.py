@@ -20,7 +20,6 @@ import os
 import pickle
 import re
 import shutil
-import socket
 import threading
 import time
 import uuid
@@ -35,33 +34,14 @@ from gradio_client import Client, handle_file  # noqa: E402
 
 from spotviz.cli import main  # noqa: E402
 
+from helpers import SlowTarget, free_port  # noqa: E402
+
 TINY, SLOW, FAULTY = "tiny-block", "tiny-slow", "tiny-faulty"
 PROMPT = "ROMEO.\nO"
 GEN = 8
 LONG_PROMPT = "O Romeo, Romeo, wherefore art thou Romeo? " * 50  # ~500 tokens: longer than the 64-token context
 SLOW_DELAY = 0.5  # seconds per target pass of the slowed model
 SLOW_GEN = 48  # -> ~24 s per slowed run: far longer than any check below waits
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class SlowTarget:
-    """Every target pass sleeps `delay` seconds first; counts the passes (to see when decoding stops)."""
-
-    def __init__(self, inner, delay: float):
-        self._inner, self._delay, self.calls = inner, delay, 0
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def forward(self, *args, **kwargs):
-        self.calls += 1
-        time.sleep(self._delay)
-        return self._inner.forward(*args, **kwargs)
 
 
 class FaultyTarget:
@@ -207,7 +187,7 @@ def app(targets, files, tmp_path_factory):
     folders = [str(files[k]) for k in files if k.startswith(("weights-", "remote-code"))]
     demo = build_app(loader=loader, models=[TINY, SLOW, FAULTY, *folders], default_model=TINY,
                      trace_dir=tmp_path_factory.mktemp("no-examples"), gpu=False)
-    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield demo, url, calls
     demo.close()
 
@@ -618,7 +598,7 @@ def test_default_model_that_fails_to_load_falls_back_to_the_embedded_default(tin
     banner = next(c for c in config["components"] if c.get("props", {}).get("elem_id") == "sv-model-banner")
     text = text_of(banner["props"]["value"])
     assert "is not available" in text and "unknown model" in text and f"Using {DEFAULT_MODEL} instead" in text
-    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     try:
         c = Client(url, verbose=False)
         out = c.predict(prompt=PROMPT, gen_length=8, drafter="none", api_name="/run")  # the page's default model

@@ -221,6 +221,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
                   str(tmp / "model.safetensors"))
         torch.save(opt.state_dict(), tmp / "optim.pt")
         (tmp / "state.json").write_text(json.dumps(state))
+        mcfg.to_json_file(str(tmp / "config.json"))  # lets export_checkpoint rebuild the model exactly
         if ckpt.exists():
             shutil.rmtree(ckpt)
         os.replace(tmp, ckpt)
@@ -279,15 +280,10 @@ def export_checkpoint(out: str | Path, dest: str | Path, dtype: str = "bfloat16"
     ckpt = out / "checkpoint"
     sd = load_file(str(ckpt / "model.safetensors"))
     tok = AutoTokenizer.from_pretrained(str(out / "tokenizer"))
-    cfg_file = out / "final" / "config.json"
-    n_layers = 1 + max(int(k.split(".")[1]) for k in sd if k.startswith("layers."))
-    d = sd["embed.weight"].shape[1]
-    mcfg = SpotDLMConfig(
-        vocab_size=sd["embed.weight"].shape[0], hidden_size=d, num_hidden_layers=n_layers,
-        num_attention_heads=max(1, d // 32), intermediate_size=sd["layers.0.mlp.down.weight"].shape[1],
-        max_position_embeddings=256, attention="block" if "bd" in out.name else "full",
-        mask_token_id=tok.mask_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-    ) if not cfg_file.exists() else SpotDLMConfig.from_pretrained(str(out / "final"))
+    cfg_file = ckpt / "config.json"
+    if not cfg_file.is_file():
+        raise ValueError(f"{ckpt} has no config.json (written with every checkpoint); cannot rebuild the model")
+    mcfg = SpotDLMConfig.from_json_file(str(cfg_file))
     model = SpotDLMForMaskedLM(mcfg)
     model.load_state_dict(sd, strict=False)
     model.tie_weights()

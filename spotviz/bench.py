@@ -53,6 +53,7 @@ class BenchResult:
     device: str = "cpu"
     threads: int = 1
     seconds: float = 0.0
+    prune: float = 0.0
 
 
 def _run(target, prompts, cfg: DecodeConfig, proposer=None):
@@ -90,15 +91,16 @@ def _row(mode, t, drafter, budget, runs, base, note="") -> BenchRow:
 def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_prompts: int = 20,
               gen_length: int = 128, budgets=(8, 16, 32, 64), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=("spot", "training-free", "calibrated"), transfer: bool = True, other_budgets=None,
-              log=print) -> BenchResult:
+              prune: float = 0.0, log=print) -> BenchResult:
     """`budgets` apply to exact mode at the first temperature (the headline sweep); `other_budgets` (default: the
     same) to the other (mode, temperature) pairs, so a CPU run can sweep fewer budgets there. Transfer rows and
-    the coupled-noise ablation use budget 16 (or the nearest one swept)."""
+    the coupled-noise ablation use budget 16 (or the nearest one swept). `prune` > 0 adds, for the SPOT drafter at
+    every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
     t_start = time.time()
     target = load_target(model)
     prompts = load_prompts(prompts_file)[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
-                      threads=torch.get_num_threads())
+                      threads=torch.get_num_threads(), prune=prune)
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     res.stale_agreement = {f"T={t}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
                            for t in temperatures}
@@ -119,6 +121,11 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
                     c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b})
                     res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base))
                     log(_fmt(res.rows[-1]))
+                    if prune > 0 and name == "spot" and b > 2:
+                        c = DecodeConfig(**{**asdict(c), "min_path_prob": prune})
+                        res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base,
+                                             note=f"pruned below path prob {prune:g}"))
+                        log(_fmt(res.rows[-1]))
             if t > 0:  # coupled-noise ablation
                 dname = "spot-sets" if mode == "threshold" else "spot"
                 prop = load_proposer(dname, target, mode)

@@ -23,6 +23,8 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen-length", type=int, default=128)
     p.add_argument("--drafter", choices=list(DRAFTERS), default="none")
     p.add_argument("--budget", type=int, default=32, help="draft tree node budget")
+    p.add_argument("--min-path-prob", type=float, default=0.0,
+                   help="prune draft nodes less likely than this to be accepted (0: always fill the budget)")
     p.add_argument("--no-coupled-noise", action="store_true", help="ablation: drafter does not share the noise")
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -36,7 +38,7 @@ def cmd_decode(a) -> int:
 
     cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                        gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
-                       coupled_noise=not a.no_coupled_noise).validate()
+                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob).validate()
     target = load_target(a.model, device=a.device)
     trace = decode(target, a.prompt, cfg)
     if a.trace_out:
@@ -123,7 +125,7 @@ def cmd_bench(a) -> int:
 
     res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, ints(a.budgets),
                     tuple(float(x) for x in a.temperatures.split(",")), a.threshold, transfer=not a.no_transfer,
-                    other_budgets=ints(a.other_budgets) if a.other_budgets else None,
+                    other_budgets=ints(a.other_budgets) if a.other_budgets else None, prune=a.prune,
                     log=(lambda *x: print(*x, file=sys.stderr)) if a.json else print)
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
@@ -179,6 +181,8 @@ def main(argv=None) -> int:
     b.add_argument("--temperatures", default="0,1")
     b.add_argument("--threshold", type=float, default=0.9)
     b.add_argument("--no-transfer", action="store_true")
+    b.add_argument("--prune", type=float, default=0.0,
+                   help="also run SPOT with draft nodes below this path probability pruned (0: off)")
     b.add_argument("--out", default="runs/bench", help="folder for bench-<model>.json and .md")
     b.add_argument("--json", action="store_true", help="print the results as one JSON object")
 

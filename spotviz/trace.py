@@ -36,6 +36,7 @@ class RunMeta:
     prompt: str
     prompt_tokens: list[int]
     coupled_noise: bool = True
+    min_path_prob: float = 0.0
     device: str = "cpu"
     mask_id: int = -1
     spotviz_version: str = ""

@@ -32,3 +32,12 @@ def test_bench_cli_json(tiny_block_dir, tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_prompts"] == 1 and out["rows"][0]["drafter"] == "none"
+
+
+def test_bench_pruned_rows(tiny_block_dir, tmp_path):
+    res = run_bench(str(tiny_block_dir), n_prompts=1, gen_length=16, budgets=(2, 8), temperatures=(0.0,),
+                    drafters=("spot",), transfer=False, prune=0.3, log=lambda *a: None)
+    pruned = [r for r in res.rows if "pruned" in r.note]
+    # one pruned row per swept budget above 2, in both modes
+    assert [(r.mode, r.budget) for r in pruned] == [("exact", 8), ("threshold", 8)]
+    assert all(r.identical == 1.0 for r in pruned) and res.prune == 0.3

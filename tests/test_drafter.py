@@ -10,7 +10,8 @@ import torch
 from spotviz.drafter.features import N_FEATURES, RootView, coupled_candidates, position_features
 from spotviz.drafter.model import DrafterConfig, SpotDrafter, keep_logits, pointer_loss
 from spotviz.drafter.proposers import Calibrated, SpotProposer
-from spotviz.drafter.train import MAX_DEPTH, calibrate_template, collect, evaluate_drafter, fit, remaining_masks
+from spotviz.drafter.train import (CALIBRATED_PARAMETERS, MAX_DEPTH, calibrate_template, collect, evaluate_drafter,
+                                   fit, remaining_masks)
 from spotviz.samplers.common import DecodeConfig
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
@@ -177,5 +178,5 @@ def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, m
     rep2 = train.train_drafter(cfg2, calibrate_from=str(tmp_path / "dr"), log=lambda *a: None)
     assert "before_calibration" in rep2["spot"]
     a, b = SpotDrafter.load(tmp_path / "dr" / "spot"), SpotDrafter.load(tmp_path / "cal" / "spot")
-    frozen = [k for k in a.state_dict() if k not in ("alpha", "set_alpha", "set_bias", "set_temp", "keep_rel")]
+    frozen = [k for k in a.state_dict() if k not in CALIBRATED_PARAMETERS]
     assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in frozen)

@@ -396,6 +396,8 @@ def test_the_table_covers_both_sides_of_every_case():
     ({"drafter": "../../evil"}, "unknown drafter"),
     ({"prompt": 42}, "prompt must be text"),
     ({"coupled": "yes"}, "coupled noise must be true or false"),
+    ({"prune": 1.5}, "prune threshold"),
+    ({"prune": "lots"}, "prune threshold must be a number"),
     ({"gen_length": None}, "generation length must be a whole number"),
     ({"budget": 3}, "tree budget must be one of"),
     ({"temperature": True}, "temperature must be a number"),
@@ -546,7 +548,7 @@ def test_client_that_disconnects_mid_stream_does_not_stall_the_queue(app, target
     slow = targets[SLOW]
     fn_index = next(d["id"] for d in demo.get_config_file()["dependencies"] if d.get("api_name") == "run")
     session = uuid.uuid4().hex[:11]
-    data = [PROMPT, SLOW, "exact", 0.9, 0.0, 3, SLOW_GEN, "none", 8, True]
+    data = [PROMPT, SLOW, "exact", 0.9, 0.0, 3, SLOW_GEN, "none", 8, True, 0.0]
     base = url.rstrip("/") + "/gradio_api"
     r = httpx.post(base + "/queue/join", json={"data": data, "fn_index": fn_index, "session_hash": session},
                    timeout=30)

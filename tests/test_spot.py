@@ -510,6 +510,38 @@ def test_build_tree_is_best_first_and_within_budget(name, mode, tau, T, targets,
             assert sorted(diff) == sorted(view.lo + o for o in n.path)
 
 
+@pytest.mark.parametrize("name", ["training-free", "spot"])
+def test_min_path_prob_prunes_unlikely_nodes(name, targets, random_drafter):
+    view = _view(targets["block"], PROMPTS[3], "exact", 0.9, 1.0, seed=4)
+    full = build_tree(view, make_proposer(name, random_drafter), 32)
+    cut = sorted(n.path_prob for n in full[1:])[len(full) // 2]  # the median drafted node
+    pruned = build_tree(view, make_proposer(name, random_drafter), 32, min_path_prob=cut)
+    assert 1 < len(pruned) < len(full)
+    assert all(n.path_prob >= cut for n in pruned)
+    # pruning only stops the best-first growth early: the kept nodes are the full tree's first ones
+    assert [(n.parent, n.offsets, n.tokens) for n in pruned] == [(n.parent, n.offsets, n.tokens)
+                                                                for n in full[: len(pruned)]]
+    assert len(build_tree(view, make_proposer(name, random_drafter), 32, min_path_prob=0.999)) == 1
+
+
+@pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 1.0)])
+def test_pruned_trees_stay_exact(mode, tau, T, tiny_block_target, random_drafter):
+    for r in range(3):
+        c = cfg(mode, tau, T, seed=60 + r, gen=32, budget=16, min_path_prob=0.2, drafter="spot")
+        std = decode_standard(tiny_block_target, PROMPTS[r], c)
+        spot = decode_spot(tiny_block_target, PROMPTS[r], c, SpotProposer(random_drafter))
+        check_against_standard(spot, std, 16)
+        assert spot.meta.min_path_prob == 0.2
+        for p in spot.passes[1:]:
+            assert all(n.path_prob >= 0.2 for n in p.tree if n.parent >= 0)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, "x", True])
+def test_min_path_prob_validated(bad):
+    with pytest.raises(DecodeError, match="min_path_prob"):
+        cfg(min_path_prob=bad).validate()
+
+
 def test_token_branching_drafts_second_token(tiny_block_target, random_drafter):
     view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
     nodes = build_tree(view, TrainingFree(token_branching=True), 32)
@@ -600,6 +632,30 @@ def test_corrupt_drafter_files_raise_value_error(what, tmp_path, random_drafter,
     shutil.copytree(bad, root / "spot")
     with pytest.raises(DecodeError, match="cannot load drafter 'spot'"):
         load_proposer("spot", tiny_block_target, "exact", folder=root)
+
+
+def test_drafter_reads_the_temperature(random_drafter, tiny_block_target):
+    """The temperature is a feature, and the coupled token's weight moves with it (alpha + alpha_t * T)."""
+    from spotviz.drafter.features import TEMPERATURE_FEATURE, position_features
+
+    v0 = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
+    v1 = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 1.0)
+    f0, f1 = position_features(v0), position_features(v1)
+    assert torch.all(f0[:, TEMPERATURE_FEATURE] == 0) and torch.all(f1[:, TEMPERATURE_FEATURE] == 1)
+    with torch.no_grad():
+        random_drafter.alpha_t.fill_(0.5)
+        out = random_drafter(torch.stack([f0, f1]))
+        random_drafter.alpha_t.fill_(0.0)
+    assert out["alpha"].shape == (2, 1, 1)
+    assert float(out["alpha"][1] - out["alpha"][0]) == pytest.approx(0.5)
+
+
+def test_drafter_with_other_feature_count_is_refused(tmp_path, random_drafter):
+    random_drafter.save(tmp_path / "d")
+    meta = json.loads((tmp_path / "d" / "drafter.json").read_text())
+    (tmp_path / "d" / "drafter.json").write_text(json.dumps(meta | {"n_features": meta["n_features"] - 1}))
+    with pytest.raises(ValueError, match="retrain it"):
+        SpotDrafter.load(tmp_path / "d")
 
 
 def test_load_proposer_errors_and_names(tmp_path, random_drafter, tiny_block_target):

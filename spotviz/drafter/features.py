@@ -14,8 +14,9 @@ import torch
 from ..decision import DecisionRule
 from ..noise import GumbelNoise
 
-N_FEATURES = 22
+N_FEATURES = 23
 TOPK = 8
+TEMPERATURE_FEATURE = N_FEATURES - 1  # column holding the decoding temperature (clipped to [0, 2])
 
 
 @dataclass
@@ -78,6 +79,7 @@ def position_features(view: RootView) -> torch.Tensor:
         rank / w,
         (top[:, 0] >= tau).float(),
         top[:, 0] - tau,
+        torch.full((w,), min(float(view.rule.temperature), 2.0)),
     ], dim=-1)
     return f.float()
 

@@ -172,11 +172,13 @@ class SpotProposer(Proposer):
             out = self.drafter(position_features(view).unsqueeze(0))
         ctx.base = out["base"][0].float().numpy()
         ctx.pair = out["pair"][0].float().numpy()
-        ctx.alpha = float(out["alpha"].detach())
+        ctx.alpha = float(out["alpha"].reshape(-1)[0])
+        ctx.rank_bias = out["rank_bias"][0].float().numpy()
+        ctx.mix = float(out["mix"].reshape(-1)[0])
         ctx.keep_base = out["keep_base"][0].float().numpy()
         ctx.keep_rel = out["keep_rel"].float().numpy()  # [W, W], shared by the batch
         ctx.set_base = out["set_base"][0].float().numpy()
-        ctx.set_alpha = float(out["set_alpha"].detach())
+        ctx.set_alpha = float(out["set_alpha"].reshape(-1)[0])
         ctx.set_temp = max(float(out["set_temp"].detach()), 1e-3)
         ctx.log_tau = math.log(view.rule.threshold)
         return ctx
@@ -193,10 +195,13 @@ class SpotProposer(Proposer):
         dd = min(d, ctx.base.shape[0] - 1)
         pair, keep_rel = self._path_terms(ctx, node)
         if view.rule.mode == "exact":
-            s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + pair
+            c = np.where(remaining, ctx.logc[d], -np.inf)
+            ranks = np.argsort(np.argsort(-c, kind="stable"), kind="stable")
+            s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + ctx.rank_bias[ranks] + pair
             s = np.where(remaining, s, -np.inf)
             e = np.exp(s - s.max())
-            probs = e / e.sum()
+            stale = np.exp(c - c.max())  # the training-free order: proportional to the stale confidence
+            probs = ctx.mix * e / e.sum() + (1 - ctx.mix) * stale / stale.sum()
             keep = _sigmoid(ctx.keep_base + keep_rel) if self.token_branching else None
             return _exact_children(ctx, node, probs, keep, self.branch_positions)
         z = ctx.set_base[dd] + ctx.set_alpha * (ctx.logc[d] - ctx.log_tau)

@@ -46,8 +46,11 @@ class Proposer:
         raise NotImplementedError
 
 
-def build_tree(view: RootView, proposer: Proposer, budget: int) -> list[DraftNode]:
-    """Best-first tree (by path probability) of at most `budget` nodes rooted at s1."""
+def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: float = 0.0) -> list[DraftNode]:
+    """Best-first tree (by path probability) of at most `budget` nodes rooted at s1.
+
+    min_path_prob > 0 stops growing once the best candidate's path probability (its chance of being accepted)
+    falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer states."""
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     nodes = [root]
     n_masked = int(view.masked.sum())
@@ -76,6 +79,8 @@ def build_tree(view: RootView, proposer: Proposer, budget: int) -> list[DraftNod
     expand(root)
     while heap and len(nodes) < budget:
         neg, _, pid, offsets, tokens, p = heapq.heappop(heap)
+        if -neg < min_path_prob:  # the heap is ordered: every remaining candidate is less likely still
+            break
         parent = nodes[pid]
         key = (offsets, tokens)
         if key in parent.children:

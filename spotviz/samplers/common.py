@@ -31,6 +31,7 @@ class DecodeConfig:
     drafter: str = "none"
     budget: int = 32
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
+    min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)
 
     def validate(self) -> "DecodeConfig":
         def num(name, kind):
@@ -53,6 +54,9 @@ class DecodeConfig:
             raise DecodeError(f"threshold (tau) must be in (0, 1], got {tau}")
         if not 0 <= self.seed < 2**63:
             raise DecodeError(f"seed must be between 0 and 2**63-1, got {self.seed}")
+        mp = num("min_path_prob", (int, float))
+        if not (0.0 <= mp < 1.0):
+            raise DecodeError(f"min_path_prob must be in [0, 1), got {mp}")
         if not 1 <= self.budget <= 256:
             raise DecodeError(f"budget must be between 1 and 256 nodes, got {self.budget}")
         return self
@@ -158,6 +162,7 @@ class DecodeState:
                        drafter=drafter, budget=int(cfg.budget) if drafter != "none" else 0,
                        block_size=info.block_size, gen_length=cfg.gen_length, prompt=prompt,
                        prompt_tokens=self.tokens[: self.prompt_len].tolist(), coupled_noise=bool(cfg.coupled_noise),
+                       min_path_prob=float(cfg.min_path_prob) if drafter != "none" else 0.0,
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=truncated)
         gen = self.generated()

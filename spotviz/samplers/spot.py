@@ -76,7 +76,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig,
         # ---- draft
         view = RootView(lo=lo, hi=hi, state=st.tokens.clone(), logp=_root_logp(root_logits, st.mask_id),
                         masked=masked, first=first, step=st.step, rule=st.rule, noise=draft_noise)
-        nodes = build_tree(view, proposer, cfg.budget) if bool(masked.any()) else [DraftNode(0, -1, 0, (), (), 1.0, 1.0)]
+        nodes = build_tree(view, proposer, cfg.budget, cfg.min_path_prob) if bool(masked.any()) else [DraftNode(0, -1, 0, (), (), 1.0, 1.0)]
         rows = node_states(view, nodes)
         # ---- verify: one pass over every node (and the next window if some node completes this one)
         complete = (rows[:, lo:hi] != st.mask_id).all(1)

@@ -91,8 +91,8 @@ def _number(name: str, v, whole: bool = False):
         raise DecodeError(f"{name} is out of range (a {len(str(v))}-digit number)") from None
 
 
-def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, *,
-                     models: list[str], budgets: list[int], gen_max: int) -> dict:
+def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
+                     *, models: list[str], budgets: list[int], gen_max: int) -> dict:
     """Check the raw values of the run endpoint (the event runs with preprocess=False, so API callers get these
     messages in the status instead of Gradio's component errors) and return the DecodeConfig fields.
 
@@ -126,8 +126,11 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
         coupled = True
     if not isinstance(coupled, bool):
         raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
+    prune = 0.0 if prune is None else _number("prune threshold", prune)
+    if not 0.0 <= prune < 1.0:
+        raise DecodeError(f"prune threshold (path probability) must be in [0, 1), got {prune:g}")
     return {"mode": mode, "threshold": tau, "temperature": temperature, "seed": seed, "gen_length": gen_length,
-            "drafter": drafter, "budget": budget, "coupled_noise": coupled}
+            "drafter": drafter, "budget": budget, "coupled_noise": coupled, "min_path_prob": prune}
 
 
 def compact_session(demo: gr.Blocks, request: gr.Request | None) -> int:
@@ -289,13 +292,13 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         return [_status_html(status_parts), canvas_main if canvas_main else empty_canvas(main_note), canvas_base, table,
                 order, tree, speed, paths, state]
 
-    def run(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled,
+    def run(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
             request: gr.Request = None):
         skip = gr.skip()
         compact_session(demo, request)
         try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
             cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
-                                   coupled, models=models, budgets=budgets, gen_max=gen_limit)
+                                   coupled, prune, models=models, budgets=budgets, gen_max=gen_limit)
         except DecodeError as e:
             yield [_status(f"Cannot run: {e}", "err")] + [skip] * 8
             return
@@ -471,6 +474,10 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                 with gr.Accordion("Advanced", open=False):
                     coupled = gr.Checkbox(value=True, label="Coupled noise (the drafter shares the target's "
                                                            "Gumbel noise; off = ablation at T > 0)")
+                    prune = gr.Slider(0.0, 0.9, value=0.0, step=0.05, elem_id="sv-prune",
+                                      label="Prune draft nodes below this path probability",
+                                      info="0 fills the budget every pass; higher values verify fewer, likelier "
+                                           "states (cheaper passes on a CPU)")
                 with gr.Row():
                     run_btn = gr.Button("Run", variant="primary", elem_id="sv-run")
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="sv-stop")
@@ -519,7 +526,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
 
         outputs = [status, canvas_main, canvas_base, counters, order_player, tree_player, speed_player, files_out,
                    state]
-        inputs = [prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled]
+        inputs = [prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune]
         run_ev = run_btn.click(run, inputs, outputs, api_name="run", show_progress="hidden",
                                concurrency_id="decode", preprocess=False)
         stop_btn.click(stop, None, [status], cancels=[run_ev], api_name="stop", queue=False)

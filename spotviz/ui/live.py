@@ -19,6 +19,8 @@ def run_title(meta: RunMeta, role: str) -> str:
         what = f"standard decoder ({meta.mode}{', tau ' + format(meta.threshold, 'g') if meta.mode == 'threshold' else ''})"
     else:
         what = f"drafter {meta.drafter} · budget {meta.budget} · {meta.mode}"
+        if meta.min_path_prob > 0:
+            what += f" · pruned below path prob {meta.min_path_prob:g}"
     return (f"<b>{esc(role)}</b> — {esc(what)} · T={meta.temperature:g} · seed {meta.seed} · "
             f"{esc(meta.model)}" + (" · <i>prompt truncated to the context</i>" if meta.prompt_truncated else ""))
 

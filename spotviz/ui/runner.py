@@ -106,6 +106,7 @@ def _meta_dict(target, prompt: str, prompt_ids: list[int], truncated: bool, cfg)
                    drafter=cfg.drafter, budget=int(cfg.budget) if cfg.drafter != "none" else 0,
                    block_size=info.block_size, gen_length=cfg.gen_length, prompt=prompt,
                    prompt_tokens=list(prompt_ids), coupled_noise=bool(cfg.coupled_noise),
+                   min_path_prob=float(cfg.min_path_prob) if cfg.drafter != "none" else 0.0,
                    device=str(target.device), mask_id=int(info.mask_id), spotviz_version=__version__,
                    prompt_truncated=truncated)
     return asdict(meta)

@@ -180,3 +180,19 @@ def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, m
     a, b = SpotDrafter.load(tmp_path / "dr" / "spot"), SpotDrafter.load(tmp_path / "cal" / "spot")
     frozen = [k for k in a.state_dict() if k not in CALIBRATED_PARAMETERS]
     assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in frozen)
+
+
+def test_tune_mix_picks_a_weight_per_temperature(tiny_block_target):
+    """tune_mix sets sigmoid(mix0 + mix1 * T) to the weight it chose for each temperature in the data."""
+    from spotviz.drafter.features import TEMPERATURE_FEATURE
+    from spotviz.drafter.train import tune_mix
+
+    parts = [collect(tiny_block_target, ["ROMEO.\nO", "JULIET.\nWhat"], "exact", t, 0.9, 24, seed=2,
+                     log=lambda *a: None) for t in (0.0, 1.0)]
+    data = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+    assert set(data["feats"][:, 0, TEMPERATURE_FEATURE].tolist()) == {0.0, 1.0}
+    model = SpotDrafter(DrafterConfig())
+    chosen = tune_mix(model, data, log=lambda *a: None)
+    assert set(chosen) == {0.0, 1.0} and all(0 < w < 1 for w in chosen.values())
+    for t, w in chosen.items():
+        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, abs=1e-5)

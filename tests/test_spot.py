@@ -650,6 +650,36 @@ def test_drafter_reads_the_temperature(random_drafter, tiny_block_target):
     assert float(out["alpha"][1] - out["alpha"][0]) == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_drafter_mixture_weight_spans_stale_order_to_learned(T, tiny_block_target, random_drafter):
+    """mix -> -inf: the pointer is the training-free order (proportional to the stale confidence);
+    mix -> +inf: the learned scores alone."""
+    import numpy as np
+
+    view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, T, seed=3)
+    remaining = view.masked.numpy().copy()
+    tf = TrainingFree()
+    ctx_tf = tf.prepare(view, 4)
+    conf = ctx_tf.conf[0] * remaining
+    try:
+        for m, expect_stale in ((-40.0, True), (40.0, False)):
+            with torch.no_grad():
+                random_drafter.mix.fill_(0.0)
+                random_drafter.mix[0] = m
+            prop = SpotProposer(random_drafter, token_branching=False)
+            ctx = prop.prepare(view, 4)
+            kids = prop.children(ctx, view, build_tree(view, tf, 1)[0], remaining)
+            probs = {o[0]: p for o, _, p in kids}
+            if expect_stale:
+                for j, p in probs.items():
+                    assert p == pytest.approx(conf[j] / conf.sum(), rel=1e-4)
+            else:
+                assert ctx.mix == pytest.approx(1.0)
+    finally:
+        with torch.no_grad():
+            random_drafter.mix.fill_(0.0)
+
+
 def test_drafter_with_other_feature_count_is_refused(tmp_path, random_drafter):
     random_drafter.save(tmp_path / "d")
     meta = json.loads((tmp_path / "d" / "drafter.json").read_text())

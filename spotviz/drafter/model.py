@@ -16,6 +16,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -42,8 +43,9 @@ class DrafterConfig:
 class DrafterOutput(dict):
     """base [B, D, W] pointer scores, pair [B, W, W] (row j: effect of a path commit at i), alpha [B, 1, 1]
     (coupled-token weight at the state's temperature), rank_bias [B, max_width] (score by stale rank), mix [B, 1, 1]
-    (weight of the learned pointer against the stale-confidence distribution), keep_base [B, W], keep_rel [W, W], set_base [B, D, W],
-    set_alpha [B, 1, 1], set_temp."""
+    (weight of the learned pointer against the stale-confidence distribution), runner_up [B, 1, 1] (probability
+    that a stale token's replacement is the coupled runner-up), keep_base [B, W], keep_rel [W, W], set_base [B, D, W],
+    set_alpha [B, 1, 1], set_temp, set_mix [B, 1, 1] (weight of the learned set head against the stale rule)."""
 
 
 class SpotDrafter(nn.Module):
@@ -70,6 +72,8 @@ class SpotDrafter(nn.Module):
         self.rank_bias = nn.Parameter(torch.zeros(2, cfg.max_width))
         # pointer = lam * softmax(learned scores) + (1 - lam) * stale confidences; lam = sigmoid(mix0 + mix1 * T)
         self.mix = nn.Parameter(torch.zeros(2))
+        # P(the target's new token is the coupled runner-up | the stale token went stale) = sigmoid(ru0 + ru1 * T)
+        self.runner_up = nn.Parameter(torch.zeros(2))
         self.keep = nn.Linear(d, 1)
         self.keep_rel = nn.Parameter(torch.zeros(n_rel))
         self.sq = nn.Linear(d, d, bias=False)
@@ -78,6 +82,7 @@ class SpotDrafter(nn.Module):
         self.set_alpha = nn.Parameter(torch.tensor(1.0))
         self.set_alpha_t = nn.Parameter(torch.tensor(0.0))
         self.set_temp = nn.Parameter(torch.tensor(1.0))  # refit by light calibration for a new target
+        self.set_mix = nn.Parameter(torch.zeros(2))  # learned inclusion vs the stale rule, as `mix` for the pointer
 
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -124,9 +129,11 @@ class SpotDrafter(nn.Module):
         temp = feats[:, 0, TEMPERATURE_FEATURE].view(b, 1, 1)  # per-state decoding temperature
         return DrafterOutput(base=base, pair=pair, alpha=self.alpha + self.alpha_t * temp,
                              rank_bias=self.rank_bias[0] + self.rank_bias[1] * temp.view(b, 1),
-                             mix=torch.sigmoid(self.mix[0] + self.mix[1] * temp), keep_base=keep_base,
+                             mix=torch.sigmoid(self.mix[0] + self.mix[1] * temp),
+                             runner_up=torch.sigmoid(self.runner_up[0] + self.runner_up[1] * temp), keep_base=keep_base,
                              keep_rel=self.keep_rel[ri], set_base=set_base,
-                             set_alpha=self.set_alpha + self.set_alpha_t * temp, set_temp=self.set_temp)
+                             set_alpha=self.set_alpha + self.set_alpha_t * temp, set_temp=self.set_temp,
+                             set_mix=torch.sigmoid(self.set_mix[0] + self.set_mix[1] * temp))
 
     # --------------------------------------------------------------------------------------- files
     def save(self, folder: str | Path, extra: dict | None = None, dtype: torch.dtype = torch.bfloat16) -> None:
@@ -236,3 +243,19 @@ def keep_logits(out: DrafterOutput, order: torch.Tensor) -> torch.Tensor:
     rel = torch.einsum("bji,bdi->bdj", out["keep_rel"].expand(b, -1, -1), prior)  # [B, D, W(j)]
     logits = out["keep_base"].unsqueeze(1) + rel
     return logits.gather(-1, order.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+
+
+def stale_inclusion(conf, tau: float):
+    """The training-free SPOT-Sets rule as a probability: sigmoid(8 (c - tau)) of the stale confidence c
+    (works on torch tensors and numpy arrays)."""
+    x = 8.0 * (conf - tau)
+    return torch.sigmoid(x) if torch.is_tensor(x) else 1.0 / (1.0 + np.exp(-np.clip(x, -60.0, 60.0)))
+
+
+def set_inclusion(out: DrafterOutput, logc: torch.Tensor, tau: float) -> torch.Tensor:
+    """Probability [B, D, W] that each position is in the commit set at depth d: the set head mixed with the
+    stale rule (weight out["set_mix"]). logc [B, D, W]: root log-prob of the coupled token per depth."""
+    d = logc.shape[1]
+    z = (out["set_base"][:, :d] + out["set_alpha"] * (logc - math.log(tau))) / out["set_temp"].clamp_min(1e-3)
+    lam = out["set_mix"]
+    return lam * torch.sigmoid(z) + (1 - lam) * stale_inclusion(logc.exp(), tau)

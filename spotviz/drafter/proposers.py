@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .features import RootView, coupled_candidates, position_features
-from .model import SpotDrafter
+from .model import SpotDrafter, stale_inclusion
 from .tree import DraftNode, Proposer
 
 
@@ -38,8 +38,10 @@ class _Context:
         return min(node.depth, self.max_depth - 1)
 
 
-def _exact_children(ctx: _Context, node: DraftNode, probs: np.ndarray, keep: np.ndarray | None, k: int):
-    """Top-k positions by `probs`; each with the coupled token (prob*keep) and, if keep < 1, the runner-up token."""
+def _exact_children(ctx: _Context, node: DraftNode, probs: np.ndarray, keep: np.ndarray | None, k: int,
+                    runner_up: float = 1.0):
+    """Top-k positions by `probs`; each with the coupled token (prob*keep) and, if keep < 1, the runner-up token
+    (prob*(1-keep)*runner_up: runner_up = P(the replacement of a stale token is the runner-up))."""
     d = ctx.d(node)
     nz = int((probs > 0).sum())
     top = np.argsort(-probs, kind="stable")[: min(k, nz)]
@@ -49,7 +51,7 @@ def _exact_children(ctx: _Context, node: DraftNode, probs: np.ndarray, keep: np.
         kp = 1.0 if keep is None else float(keep[j])
         out.append(((j,), (int(ctx.tok1[d, j]),), p * kp))
         if keep is not None and kp < 0.999:
-            out.append(((j,), (int(ctx.tok2[d, j]),), p * (1 - kp)))
+            out.append(((j,), (int(ctx.tok2[d, j]),), p * (1 - kp) * runner_up))
     return out
 
 
@@ -111,7 +113,7 @@ class TrainingFree(Proposer):
             if self.token_branching:
                 keep = c / np.maximum(c + ctx.conf2[d] * remaining, 1e-9)
             return _exact_children(ctx, node, c / c.sum(), keep, self.branch_positions)
-        return _set_children(ctx, node, _sigmoid(8 * (c - view.rule.threshold)), remaining)
+        return _set_children(ctx, node, stale_inclusion(c, view.rule.threshold), remaining)
 
 
 class Calibrated(Proposer):
@@ -175,11 +177,13 @@ class SpotProposer(Proposer):
         ctx.alpha = float(out["alpha"].reshape(-1)[0])
         ctx.rank_bias = out["rank_bias"][0].float().numpy()
         ctx.mix = float(out["mix"].reshape(-1)[0])
+        ctx.runner_up = float(out["runner_up"].reshape(-1)[0])
         ctx.keep_base = out["keep_base"][0].float().numpy()
         ctx.keep_rel = out["keep_rel"].float().numpy()  # [W, W], shared by the batch
         ctx.set_base = out["set_base"][0].float().numpy()
         ctx.set_alpha = float(out["set_alpha"].reshape(-1)[0])
         ctx.set_temp = max(float(out["set_temp"].detach()), 1e-3)
+        ctx.set_mix = float(out["set_mix"].reshape(-1)[0])
         ctx.log_tau = math.log(view.rule.threshold)
         return ctx
 
@@ -203,6 +207,8 @@ class SpotProposer(Proposer):
             stale = np.exp(c - c.max())  # the training-free order: proportional to the stale confidence
             probs = ctx.mix * e / e.sum() + (1 - ctx.mix) * stale / stale.sum()
             keep = _sigmoid(ctx.keep_base + keep_rel) if self.token_branching else None
-            return _exact_children(ctx, node, probs, keep, self.branch_positions)
+            return _exact_children(ctx, node, probs, keep, self.branch_positions, ctx.runner_up)
         z = ctx.set_base[dd] + ctx.set_alpha * (ctx.logc[d] - ctx.log_tau)
-        return _set_children(ctx, node, _sigmoid(z / ctx.set_temp), remaining)
+        q = ctx.set_mix * _sigmoid(z / ctx.set_temp) + (1 - ctx.set_mix) * stale_inclusion(ctx.conf[d],
+                                                                                         view.rule.threshold)
+        return _set_children(ctx, node, q, remaining)

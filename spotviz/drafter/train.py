@@ -25,12 +25,14 @@ import torch.nn.functional as F
 
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
-from .features import N_FEATURES, RootView, coupled_candidates, position_features
-from .model import DrafterConfig, SpotDrafter, keep_logits, pointer_loss, teacher_forced_pointer
+from .features import TEMPERATURE_FEATURE, RootView, coupled_candidates, position_features
+from .model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
+                    teacher_forced_pointer, teacher_forced_scores)
 
 MAX_DEPTH = 16
 # the scalar heads that light calibration refits for a new target (everything else stays frozen)
-CALIBRATED_PARAMETERS = ("alpha", "alpha_t", "rank_bias", "mix", "set_alpha", "set_alpha_t", "set_bias", "set_temp", "keep_rel")
+CALIBRATED_PARAMETERS = ("alpha", "alpha_t", "rank_bias", "mix", "runner_up", "set_alpha", "set_alpha_t", "set_bias", "set_temp",
+                         "set_mix", "keep_rel")
 
 
 @dataclass
@@ -53,7 +55,7 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
             seed: int = 0, log=print) -> dict:
     """Per-pass drafter inputs and labels from standard-decoder trajectories (tensors stacked over passes)."""
     W = target.info.block_size
-    feats, logcs, valid, orders, keeps, sets, depth_valid = [], [], [], [], [], [], []
+    feats, logcs, valid, orders, keeps, seconds, sets, depth_valid = [], [], [], [], [], [], [], []
     t0 = time.time()
     for i, prompt in enumerate(prompts):
         cfg = DecodeConfig(mode=mode, temperature=temperature, threshold=threshold, seed=seed + i,
@@ -73,13 +75,14 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
                             masked=state[lo:hi] == target.info.mask_id,
                             first=[c.position - lo for c in pr.record.commits], step=pr.extra["step"] + 1,
                             rule=cfg.rule, noise=noise)
-            tok1, _, logc = coupled_candidates(view, MAX_DEPTH)
-            records.append((view, position_features(view), tok1, logc, pr.record))
+            tok1, tok2, logc = coupled_candidates(view, MAX_DEPTH)
+            records.append((view, position_features(view), tok1, tok2, logc, pr.record))
         # labels: the decisions of the following passes in the same window
-        for k, (view, f, tok1, logc, _) in enumerate(records):
+        for k, (view, f, tok1, tok2, logc, _) in enumerate(records):
             w = view.width
             order = torch.full((MAX_DEPTH,), -1, dtype=torch.long)
             keep = torch.zeros(MAX_DEPTH)
+            second = torch.zeros(MAX_DEPTH)  # the target's token is the coupled runner-up
             cset = torch.zeros(MAX_DEPTH, W)
             dv = torch.zeros(MAX_DEPTH)
             for d in range(MAX_DEPTH):
@@ -88,11 +91,12 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
                 nxt = records[k + 1 + d]
                 if nxt[0].lo != view.lo:
                     break
-                commits = nxt[4].commits
+                commits = nxt[5].commits
                 offs = [c.position - view.lo for c in commits]
                 if mode == "exact":
                     order[d] = offs[0]
                     keep[d] = float(int(tok1[d, offs[0]]) == commits[0].token)
+                    second[d] = float(int(tok2[d, offs[0]]) == commits[0].token)
                 cset[d, offs] = 1.0
                 dv[d] = 1.0
             if dv.sum() == 0:
@@ -103,12 +107,14 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
             valid.append(F.pad(view.masked, (0, pad)))
             orders.append(order)
             keeps.append(keep)
+            seconds.append(second)
             sets.append(cset)
             depth_valid.append(dv)
         if (i + 1) % 20 == 0:
             log(f"  collected {i + 1}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s")
     return {"feats": torch.stack(feats), "logc": torch.stack(logcs), "masked": torch.stack(valid),
-            "order": torch.stack(orders), "keep": torch.stack(keeps), "sets": torch.stack(sets),
+            "order": torch.stack(orders), "keep": torch.stack(keeps), "second": torch.stack(seconds),
+            "sets": torch.stack(sets),
             "depth_valid": torch.stack(depth_valid)}
 
 
@@ -126,17 +132,18 @@ def remaining_masks(data: dict) -> torch.Tensor:
 def _losses(model: SpotDrafter, b: dict, mode: str) -> dict:
     out = model(b["feats"], None)
     rem = remaining_masks(b)
-    D = b["order"].shape[1]
     if mode == "exact":
         lp = pointer_loss(out, b["logc"], b["order"], rem, b["depth_valid"])
         kl = keep_logits(out, b["order"])
         lk = (F.binary_cross_entropy_with_logits(kl, b["keep"], reduction="none") * b["depth_valid"]).sum() \
             / b["depth_valid"].sum().clamp_min(1)
-        return {"loss": lp + 0.5 * lk, "pointer": lp, "keep": lk}
-    z = out["set_base"][:, :D] + out["set_alpha"] * (b["logc"] - math.log(b["tau"]))
-    z = z / out["set_temp"].clamp_min(1e-3)
+        flip = b["depth_valid"] * (1 - b["keep"])  # the stale token went stale: was the runner-up the new one?
+        ru = out["runner_up"].view(-1, 1).expand_as(flip).clamp(1e-6, 1 - 1e-6)
+        lr_ = (F.binary_cross_entropy(ru, b["second"], reduction="none") * flip).sum() / flip.sum().clamp_min(1)
+        return {"loss": lp + 0.5 * lk + 0.1 * lr_, "pointer": lp, "keep": lk, "runner_up": lr_}
+    q = set_inclusion(out, b["logc"], b["tau"]).clamp(1e-6, 1 - 1e-6)
     m = rem & (b["depth_valid"] > 0).unsqueeze(-1)
-    ls = (F.binary_cross_entropy_with_logits(z, b["sets"], reduction="none") * m).sum() / m.sum().clamp_min(1)
+    ls = (F.binary_cross_entropy(q, b["sets"], reduction="none") * m).sum() / m.sum().clamp_min(1)
     return {"loss": ls, "set": ls}
 
 
@@ -161,10 +168,8 @@ def evaluate_drafter(model: SpotDrafter, data: dict, mode: str) -> dict:
         res["keep_acc"] = float(((kl > 0).float() == data["keep"])[v].float().mean())
         res["keep_rate"] = float(data["keep"][v].mean())
     else:
-        D = data["sets"].shape[1]
-        z = (out["set_base"][:, :D] + out["set_alpha"] * (data["logc"] - math.log(data["tau"]))) / out["set_temp"]
-        zr = z.masked_fill(~rem, -1e9)
-        pred = (zr > 0) | (F.one_hot(zr.argmax(-1), zr.shape[-1]).bool() & rem)  # never empty, as in the tree
+        qr = set_inclusion(out, data["logc"], data["tau"]).masked_fill(~rem, -1.0)
+        pred = (qr > 0.5) | (F.one_hot(qr.argmax(-1), qr.shape[-1]).bool() & rem)  # never empty, as in the tree
         for d in (1, 2):
             v = data["depth_valid"][:, d - 1] > 0
             res[f"set_acc@{d}"] = float((pred[v, d - 1] == (data["sets"][v, d - 1] > 0)).all(-1).float().mean())
@@ -207,6 +212,53 @@ def fit(model: SpotDrafter, train: dict, val: dict, mode: str, epochs: int, lr: 
             log(f"  epoch {ep + 1}/{epochs}: train loss {loss.item():.3f}  val {evaluate_drafter(model, val, mode)}")
     bar.close()
     return evaluate_drafter(model, val, mode)
+
+
+@torch.no_grad()
+def tune_mix(model: SpotDrafter, val: dict, depths: int = 4, log=print) -> dict:
+    """Choose the pointer's mixture weight (learned scores vs the stale order) per temperature for the tree.
+
+    Likelihood training sets `mix` to fit every depth's distribution; a draft tree instead needs the true position
+    ranked first, or at least among the few positions it branches on. So on validation data, for each
+    temperature present, pick the weight that maximises (top-1 + top-4 accuracy) / 2 over the first `depths`
+    depths, and set mix so that sigmoid(mix0 + mix1 * T) hits it. Returns {temperature: weight}."""
+    model.eval()
+    out = model(val["feats"], None)
+    rem = remaining_masks(val)
+    order = val["order"]
+    learned = torch.softmax(teacher_forced_scores(out, val["logc"], order, rem), -1)
+    stale = torch.softmax(val["logc"].masked_fill(~rem, -1e9), -1)
+    temps = val["feats"][:, 0, TEMPERATURE_FEATURE]
+    grid = [i / 20 for i in range(1, 20)]
+    chosen = {}
+    for t in sorted(set(temps.tolist())):
+        rows = temps == t
+        best = (-1.0, 0.5)
+        for lam in grid:
+            p = lam * learned[rows] + (1 - lam) * stale[rows]
+            score, n = 0.0, 0
+            for d in range(min(depths, order.shape[1])):
+                v = val["depth_valid"][rows, d] > 0
+                if not bool(v.any()):
+                    continue
+                top = p[v, d].topk(min(4, p.shape[-1]), -1).indices
+                o = order[rows][v, d].unsqueeze(1)
+                score += 0.5 * float((top[:, :1] == o).float().mean() + (top == o).any(1).float().mean())
+                n += 1
+            if n and score / n > best[0]:
+                best = (score / n, lam)
+        chosen[float(t)] = best[1]
+    def logit(q):
+        return math.log(q / (1 - q))
+
+    ts = sorted(chosen)
+    if ts:  # a line through (first T, its logit) and (last T, its logit)
+        slope = 0.0 if len(ts) == 1 else (logit(chosen[ts[-1]]) - logit(chosen[ts[0]])) / (ts[-1] - ts[0])
+        model.mix.data[1] = slope
+        model.mix.data[0] = logit(chosen[ts[0]]) - slope * ts[0]
+    log(f"  pointer mixture weight per temperature (learned vs stale order): {chosen}")
+    model.train()
+    return chosen
 
 
 def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> dict:
@@ -281,12 +333,18 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
                 p.requires_grad_(any(p is q for q in params))
             res = fit(model, train, val, mode, epochs=max(2, cfg.epochs // 3), lr=cfg.lr * 5,
                       batch_size=cfg.batch_size, params=params, log=log)
+            if mode == "exact":  # then pick the tree's mixture weight per temperature
+                mix = tune_mix(model, val, log=log)
+                res = evaluate_drafter(model, val, mode) | {"mix": mix}
             report[sub] = {"before_calibration": before, "after_calibration": res}
         else:
             model = SpotDrafter(DrafterConfig(target=cfg.model, vocab_size=target.info.vocab_size,
                                               block_size=target.info.block_size, max_depth=MAX_DEPTH))
             log(f"drafter {sub}: {model.n_params():,} parameters")
             res = fit(model, train, val, mode, cfg.epochs, cfg.lr, cfg.batch_size, log=log)
+            if mode == "exact":  # then pick the tree's mixture weight per temperature
+                mix = tune_mix(model, val, log=log)
+                res = evaluate_drafter(model, val, mode) | {"mix": mix}
             report[sub] = res
         model.save(out / sub, extra={"validation": res, "calibrated_from": calibrate_from or ""})
         log(f"{sub}: validation {res}")

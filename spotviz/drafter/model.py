@@ -2,11 +2,14 @@
 
 per-position features -> linear encoder -> small bidirectional transformer over the window ->
   * pointer head: score of "position j is committed at depth d" (a depth query against each position), plus a
-    pairwise term for every decision already on the path (how a drafted commit at i moves j), plus a term in the
-    root log-probability of the token the coupled noise picks for j at that depth;
+    pairwise term for every decision already on the path (how a drafted commit at i moves j), plus terms in the
+    root log-probability of the token the coupled noise picks for j at that depth and in its rank; the pointer
+    distribution is mixed with the stale-confidence order (the training-free one) by a weight per temperature;
   * keep head: probability that the drafted (stale) token at j is still the target's token, given the path's
-    drafted commits (tokens go stale next to fresh commits);
-  * set head (SPOT-Sets): probability that j is in the commit set at depth d.
+    drafted commits (tokens go stale next to fresh commits); runner-up head: probability that the new token is
+    the coupled runner-up;
+  * set head (SPOT-Sets): probability that j is in the commit set at depth d, mixed likewise with the stale rule.
+The decoding temperature is a feature, and the scalar weights move with it.
 One forward per target pass gives everything the tree builder needs; paths are scored with cheap sums.
 """
 from __future__ import annotations

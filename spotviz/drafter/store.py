@@ -19,7 +19,6 @@ def drafter_folder(target_name: str) -> Path:
 
 def load_proposer(name: str, target, mode: str, folder: str | Path | None = None):
     from ..samplers.common import DecodeError
-    from .model import SpotDrafter
 
     if name == "training-free":
         return TrainingFree()

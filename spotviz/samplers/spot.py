@@ -23,7 +23,7 @@ from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
 from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
 from ..trace import Commit, TreeNode
-from .common import DecodeConfig, DecodeError, DecodeState, Progress, encode_prompt
+from .common import DecodeConfig, DecodeState, Progress, encode_prompt
 
 
 def make_proposer(name: str, target: DiffusionTarget, cfg: DecodeConfig) -> Proposer:

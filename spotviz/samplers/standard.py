@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-import torch
 
 from ..decision import candidates, select
 from ..targets.base import DiffusionTarget

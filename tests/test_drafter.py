@@ -55,6 +55,10 @@ def test_collect_shapes_and_labels(key, data, tiny_block_target):
     assert d["keep"].shape == (n, D) and d["sets"].shape == (n, D, W) and d["depth_valid"].shape == (n, D)
     dv = d["depth_valid"]
     assert set(dv.unique().tolist()) <= {0.0, 1.0}
+    # runner-up label: only where the stale (coupled best) token went stale, only at labelled depths
+    assert d["second"].shape == (n, D)
+    assert (d["second"] * d["keep"] == 0).all() and (d["second"] <= dv).all()
+    assert (d["feats"][:, 0, -1] == T).all()  # the temperature feature (position 0 is never padding)
     assert (dv[:, 0] == 1).all()  # every kept row has at least one label
     assert (dv[:, 1:] <= dv[:, :-1]).all()  # prefix-shaped: valid depths come first
     # labels are the standard decoder's future decisions in the same window

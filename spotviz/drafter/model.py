@@ -248,17 +248,22 @@ def keep_logits(out: DrafterOutput, order: torch.Tensor) -> torch.Tensor:
     return logits.gather(-1, order.clamp_min(0).unsqueeze(-1)).squeeze(-1)
 
 
+def np_sigmoid(x):
+    """Logistic function on numpy arrays (the tree builder's per-node arithmetic runs in numpy)."""
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -60.0, 60.0)))
+
+
 def stale_inclusion(conf, tau: float):
     """The training-free SPOT-Sets rule as a probability: sigmoid(8 (c - tau)) of the stale confidence c
     (works on torch tensors and numpy arrays)."""
     x = 8.0 * (conf - tau)
-    return torch.sigmoid(x) if torch.is_tensor(x) else 1.0 / (1.0 + np.exp(-np.clip(x, -60.0, 60.0)))
+    return torch.sigmoid(x) if torch.is_tensor(x) else np_sigmoid(x)
 
 
 def set_inclusion(out: DrafterOutput, logc: torch.Tensor, tau: float) -> torch.Tensor:
     """Probability [B, D, W] that each position is in the commit set at depth d: the set head mixed with the
     stale rule (weight out["set_mix"]). logc [B, D, W]: root log-prob of the coupled token per depth."""
-    d = logc.shape[1]
-    z = (out["set_base"][:, :d] + out["set_alpha"] * (logc - math.log(tau))) / out["set_temp"].clamp_min(1e-3)
+    rows = torch.arange(logc.shape[1], device=logc.device).clamp(max=out["set_base"].shape[1] - 1)  # deeper: last
+    z = (out["set_base"][:, rows] + out["set_alpha"] * (logc - math.log(tau))) / out["set_temp"].clamp_min(1e-3)
     lam = out["set_mix"]
     return lam * torch.sigmoid(z) + (1 - lam) * stale_inclusion(logc.exp(), tau)

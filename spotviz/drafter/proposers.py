@@ -14,12 +14,8 @@ import numpy as np
 import torch
 
 from .features import RootView, coupled_candidates, position_features
-from .model import SpotDrafter, stale_inclusion
+from .model import SpotDrafter, np_sigmoid, set_inclusion, stale_inclusion
 from .tree import DraftNode, Proposer
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-np.clip(x, -60.0, 60.0)))
 
 
 class _Context:
@@ -153,7 +149,7 @@ class Calibrated(Proposer):
             probs[order] = row[: len(order)]
             return _exact_children(ctx, node, probs, None, self.branch_positions)
         a, b = self.set_params[min(d, len(self.set_params) - 1)]
-        return _set_children(ctx, node, _sigmoid(a * (ctx.logc[d] - math.log(view.rule.threshold)) + b), remaining)
+        return _set_children(ctx, node, np_sigmoid(a * (ctx.logc[d] - math.log(view.rule.threshold)) + b), remaining)
 
 
 class SpotProposer(Proposer):
@@ -180,11 +176,10 @@ class SpotProposer(Proposer):
         ctx.runner_up = float(out["runner_up"].reshape(-1)[0])
         ctx.keep_base = out["keep_base"][0].float().numpy()
         ctx.keep_rel = out["keep_rel"].float().numpy()  # [W, W], shared by the batch
-        ctx.set_base = out["set_base"][0].float().numpy()
-        ctx.set_alpha = float(out["set_alpha"].reshape(-1)[0])
-        ctx.set_temp = max(float(out["set_temp"].detach()), 1e-3)
-        ctx.set_mix = float(out["set_mix"].reshape(-1)[0])
-        ctx.log_tau = math.log(view.rule.threshold)
+        if view.rule.mode == "threshold":  # set inclusion does not depend on the path: every depth at once
+            with torch.no_grad():
+                q = set_inclusion(out, torch.from_numpy(ctx.logc).unsqueeze(0), view.rule.threshold)
+            ctx.set_q = q[0].double().numpy()
         return ctx
 
     @staticmethod
@@ -196,9 +191,9 @@ class SpotProposer(Proposer):
 
     def children(self, ctx, view, node, remaining):
         d = ctx.d(node)
-        dd = min(d, ctx.base.shape[0] - 1)
-        pair, keep_rel = self._path_terms(ctx, node)
         if view.rule.mode == "exact":
+            dd = min(d, ctx.base.shape[0] - 1)
+            pair, keep_rel = self._path_terms(ctx, node)
             c = np.where(remaining, ctx.logc[d], -np.inf)
             ranks = np.argsort(np.argsort(-c, kind="stable"), kind="stable")
             s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + ctx.rank_bias[ranks] + pair
@@ -206,9 +201,6 @@ class SpotProposer(Proposer):
             e = np.exp(s - s.max())
             stale = np.exp(c - c.max())  # the training-free order: proportional to the stale confidence
             probs = ctx.mix * e / e.sum() + (1 - ctx.mix) * stale / stale.sum()
-            keep = _sigmoid(ctx.keep_base + keep_rel) if self.token_branching else None
+            keep = np_sigmoid(ctx.keep_base + keep_rel) if self.token_branching else None
             return _exact_children(ctx, node, probs, keep, self.branch_positions, ctx.runner_up)
-        z = ctx.set_base[dd] + ctx.set_alpha * (ctx.logc[d] - ctx.log_tau)
-        q = ctx.set_mix * _sigmoid(z / ctx.set_temp) + (1 - ctx.set_mix) * stale_inclusion(ctx.conf[d],
-                                                                                         view.rule.threshold)
-        return _set_children(ctx, node, q, remaining)
+        return _set_children(ctx, node, ctx.set_q[d], remaining)

@@ -81,7 +81,7 @@ def cmd_trace(a) -> int:
 
 
 def cmd_train_target(a) -> int:
-    from .train_target import TrainTargetConfig, train_target
+    from .embedded.training import TrainTargetConfig, train_target
 
     cfg = TrainTargetConfig(out=a.out, attention=a.attention, hidden_size=a.hidden_size,
                             num_hidden_layers=a.layers, num_attention_heads=a.heads,
@@ -93,7 +93,7 @@ def cmd_train_target(a) -> int:
     res = train_target(cfg)
     if not a.skip_eval:
         from .registry import load_embedded
-        from .stats import stale_agreement
+        from .eval.stats import stale_agreement
 
         target = load_embedded(f"{a.out}/final")
         st = stale_agreement(target, n_prompts=a.eval_prompts, gen_length=64)
@@ -105,7 +105,7 @@ def cmd_train_target(a) -> int:
 
 def cmd_train_drafter(a) -> int:
     from .drafter.train import DrafterTrainConfig, train_drafter
-    from .registry import ASSETS
+    from .paths import ASSETS
 
     out = a.out or str(ASSETS / "drafters" / a.model)
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.prompts, gen_length=a.gen_length,
@@ -118,7 +118,7 @@ def cmd_train_drafter(a) -> int:
 def cmd_bench(a) -> int:
     from dataclasses import asdict
 
-    from .bench import run_bench, save, to_markdown
+    from .eval.bench import run_bench, save, to_markdown
 
     def ints(s):
         return tuple(int(x) for x in s.split(",") if x.strip())

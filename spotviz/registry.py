@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+from .paths import ASSETS  # noqa: E402,F401  (re-exported)
 EMBEDDED = {
     "shakespeare-bd": ASSETS / "models" / "shakespeare-bd",
     "shakespeare-mdlm": ASSETS / "models" / "shakespeare-mdlm",
@@ -37,7 +37,7 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    from . import modeling  # noqa: F401  (Auto registration)
+    from .embedded import modeling  # noqa: F401  (Auto registration)
     from .targets.embedded import EmbeddedTarget
 
     folder = Path(folder)

@@ -1,7 +1,7 @@
 """The benchmark command: one table, every row's counts consistent, speculative rows identical to standard."""
 import json
 
-from spotviz.bench import run_bench, save, to_markdown
+from spotviz.eval.bench import run_bench, save, to_markdown
 from spotviz.cli import main
 
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM
 
-from spotviz.modeling import SpotDLMConfig, SpotDLMForMaskedLM
+from spotviz.embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM
 from spotviz.registry import ModelLoadError, load_embedded, load_target
-from spotviz.train_target import export_model
+from spotviz.embedded.training import export_model
 
 
 def random_states(target, n: int, length: int, seed: int = 0) -> torch.Tensor:
@@ -106,7 +106,7 @@ def test_cached_forward_equals_recompute(tiny_block_target):
     for other in (stepwise, one_go, fused):
         assert torch.allclose(full, other, atol=1e-5, rtol=0)
     # and the same as the raw model under a block-causal mask
-    from spotviz.modeling import block_causal_mask
+    from spotviz.embedded.modeling import block_causal_mask
 
     pos = torch.arange(48)
     with torch.no_grad():

@@ -49,7 +49,7 @@ def make_proposer(kind: str, drafter: SpotDrafter) -> Proposer:
 def _random_target(template, attention: str, seed: int, block_size: int = 8, scale: float = 40.0):
     """A random-init SpotDLM on the micro models' tokenizer; embeddings scaled up so its predictions are peaked
     (confidences spread over (0, 1), so threshold mode commits real sets)."""
-    from spotviz.modeling import SpotDLMConfig, SpotDLMForMaskedLM
+    from spotviz.embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM
     from spotviz.targets.embedded import EmbeddedTarget
 
     info = template.info

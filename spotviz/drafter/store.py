@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from ..registry import ASSETS
+from ..paths import ASSETS
 from .proposers import Calibrated, SpotProposer, TrainingFree
 
 DRAFTER_DIR = ASSETS / "drafters"

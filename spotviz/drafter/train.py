@@ -298,7 +298,7 @@ def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> d
 
 
 def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, log=print) -> dict:
-    from ..prompts import training_prompts
+    from ..embedded.prompts import training_prompts
     from ..registry import load_target
 
     torch.manual_seed(cfg.seed)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..modeling import SpotDLMForMaskedLM, block_causal_mask
+from ..embedded.modeling import SpotDLMForMaskedLM, block_causal_mask
 from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo
 
 

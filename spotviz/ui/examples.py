@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..registry import ASSETS
+from ..paths import ASSETS
 from ..trace import Trace, TraceError
 
 TRACE_DIR = ASSETS / "traces"

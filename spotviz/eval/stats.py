@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from .samplers.common import DecodeConfig
-from .samplers.standard import decode_standard_stream
+from ..samplers.common import DecodeConfig
+from ..samplers.standard import decode_standard_stream
 
 
 def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 20, gen_length: int = 64,
@@ -15,14 +15,14 @@ def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 2
     step k (the coupled noise a drafter uses); at T = 0 it is the previous pass's argmax. The first decision of
     each window (no previous pass over it) is not counted."""
     if prompts is None:
-        from .prompts import load_prompts
+        from ..embedded.prompts import load_prompts
 
         prompts = load_prompts()[:n_prompts]
     hits = total = 0
     mask_id = target.info.mask_id
     for i, prompt in enumerate(prompts):
         cfg = DecodeConfig(mode="exact", temperature=temperature, seed=seed + i, gen_length=gen_length)
-        from .noise import GumbelNoise
+        from ..noise import GumbelNoise
 
         noise = GumbelNoise(seed + i, target.info.vocab_size)
         prev = None

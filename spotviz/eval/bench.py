@@ -17,12 +17,12 @@ from pathlib import Path
 
 import torch
 
-from .drafter.store import DRAFTER_DIR, load_proposer
-from .prompts import load_prompts
-from .registry import EMBEDDED, load_target
-from .samplers.common import DecodeConfig
-from .samplers.spot import decode_spot
-from .samplers.standard import decode_standard
+from ..drafter.store import DRAFTER_DIR, load_proposer
+from ..embedded.prompts import load_prompts
+from ..registry import EMBEDDED, load_target
+from ..samplers.common import DecodeConfig
+from ..samplers.spot import decode_spot
+from ..samplers.standard import decode_standard
 from .stats import stale_agreement
 
 

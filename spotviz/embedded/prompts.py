@@ -8,7 +8,7 @@ import random
 import re
 from pathlib import Path
 
-from .registry import ASSETS
+from ..paths import ASSETS
 
 HELDOUT_FILE = ASSETS / "prompts" / "heldout.json"
 

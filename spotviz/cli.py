@@ -10,32 +10,62 @@ import json
 import sys
 
 
-def _add_decode_args(p: argparse.ArgumentParser) -> None:
-    from .engine import DRAFTERS
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default, unless the help already names it or there is none."""
 
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (not action.option_strings or "default" in text or action.default is None or action.default is False
+                or action.default is argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the defaults shown in --help, and every usage error as one `error: ...` line, exit 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        default = kwargs.get("default")
+        if kwargs.get("help") is None and default is not None and default is not False and args[0].startswith("-"):
+            kwargs["help"] = "(default: %(default)s)"  # an option without help still shows its default
+        return super().add_argument(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog.removeprefix('python -m ')}: {' '.join(message.split())} (see --help)\n")
+
+
+def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True, help="text to continue")
     p.add_argument("--model", default=None, help="embedded model name, published model name or local folder "
                                                  "(default: shakespeare-bd)")
-    p.add_argument("--mode", choices=["exact", "threshold"], default="exact")
+    p.add_argument("--mode", choices=["exact", "threshold"], default="exact",
+                   help="exact: one position per pass; threshold: every position whose confidence reaches tau")
     p.add_argument("--threshold", type=float, default=0.9, help="tau for threshold mode")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--gen-length", type=int, default=128)
-    p.add_argument("--drafter", choices=list(DRAFTERS), default="none")
+    p.add_argument("--temperature", type=float, default=0.0, help="0: argmax; > 0: Gumbel-max sampling")
+    p.add_argument("--seed", type=int, default=0, help="seed of the step-indexed Gumbel noise")
+    p.add_argument("--gen-length", type=int, default=128, help="tokens to generate")
+    p.add_argument("--drafter", default="none", help="none (the standard decoder), spot, spot-sets, "
+                                                     "training-free or calibrated")
     p.add_argument("--budget", type=int, default=32, help="draft tree node budget")
     p.add_argument("--min-path-prob", type=float, default=0.0,
                    help="prune draft nodes less likely than this to be accepted (0: always fill the budget)")
     p.add_argument("--no-coupled-noise", action="store_true", help="ablation: drafter does not share the noise")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace-out", default=None, help="write the trace (JSON) to this file")
 
 
 def cmd_decode(a) -> int:
-    from .engine import decode
+    from .engine import DRAFTERS, decode
     from .registry import load_target
     from .samplers.common import DecodeConfig
 
+    if a.drafter not in DRAFTERS:
+        raise ValueError(f"unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
     cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                        gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
                        coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob).validate()
@@ -133,8 +163,7 @@ def cmd_bench(a) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m spotviz", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(prog="python -m spotviz", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_decode_args(sub.add_parser("decode", help="decode a prompt (standard or speculative)"))
     tr = sub.add_parser("trace", help="check a trace file (as the app's Replay does) and summarise it")

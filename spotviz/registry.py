@@ -5,18 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
+from .paths import ASSETS
+from .targets.base import ModelLoadError, pick_device  # noqa: F401  (part of this module's interface)
 
-from .paths import ASSETS  # noqa: E402,F401  (re-exported)
 EMBEDDED = {
     "shakespeare-bd": ASSETS / "models" / "shakespeare-bd",
     "shakespeare-mdlm": ASSETS / "models" / "shakespeare-mdlm",
 }
 DEFAULT_MODEL = "shakespeare-bd"
-
-
-class ModelLoadError(ValueError):
-    """A model that cannot be loaded, with the reason and what to do."""
 
 
 def known_models() -> list[str]:
@@ -25,14 +21,9 @@ def known_models() -> list[str]:
     return list(EMBEDDED) + list(PUBLISHED)
 
 
-def pick_device(device: str | None = None) -> torch.device:
-    if device in (None, "", "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
 def load_embedded(folder: str | Path, name: str | None = None, device: str | None = None):
     """Load a spotviz masked-diffusion model folder (config.json, model.safetensors, tokenizer files)."""
+    import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -42,6 +33,7 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
 
     folder = Path(folder)
     name = name or folder.name
+    device = pick_device(device)  # a bad device fails before anything is read
     if not (folder / "model.safetensors").is_file() and folder.is_dir():
         from .targets.published import PICKLE_SUFFIXES
 
@@ -82,7 +74,11 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     bad = next((n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
     if bad is not None:
         raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt (tensor {bad} has NaN or infinite values)")
-    return EmbeddedTarget(model.to(pick_device(device)), tok, name=name, source=str(folder))
+    try:
+        model = model.to(device)
+    except (RuntimeError, AssertionError, ValueError) as e:  # out of memory, a device that went away
+        raise ModelLoadError(f"model {name!r}: could not move to {device} ({e})") from None
+    return EmbeddedTarget(model, tok, name=name, source=str(folder))
 
 
 def load_target(name_or_path: str | None = None, device: str | None = None):

@@ -12,6 +12,32 @@ from dataclasses import dataclass, field
 import torch
 
 
+class ModelLoadError(ValueError):
+    """A model that cannot be loaded, with the reason and what to do (re-exported by spotviz.registry)."""
+
+
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    """"auto" (or None): cuda when available, else cpu; else "cpu", "cuda", "cuda:N" or "mps", checked to exist
+    here (ModelLoadError otherwise), so that a bad --device is one message, not a traceback from torch."""
+    if device is None or isinstance(device, str) and device.strip() in ("", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(str(device).strip())
+    except (RuntimeError, ValueError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda", "mps"):
+        raise ModelLoadError(f"unknown device {str(device)!r}; use auto, cpu, cuda, cuda:N or mps")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise ModelLoadError(f"device {str(device)!r}: CUDA is not available ({why}); use --device cpu or auto")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ModelLoadError(f"device {str(device)!r}: there are only {torch.cuda.device_count()} CUDA devices")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelLoadError(f"device {str(device)!r}: MPS is not available on this machine; use --device cpu or auto")
+    return dev
+
+
 @dataclass(frozen=True)
 class PrefixCache:
     """Keys/values of positions [0, length) shared by every state of a forward (block-causal targets only)."""

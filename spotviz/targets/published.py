@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo
+from .base import DiffusionTarget, ForwardOutput, ModelLoadError, PrefixCache, TargetInfo, pick_device
 
 DEFAULT_WINDOW = 32  # block/window size when neither the caller nor the model's config gives one
 LLADA_MASK_ID = 126336
@@ -78,9 +78,7 @@ LLADA_KEY_MAPPING = {
 _NOT_CONFIG_KEYS = ("model_type", "architectures", "auto_map", "transformers_version", "_name_or_path")
 
 
-def _error(message: str):
-    from ..registry import ModelLoadError  # lazy: registry imports this module
-
+def _error(message: str) -> ModelLoadError:
     return ModelLoadError(message)
 
 
@@ -261,16 +259,11 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
 
     `device`: "cpu", "cuda", ... (default: cuda if available). `dtype`: default bfloat16 on CUDA, float32
     elsewhere. `block_size`: the block (SDAR) / window (full attention) size; default the config's block
-    size if it has one, else the spec's, else 32. Raises registry.ModelLoadError with the reason."""
-    from ..registry import pick_device
-
+    size if it has one, else the spec's, else 32. Raises ModelLoadError with the reason."""
+    device = pick_device(device)  # a bad device fails before anything is downloaded or read
     folder, repo, spec, name = _resolve(name_or_path)
     config = _read_config(folder, name)
     family = spec.get("family") or detect_family(config, hint=f"{repo or ''} {folder.name}")
-    try:
-        device = pick_device(device)
-    except (RuntimeError, TypeError, ValueError) as e:
-        raise _error(f"model {name!r}: bad device {device!r} ({e})") from None
     dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     window = _first(block_size, _config_block_size(config), spec.get("block_size"), DEFAULT_WINDOW)
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
@@ -512,6 +505,8 @@ def _load_llada_model(folder: Path, config: dict, repo: str | None, dtype, name:
 def _load_masked_lm(folder: Path, repo: str | None, dtype, name: str):
     """A Hugging Face masked LM of an architecture transformers knows (no remote code)."""
     from transformers import AutoConfig, AutoModelForMaskedLM
+
+    from ..embedded import modeling  # noqa: F401  (registers spotviz's own architecture with the Auto classes)
 
     try:
         hf_config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False)

@@ -117,7 +117,8 @@ def cmd_train_target(a) -> int:
                             num_hidden_layers=a.layers, num_attention_heads=a.heads,
                             intermediate_size=a.intermediate_size, seq_len=a.seq_len, batch_size=a.batch_size,
                             lr=a.lr, max_steps=a.max_steps, minutes=a.minutes, threads=a.threads, seed=a.seed,
-                            vocab_size=a.vocab_size, corpus_fraction=a.corpus_fraction)
+                            vocab_size=a.vocab_size, corpus_fraction=a.corpus_fraction, corpus=a.corpus,
+                            init_from=a.init_from or "", amp=a.amp, block_size=a.block_size)
     if not cfg.max_steps and not cfg.minutes:
         raise ValueError("give --max-steps or --minutes")
     res = train_target(cfg)
@@ -170,8 +171,14 @@ def main(argv=None) -> int:
     tr.add_argument("file", help="a trace written by decode --trace-out or downloaded from the app")
     tr.add_argument("--json", action="store_true", help="print one JSON object")
 
-    t = sub.add_parser("train-target", help="train an embedded masked-diffusion model on Shakespeare")
+    t = sub.add_parser("train-target", help="train an embedded masked-diffusion model (Shakespeare or Python code)")
     t.add_argument("--out", required=True)
+    t.add_argument("--corpus", choices=["shakespeare", "python"], default="shakespeare",
+                   help="training text: Shakespeare's plays or the Python standard library")
+    t.add_argument("--init-from", default=None, help="continue from an exported model folder (keeps its tokenizer)")
+    t.add_argument("--block-size", type=int, default=16, help="block size of block-diffusion models")
+    t.add_argument("--amp", choices=["auto", "bf16", "fp32"], default="auto",
+                   help="bf16 autocast for training matmuls; auto: only on CPUs with native bf16")
     t.add_argument("--attention", choices=["block", "full"], default="block")
     t.add_argument("--hidden-size", type=int, default=256)
     t.add_argument("--layers", type=int, default=6)

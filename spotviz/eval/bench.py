@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from ..drafter.store import DRAFTER_DIR, load_proposer
-from ..embedded.prompts import load_prompts
+from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import EMBEDDED, load_target
 from ..samplers.common import DecodeConfig
 from ..samplers.spot import decode_spot
@@ -98,7 +98,7 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
     every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
     t_start = time.time()
     target = load_target(model)
-    prompts = load_prompts(prompts_file)[:n_prompts]
+    prompts = (load_prompts(prompts_file) if prompts_file else heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune)
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")

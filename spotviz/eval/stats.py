@@ -15,9 +15,9 @@ def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 2
     step k (the coupled noise a drafter uses); at T = 0 it is the previous pass's argmax. The first decision of
     each window (no previous pass over it) is not counted."""
     if prompts is None:
-        from ..embedded.prompts import load_prompts
+        from ..embedded.prompts import heldout_prompts
 
-        prompts = load_prompts()[:n_prompts]
+        prompts = heldout_prompts(target)[:n_prompts]
     hits = total = 0
     mask_id = target.info.mask_id
     for i, prompt in enumerate(prompts):

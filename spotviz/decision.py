@@ -1,9 +1,13 @@
 """The target's decision rule d(state, logits, step): pure and deterministic (DESIGN.md section 2).
 
-- candidate token x_i = argmax logits_i at T = 0, else argmax(log_softmax(logits_i) / T + g_step,i) (Gumbel-max);
-- confidence c_i = softmax(logits_i)[x_i] (un-noised);
+- log p_i = log_softmax(logits_i) with MASK excluded (its logit is -inf: MASK is never a candidate);
+- candidate token x_i = argmax log p_i at T = 0, else argmax(log p_i / T + g_step,i) (Gumbel-max);
+- confidence c_i = p_i[x_i] (un-noised);
 - exact mode: commit the one masked position with the highest c_i (ties: lowest position);
 - threshold mode: commit every masked window position with c_i >= tau, and at least the top one.
+
+`decide` applies the rule to a batch of states in one call (the standard decoder's one state, or every node of
+a SPOT tree); the noise is drawn only at masked positions, the only ones a decision can commit.
 """
 from __future__ import annotations
 
@@ -31,27 +35,67 @@ class DecisionRule:
             raise ValueError(f"threshold (tau) must be in (0, 1], got {self.threshold}")
 
 
-def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: GumbelNoise | None,
-               mask_id: int | None = None):
-    """Candidate tokens and confidences for a batch of window logits.
+@dataclass
+class Decision:
+    """The target's decision at one state: window offsets (ascending), their tokens and confidences."""
 
-    logits: [n, w, V] (float32, window positions lo..lo+w-1); steps: the decision index of each row.
-    The MASK token is never a candidate (its logit is set to -inf before the softmax).
-    Returns (tokens [n, w] long, confidence [n, w] float32, logp [n, w, V]).
-    """
+    offsets: list[int]
+    tokens: list[int]
+    confidences: list[float]
+
+    @property
+    def key(self) -> tuple:
+        """What a draft edge must equal for this decision to be accepted: (offsets, tokens)."""
+        return tuple(self.offsets), tuple(self.tokens)
+
+
+def masked_log_softmax(logits: torch.Tensor, mask_id: int | None) -> torch.Tensor:
+    """float32 log-probabilities over the vocabulary with MASK's logit set to -inf (the one place this is done)."""
     logits = logits.float()
     if mask_id is not None and 0 <= mask_id < logits.shape[-1]:
-        logits = logits.clone()
-        logits[..., mask_id] = float("-inf")
-    logp = torch.log_softmax(logits, dim=-1)
+        logits = logits.index_fill(-1, torch.tensor([mask_id], device=logits.device), float("-inf"))
+    return torch.log_softmax(logits, dim=-1)
+
+
+def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: GumbelNoise | None,
+               mask_id: int | None = None, masked: torch.Tensor | None = None):
+    """Candidate tokens and confidences for a batch of window logits.
+
+    logits: [n, w, V] (window positions lo..lo+w-1); steps: the decision index of each row; masked: [n, w] bool,
+    the positions that need noise (default: all; elsewhere the candidate is the noiseless argmax).
+    Returns (tokens [n, w] long, confidence [n, w] float32, logp [n, w, V])."""
+    logp = masked_log_softmax(logits, mask_id)
     if rule.temperature == 0:
         tokens = logp.argmax(-1)
     else:
-        n, w, _ = logits.shape
-        g = torch.stack([noise.block(int(s), range(lo, lo + w)) for s in steps]).to(logp.device)
-        tokens = (logp / rule.temperature + g).argmax(-1)
+        n, w, v = logp.shape
+        g = torch.zeros(n, w, v)
+        need = torch.ones(n, w, dtype=torch.bool) if masked is None else masked.cpu()
+        for r, s in enumerate(steps):
+            for o in need[r].nonzero().flatten().tolist():
+                g[r, o] = noise.at(int(s), lo + o)
+        tokens = (logp / rule.temperature + g.to(logp.device)).argmax(-1)
     conf = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1).exp()
     return tokens, conf, logp
+
+
+def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: DecisionRule,
+           noise: GumbelNoise | None, mask_id: int | None) -> list[Decision | None]:
+    """d(state, logits, step) for a batch of states: logits [n, w, V], masked [n, w] bool, steps [n].
+
+    One decision per row; None for a row with no masked position (nothing to decide)."""
+    tokens, conf, _ = candidates(logits, steps, lo, rule, noise, mask_id, masked)
+    masked = masked.to(conf.device)
+    top = torch.where(masked, conf, torch.full_like(conf, -1.0)).argmax(-1)  # first maximum: lowest position
+    chosen = torch.zeros_like(masked).scatter_(1, top.unsqueeze(1), True)
+    if rule.mode == "threshold":
+        chosen |= masked & (conf >= rule.threshold)
+    has = masked.any(-1).tolist()
+    out: list[Decision | None] = []
+    for r, (row, toks, cs) in enumerate(zip(chosen.tolist(), tokens.tolist(), conf.tolist())):
+        offs = [o for o, c in enumerate(row) if c]
+        out.append(Decision(offs, [toks[o] for o in offs], [cs[o] for o in offs]) if has[r] else None)
+    return out
 
 
 def select(conf: torch.Tensor, masked: torch.Tensor, rule: DecisionRule) -> list[int]:

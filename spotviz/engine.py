@@ -1,37 +1,62 @@
 """The library's front door: decode a prompt with any drafter, streaming or not.
 
     from spotviz.engine import decode
-    trace = decode("shakespeare-bd", "ROMEO.", DecodeConfig(drafter="spot", budget=32))
+    trace = decode("shakespeare-bd", "ROMEO.", DecodeConfig(drafter="spot"))   # budget "auto" by default
+
+`decode_stream(..., start_event=True)` first yields a start event (Progress.kind == "start", with the run's
+RunMeta), then one Progress per target pass, then the one carrying the trace. The prompt is encoded once.
+`set_threads()` applies the thread policy every front end shares (CLI, app, bench).
 """
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
-from .samplers.common import DecodeConfig, DecodeError, Progress
-from .samplers.standard import decode_standard_stream
+from .drafter.registry import PROPOSERS
+from .samplers.common import DecodeConfig, DecodeError, Limits, Progress, run_to_end
 from .targets.base import DiffusionTarget
 
-DRAFTERS = ("none", "spot", "spot-sets", "training-free", "calibrated")
+DRAFTERS = ("none", *PROPOSERS)
+THREADS_ENV = "SPOTVIZ_THREADS"
 
 
-def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig) -> Iterator[Progress]:
+def set_threads(threads: int | None = None) -> int:
+    """Set torch's CPU threads: `threads` if given (> 0), else $SPOTVIZ_THREADS, else 1.
+
+    The default is 1 because the targets here are small: a pass is a few milliseconds of small matrix products,
+    where extra threads mostly wait on each other (and on a busy machine make every pass many times slower).
+    Returns the number set."""
+    import torch
+
+    if not threads:
+        env = os.environ.get(THREADS_ENV, "").strip()
+        try:
+            threads = int(env) if env else 1
+        except ValueError:
+            raise DecodeError(f"{THREADS_ENV} must be a whole number of threads, got {env!r}") from None
+    if threads < 1:
+        raise DecodeError(f"threads must be at least 1, got {threads}")
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return threads
+
+
+def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig, start_event: bool = False,
+                  limits: Limits = Limits()) -> Iterator[Progress]:
     """Yield a Progress after every target pass; the last one carries the finished Trace."""
     if isinstance(target, str):
         from .registry import load_target
 
         target = load_target(target)
-    cfg.validate()
-    if cfg.drafter not in DRAFTERS:
-        raise DecodeError(f"unknown drafter {cfg.drafter!r}; choose one of {', '.join(DRAFTERS)}")
+    cfg.validate(limits)
     if cfg.drafter == "none":
-        return decode_standard_stream(target, prompt, cfg)
+        from .samplers.standard import decode_standard_stream
+
+        return decode_standard_stream(target, prompt, cfg, start_event=start_event)
     from .samplers.spot import decode_spot_stream
 
-    return decode_spot_stream(target, prompt, cfg)
+    return decode_spot_stream(target, prompt, cfg, start_event=start_event)
 
 
 def decode(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig):
-    last = None
-    for last in decode_stream(target, prompt, cfg):
-        pass
-    return last.trace
+    return run_to_end(decode_stream(target, prompt, cfg))

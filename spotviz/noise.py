@@ -1,9 +1,11 @@
-"""Step-indexed Gumbel noise from a counter-based generator.
+"""Step-indexed Gumbel noise, a pure function of (seed, step, position).
 
-g(seed, step, position) is a pure function of its three integers: any node of a draft tree at depth d sees
+g(seed, step, position) depends on nothing but its three integers: any node of a draft tree at depth d sees
 exactly the noise the standard decoder sees at that step, which is what keeps speculative decoding exact at
-T > 0 ("coupled noise"). Each (seed, step, position) triple is hashed (splitmix64) into the key of a Philox
-stream on the CPU, so the numbers are the same on every device. They are not LLaDA's own `rand_like` stream.
+T > 0 ("coupled noise"). Each (seed, step, position) triple is hashed (splitmix64) into the seed of torch's CPU
+generator (mt19937), which then draws u ~ U(0, 1)^V in float64; g = -log(-log u), stored as float32. The
+numbers are drawn on the CPU, so they are the same whatever device the target runs on. They are not LLaDA's own
+`rand_like` stream. Noise is drawn lazily, only for the (step, position) pairs a decision or a drafter reads.
 """
 from __future__ import annotations
 

@@ -41,6 +41,12 @@ class RunMeta:
     mask_id: int = -1
     spotviz_version: str = ""
     prompt_truncated: bool = False
+    budget_auto: bool = False  # the tree size was chosen per pass from the cost curve (PassRecord.budget)
+    cost_curve: list = field(default_factory=list)  # [[states, seconds per target pass]] used by the auto budget
+    threads: int = 0  # torch CPU threads of the run (0: not recorded)
+    # False: the target's batched passes are not bit-identical to one-row passes on this device/dtype
+    # (targets/invariance.py), so speculative output is not guaranteed to equal the standard decoder's
+    identity_guaranteed: bool = True
 
 
 @dataclass
@@ -76,6 +82,7 @@ class PassRecord:
     tree: list[TreeNode] = field(default_factory=list)
     accepted_path: list[int] = field(default_factory=list)  # node ids from the root
     wall_s: float = 0.0
+    budget: int = 0  # tree size allowed this pass (the size auto chose, or the fixed budget); 0: standard pass
 
 
 @dataclass

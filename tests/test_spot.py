@@ -16,6 +16,7 @@ from spotviz.decision import DecisionRule
 from spotviz.drafter.features import RootView
 from spotviz.drafter.model import DrafterConfig, SpotDrafter
 from spotviz.drafter.proposers import Calibrated, SpotProposer, TrainingFree
+from spotviz.drafter.registry import learned_drafter
 from spotviz.drafter.store import load_proposer
 from spotviz.drafter.tree import Proposer, build_tree, node_states
 from spotviz.noise import GumbelNoise
@@ -527,7 +528,7 @@ def test_min_path_prob_prunes_unlikely_nodes(name, targets, random_drafter):
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 1.0)])
 def test_pruned_trees_stay_exact(mode, tau, T, tiny_block_target, random_drafter):
     for r in range(3):
-        c = cfg(mode, tau, T, seed=60 + r, gen=32, budget=16, min_path_prob=0.2, drafter="spot")
+        c = cfg(mode, tau, T, seed=60 + r, gen=32, budget=16, min_path_prob=0.2, drafter=learned_drafter(mode))
         std = decode_standard(tiny_block_target, PROMPTS[r], c)
         spot = decode_spot(tiny_block_target, PROMPTS[r], c, SpotProposer(random_drafter))
         check_against_standard(spot, std, 16)

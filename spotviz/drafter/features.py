@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..decision import DecisionRule
@@ -39,49 +40,47 @@ class RootView:
 
 
 def position_features(view: RootView) -> torch.Tensor:
-    """[w, N_FEATURES] per-position features of a root view."""
-    logp, w = view.logp, view.width
-    p = logp.exp()
-    top = p.topk(min(TOPK, p.shape[-1]), dim=-1).values
-    if top.shape[-1] < TOPK:
-        top = torch.cat([top, top.new_zeros(w, TOPK - top.shape[-1])], -1)
-    ent = -(p * logp.clamp_min(-1e4)).sum(-1) / math.log(p.shape[-1])
-    margin = top[:, 0] - top[:, 1]
-    masked = view.masked.float()
-    idx = torch.arange(w, dtype=torch.float32)
-    first = torch.zeros(w)
+    """[w, N_FEATURES] per-position features of a root view (a tensor; see np_position_features)."""
+    return torch.from_numpy(np_position_features(view))
+
+
+def np_position_features(view: RootView) -> np.ndarray:
+    """[w, N_FEATURES] float32 per-position features of a root view, in numpy (the same function at training
+    and inference time): the root's top-8 probabilities, normalised entropy, top-2 margin, log top-1, masked,
+    free-decision flag, relative position, signed distance to the free decision, its neighbour flag, committed
+    left / right neighbours, masked fraction, stale-confidence rank among masked positions, top-1 >= tau,
+    top-1 - tau, and the temperature (clipped to [0, 2])."""
+    logp = view.logp.detach().float().cpu().numpy()
+    w, v = logp.shape
+    p = np.exp(logp)
+    k = min(TOPK, v)
+    top = -np.sort(np.partition(-p, k - 1, axis=-1)[:, :k], axis=-1)
+    if k < TOPK:
+        top = np.concatenate([top, np.zeros((w, TOPK - k), np.float32)], -1)
+    ent = -(p * np.maximum(logp, -1e4)).sum(-1) / math.log(v)
+    masked_b = view.masked.cpu().numpy()
+    masked = masked_b.astype(np.float32)
+    idx = np.arange(w, dtype=np.float32)
+    first = np.zeros(w, np.float32)
     if view.first:
         first[view.first] = 1.0
-        anchor = torch.tensor(view.first, dtype=torch.float32)
-        d = idx.unsqueeze(1) - anchor.unsqueeze(0)
-        dist = d.gather(1, d.abs().argmin(1, keepdim=True)).squeeze(1)
+        dd = idx[:, None] - np.asarray(view.first, np.float32)[None, :]
+        dist = dd[np.arange(w), np.abs(dd).argmin(1)]
     else:
-        dist = torch.full((w,), float(w))
+        dist = np.full(w, float(w), np.float32)
     committed = 1.0 - masked
-    left = torch.cat([torch.ones(1), committed[:-1]])
-    right = torch.cat([committed[1:], torch.ones(1)])
-    conf = torch.where(view.masked, top[:, 0], torch.full_like(top[:, 0], -1.0))
-    rank = conf.argsort(descending=True).argsort().float()
+    left = np.concatenate([[1.0], committed[:-1]])
+    right = np.concatenate([committed[1:], [1.0]])
+    conf = np.where(masked_b, top[:, 0], -1.0)
+    rank = np.argsort(np.argsort(-conf, kind="stable"), kind="stable").astype(np.float32)
     tau = float(view.rule.threshold)
-    f = torch.stack([
-        *top.T,
-        ent,
-        margin,
-        top[:, 0].clamp_min(1e-9).log() / 10,
-        masked,
-        first,
-        idx / w,
-        (dist / w).clamp(-1, 1),
-        (dist.abs() == 1).float(),
-        left,
-        right,
-        masked.mean().expand(w),
-        rank / w,
-        (top[:, 0] >= tau).float(),
-        top[:, 0] - tau,
-        torch.full((w,), min(float(view.rule.temperature), 2.0)),
-    ], dim=-1)
-    return f.float()
+    f = np.stack([
+        *top.T, ent, top[:, 0] - top[:, 1], np.log(np.maximum(top[:, 0], 1e-9)) / 10, masked, first, idx / w,
+        np.clip(dist / w, -1, 1), (np.abs(dist) == 1).astype(np.float32), left, right,
+        np.full(w, masked.mean()), rank / w, (top[:, 0] >= tau).astype(np.float32), top[:, 0] - tau,
+        np.full(w, min(float(view.rule.temperature), 2.0)),
+    ], axis=-1)
+    return f.astype(np.float32)
 
 
 def coupled_candidates(view: RootView, depths: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

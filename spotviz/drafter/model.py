@@ -267,3 +267,123 @@ def set_inclusion(out: DrafterOutput, logc: torch.Tensor, tau: float) -> torch.T
     z = (out["set_base"][:, rows] + out["set_alpha"] * (logc - math.log(tau))) / out["set_temp"].clamp_min(1e-3)
     lam = out["set_mix"]
     return lam * torch.sigmoid(z) + (1 - lam) * stale_inclusion(logc.exp(), tau)
+
+
+def _np_erf(x: np.ndarray) -> np.ndarray:
+    """erf to ~1e-7 (Abramowitz & Stegun 7.1.26 refined by one Newton-free series term is not needed at fp32)."""
+    s = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
+        * np.exp(-a * a)
+    return s * y
+
+
+def _np_gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + _np_erf(x * 0.7071067811865476))
+
+
+def _np_layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def limit_blas_threads(n: int = 1) -> bool:
+    """Set numpy's OpenBLAS to n threads (its default is one per core, and on matrices this small the extra
+    threads only spin: ~10x slower on a busy machine). Works with the OpenBLAS numpy wheels ship; True if set."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {p for p in (line.split()[-1] for line in f) if "openblas" in p.lower() and ".so" in p}
+        for path in libs:
+            lib = ctypes.CDLL(path)
+            for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                         "openblas_set_num_threads64_", "openblas_set_num_threads"):
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn(int(n))
+                    return True
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+class NumpyDrafter:
+    """SpotDrafter.forward for one window in numpy (inference only): the same arithmetic in float32, without
+    torch's per-op dispatch, which dominates a model this small on a 16-position window. Everything that does not
+    depend on the window (the depth queries through q and sq) is computed once here. Outputs as SpotDrafter's,
+    without the batch dimension, as numpy arrays and floats. tests/test_drafter.py ties it to the torch model."""
+
+    def __init__(self, model: SpotDrafter):
+        g = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
+        self.cfg = model.cfg
+        self.w = g
+        self.layers = range(model.cfg.n_layers)
+        self.eps = [(layer.norm1.eps, layer.norm2.eps) for layer in model.encoder.layers]
+        self.norm_eps = model.norm.eps
+        self.scale = 1 / math.sqrt(model.cfg.d_model)
+        self.dq = g["depth.weight"] @ g["q.weight"].T  # [D, d]
+        self.sdq = g["depth.weight"] @ g["sq.weight"].T
+        self.scalars = {k: g[k].astype(np.float64) for k in ("alpha", "alpha_t", "mix", "runner_up", "set_alpha",
+                                                              "set_alpha_t", "set_temp", "set_mix")}
+        self._rel: dict = {}
+        limit_blas_threads(1)
+
+    def _rel_index(self, w: int) -> np.ndarray:
+        if w not in self._rel:
+            i = np.arange(w)
+            c = self.cfg.rel_clip
+            self._rel[w] = np.clip(i[:, None] - i[None, :], -c, c) + c
+        return self._rel[w]
+
+    def __call__(self, feats: np.ndarray) -> dict:
+        """feats [W, F] float32 -> the drafter's outputs for this window."""
+        g, w = self.w, feats.shape[0]
+        d, nh = self.cfg.d_model, self.cfg.n_heads
+        hd = d // nh
+        x = _np_gelu(feats @ g["inp.0.weight"].T + g["inp.0.bias"]) @ g["inp.2.weight"].T + g["inp.2.bias"]
+        x = x + g["pos.weight"][:w]
+        for i in self.layers:
+            p = f"encoder.layers.{i}."
+            a = _np_layer_norm(x, g[p + "norm1.weight"], g[p + "norm1.bias"], self.eps[i][0])
+            qkv = a @ g[p + "self_attn.in_proj_weight"].T + g[p + "self_attn.in_proj_bias"]
+            q, k, v = qkv.reshape(w, 3, nh, hd).transpose(1, 2, 0, 3)  # each [nh, w, hd]
+            s = q @ k.transpose(0, 2, 1) / math.sqrt(hd)
+            s = np.exp(s - s.max(-1, keepdims=True))
+            y = (s / s.sum(-1, keepdims=True)) @ v  # [nh, w, hd]
+            y = y.transpose(1, 0, 2).reshape(w, d) @ g[p + "self_attn.out_proj.weight"].T \
+                + g[p + "self_attn.out_proj.bias"]
+            x = x + y
+            a = _np_layer_norm(x, g[p + "norm2.weight"], g[p + "norm2.bias"], self.eps[i][1])
+            y = _np_gelu(a @ g[p + "linear1.weight"].T + g[p + "linear1.bias"]) @ g[p + "linear2.weight"].T \
+                + g[p + "linear2.bias"]
+            x = x + y
+        h = _np_layer_norm(x, g["norm.weight"], g["norm.bias"], self.norm_eps)
+        temp = float(feats[0, TEMPERATURE_FEATURE])
+        ri = self._rel_index(w)
+        sc = self.scalars
+        sig = lambda z: float(np_sigmoid(z))  # noqa: E731
+        return {
+            "base": self.dq @ (h @ g["k.weight"].T).T * self.scale,  # [D, W]
+            "pair": (h @ g["pa.weight"].T) @ (h @ g["pb.weight"].T).T * self.scale + g["rel"][ri],  # [W, W]
+            "alpha": float(sc["alpha"] + sc["alpha_t"] * temp),
+            "rank_bias": g["rank_bias"][0] + g["rank_bias"][1] * temp,
+            "mix": sig(sc["mix"][0] + sc["mix"][1] * temp),
+            "runner_up": sig(sc["runner_up"][0] + sc["runner_up"][1] * temp),
+            "keep_base": (h @ g["keep.weight"].T)[:, 0] + g["keep.bias"][0],
+            "keep_rel": g["keep_rel"][ri],
+            "set_base": self.sdq @ (h @ g["sk.weight"].T).T * self.scale + g["set_bias"][:, None],
+            "set_alpha": float(sc["set_alpha"] + sc["set_alpha_t"] * temp),
+            "set_temp": float(sc["set_temp"]),
+            "set_mix": sig(sc["set_mix"][0] + sc["set_mix"][1] * temp),
+        }
+
+
+def np_set_inclusion(out: dict, logc: np.ndarray, tau: float) -> np.ndarray:
+    """set_inclusion for one window in numpy: logc [D', W] -> inclusion probabilities [D', W] (float64)."""
+    rows = np.minimum(np.arange(logc.shape[0]), out["set_base"].shape[0] - 1)
+    z = (out["set_base"][rows] + out["set_alpha"] * (logc - math.log(tau))) / max(out["set_temp"], 1e-3)
+    lam = out["set_mix"]
+    return lam * np_sigmoid(z) + (1 - lam) * stale_inclusion(np.exp(logc), tau)

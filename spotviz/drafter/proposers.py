@@ -11,10 +11,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from .features import RootView, coupled_candidates, position_features
-from .model import SpotDrafter, np_sigmoid, set_inclusion, stale_inclusion
+from .features import RootView, coupled_candidates, np_position_features
+from .model import NumpyDrafter, SpotDrafter, np_set_inclusion, np_sigmoid, stale_inclusion
 from .tree import DraftNode, Proposer
 
 
@@ -160,26 +159,19 @@ class SpotProposer(Proposer):
 
     name = "spot"
 
-    def __init__(self, drafter: SpotDrafter, token_branching: bool = True):
+    def __init__(self, drafter: SpotDrafter, token_branching: bool = True, fast: NumpyDrafter | None = None):
         self.drafter = drafter
         self.token_branching = token_branching
+        self.fast = fast or NumpyDrafter(drafter)  # the same forward in numpy: inference runs it once per pass
 
     def prepare(self, view, max_depth):
         ctx = _Context(view, max_depth)
-        with torch.no_grad():
-            out = self.drafter(position_features(view).unsqueeze(0))
-        ctx.base = out["base"][0].float().numpy()
-        ctx.pair = out["pair"][0].float().numpy()
-        ctx.alpha = float(out["alpha"].reshape(-1)[0])
-        ctx.rank_bias = out["rank_bias"][0].float().numpy()
-        ctx.mix = float(out["mix"].reshape(-1)[0])
-        ctx.runner_up = float(out["runner_up"].reshape(-1)[0])
-        ctx.keep_base = out["keep_base"][0].float().numpy()
-        ctx.keep_rel = out["keep_rel"].float().numpy()  # [W, W], shared by the batch
+        out = self.fast(np_position_features(view))
+        ctx.base, ctx.pair, ctx.alpha = out["base"], out["pair"], out["alpha"]
+        ctx.rank_bias, ctx.mix, ctx.runner_up = out["rank_bias"], out["mix"], out["runner_up"]
+        ctx.keep_base, ctx.keep_rel = out["keep_base"], out["keep_rel"]
         if view.rule.mode == "threshold":  # set inclusion does not depend on the path: every depth at once
-            with torch.no_grad():
-                q = set_inclusion(out, torch.from_numpy(ctx.logc).unsqueeze(0), view.rule.threshold)
-            ctx.set_q = q[0].double().numpy()
+            ctx.set_q = np_set_inclusion(out, ctx.logc, view.rule.threshold)
         return ctx
 
     @staticmethod

@@ -5,7 +5,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..paths import ASSETS
-from .proposers import Calibrated, SpotProposer, TrainingFree
+from .proposers import Calibrated, SpotProposer
 
 DRAFTER_DIR = ASSETS / "drafters"
 # Drafters for targets without their own: the block model's drafter transfers (features carry no token ids).
@@ -18,31 +18,35 @@ def drafter_folder(target_name: str) -> Path:
 
 
 def load_proposer(name: str, target, mode: str, folder: str | Path | None = None):
+    """A ready proposer by name (see drafter/registry.py, the table of drafters)."""
+    from .registry import load_proposer as load
+
+    return load(name, target, mode, folder)
+
+
+def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:
     from ..samplers.common import DecodeError
 
-    if name == "training-free":
-        return TrainingFree()
-    base = Path(folder) if folder else drafter_folder(target.info.name)
-    if name == "calibrated":
-        f = base / "calibrated.json"
-        if not f.is_file():
-            raise DecodeError(f"no calibrated template at {f}; run: python -m spotviz train-drafter --model "
-                              f"{target.info.name}")
-        return Calibrated.load(f)
-    if name in ("spot", "spot-sets"):
-        if name == "spot" and mode != "exact" or name == "spot-sets" and mode != "threshold":
-            raise DecodeError(f"drafter {name!r} is for {'exact' if name == 'spot' else 'threshold'} mode; "
-                              f"use {'spot-sets' if name == 'spot' else 'spot'} in {mode} mode")
-        sub = base / name
-        try:
-            drafter = _load_drafter(str(sub), _mtime(sub / "drafter.safetensors"), _mtime(sub / "drafter.json"))
-        except ValueError as e:
-            raise DecodeError(f"cannot load drafter {name!r}: {e}") from None
-        if drafter.cfg.max_width < target.info.block_size:
-            raise DecodeError(f"drafter {name!r} handles windows up to {drafter.cfg.max_width} positions; "
-                              f"{target.info.name} uses {target.info.block_size}")
-        return SpotProposer(drafter)
-    raise DecodeError(f"unknown drafter {name!r}")
+    f = (Path(folder) if folder else drafter_folder(target.info.name)) / "calibrated.json"
+    if not f.is_file():
+        raise DecodeError(f"no calibrated template at {f}; run: python -m spotviz train-drafter --model "
+                          f"{target.info.name}")
+    return Calibrated.load(f)
+
+
+def load_learned(name: str, target, folder: str | Path | None = None) -> SpotProposer:
+    """A trained SPOT drafter: <folder or the target's drafter folder>/<name>/drafter.{json,safetensors}."""
+    from ..samplers.common import DecodeError
+
+    sub = (Path(folder) if folder else drafter_folder(target.info.name)) / name
+    try:
+        drafter, fast = _load_drafter(str(sub), _mtime(sub / "drafter.safetensors"), _mtime(sub / "drafter.json"))
+    except ValueError as e:
+        raise DecodeError(f"cannot load drafter {name!r}: {e}") from None
+    if drafter.cfg.max_width < target.info.block_size:
+        raise DecodeError(f"drafter {name!r} handles windows up to {drafter.cfg.max_width} positions; "
+                          f"{target.info.name} uses {target.info.block_size}")
+    return SpotProposer(drafter, fast=fast)
 
 
 def _mtime(p: Path) -> float:
@@ -52,6 +56,7 @@ def _mtime(p: Path) -> float:
 @lru_cache(maxsize=16)
 def _load_drafter(folder: str, weights_mtime: float, config_mtime: float):
     """Drafters are small and read-only at inference: load each file once (reloaded if it changes)."""
-    from .model import SpotDrafter
+    from .model import NumpyDrafter, SpotDrafter
 
-    return SpotDrafter.load(folder)
+    drafter = SpotDrafter.load(folder)
+    return drafter, NumpyDrafter(drafter)

@@ -27,6 +27,7 @@ class DraftNode:
     path: tuple[int, ...] = ()  # all drafted offsets on the path from s1 (in order)
     children: dict = field(default_factory=dict)  # (offsets, tokens) -> child id
     memo: object = None  # proposer-specific per-node cache (e.g. summed path terms)
+    memo_tokens: tuple | None = None  # drafted tokens on the path, aligned with `path`
 
 
 class Proposer:
@@ -46,11 +47,15 @@ class Proposer:
         raise NotImplementedError
 
 
-def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: float = 0.0) -> list[DraftNode]:
+def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: float = 0.0,
+               sizer=None) -> list[DraftNode]:
     """Best-first tree (by path probability) of at most `budget` nodes rooted at s1.
 
     min_path_prob > 0 stops growing once the best candidate's path probability (its chance of being accepted)
-    falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer states."""
+    falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer states.
+    sizer (samplers/cost.TreeSizer) stops growing when no larger tree can pay for its forward, and keeps the
+    best-first prefix with the most expected commits per second. Nodes are in best-first order (non-increasing
+    path probability), so every prefix of the list is a tree."""
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     nodes = [root]
     n_masked = int(view.masked.sum())
@@ -60,6 +65,8 @@ def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: f
     heap: list = []
     tie = 0
     masked = view.masked.cpu().numpy()
+    if sizer is not None:
+        sizer.begin()
 
     def expand(node: DraftNode):
         nonlocal tie
@@ -78,9 +85,12 @@ def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: f
 
     expand(root)
     while heap and len(nodes) < budget:
-        neg, _, pid, offsets, tokens, p = heapq.heappop(heap)
+        neg = heap[0][0]
         if -neg < min_path_prob:  # the heap is ordered: every remaining candidate is less likely still
             break
+        if sizer is not None and sizer.stop(-neg):
+            break
+        neg, _, pid, offsets, tokens, p = heapq.heappop(heap)
         parent = nodes[pid]
         key = (offsets, tokens)
         if key in parent.children:
@@ -88,15 +98,39 @@ def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: f
         node = DraftNode(len(nodes), pid, parent.depth + 1, offsets, tokens, p, -neg, parent.path + offsets)
         parent.children[key] = node.id
         nodes.append(node)
+        if sizer is not None:
+            sizer.add(node.path_prob)
         expand(node)
+    if sizer is not None:
+        nodes = prefix(nodes, sizer.choose())
     return nodes
 
 
+def prefix(nodes: list[DraftNode], k: int) -> list[DraftNode]:
+    """The first k nodes of a best-first tree (a tree: parents come before children), edges beyond cut."""
+    if k >= len(nodes):
+        return nodes
+    for n in nodes[:k]:
+        n.children = {key: c for key, c in n.children.items() if c < k}
+    return nodes[:k]
+
+
 def node_states(view: RootView, nodes: list[DraftNode]) -> torch.Tensor:
-    """[len(nodes), L] token rows: s1 with each node's drafted path applied."""
+    """[len(nodes), L] token rows: s1 with each node's drafted path applied (one scatter for the whole tree)."""
     rows = view.state.unsqueeze(0).repeat(len(nodes), 1)
+    r, c, t = [], [], []
     for n in nodes[1:]:
-        rows[n.id] = rows[n.parent]
-        for o, t in zip(n.offsets, n.tokens):
-            rows[n.id, view.lo + o] = t
+        for o, tok in zip(n.path, _path_tokens(nodes, n)):
+            r.append(n.id)
+            c.append(view.lo + o)
+            t.append(tok)
+    if r:
+        rows[r, c] = torch.tensor(t, dtype=rows.dtype)
     return rows
+
+
+def _path_tokens(nodes: list[DraftNode], n: DraftNode) -> tuple[int, ...]:
+    """The drafted tokens on the path from s1 to n, in the order of n.path."""
+    if n.memo_tokens is None:
+        n.memo_tokens = (_path_tokens(nodes, nodes[n.parent]) if n.parent > 0 else ()) + n.tokens
+    return n.memo_tokens

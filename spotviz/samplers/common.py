@@ -1,8 +1,9 @@
-"""What every sampler shares: the decode configuration, input checks, the running state and the trace."""
+"""What every sampler shares: the decode configuration (its one validator), the running state and the trace."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import torch
 
@@ -15,10 +16,24 @@ from ..trace import Commit, Counters, PassRecord, RunMeta, Trace
 MAX_GEN_LENGTH = 1024
 MAX_PROMPT_CHARS = 20_000
 BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128)
+MAX_BUDGET = 256
+MAX_TEMPERATURE = 10.0
+AUTO = "auto"  # budget chosen per pass from the target's cost curve (samplers/cost.py)
 
 
 class DecodeError(ValueError):
     """Bad input to a decode, with a message meant for the user."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The ranges a decode is checked against. The library's defaults are the widest; a front end (the app) passes
+    narrower ones, so that one validator serves every caller."""
+
+    gen_max: int = MAX_GEN_LENGTH
+    temperature_max: float = MAX_TEMPERATURE
+    budgets: tuple | None = None  # the fixed budgets allowed (None: any from 1 to MAX_BUDGET); "auto" always is
+    drafters: tuple | None = None  # the drafters allowed (None: every registered one)
 
 
 @dataclass
@@ -29,11 +44,14 @@ class DecodeConfig:
     seed: int = 0
     gen_length: int = 128
     drafter: str = "none"
-    budget: int = 32
+    budget: int | str = AUTO  # draft tree size per pass: a node count, or "auto" (cost-aware, chosen per pass)
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
     min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)
 
-    def validate(self) -> "DecodeConfig":
+    def validate(self, limits: Limits = Limits()) -> "DecodeConfig":
+        """Check every field (and the drafter against the mode); raise DecodeError with a message for the user."""
+        from ..drafter.registry import PROPOSERS, check_drafter
+
         def num(name, kind):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, kind):
@@ -42,14 +60,13 @@ class DecodeConfig:
 
         num("gen_length", int)
         num("seed", int)
-        num("budget", int)
         t, tau = num("temperature", (int, float)), num("threshold", (int, float))
         if self.mode not in ("exact", "threshold"):
             raise DecodeError(f"mode must be 'exact' or 'threshold', got {self.mode!r}")
-        if not 1 <= self.gen_length <= MAX_GEN_LENGTH:
-            raise DecodeError(f"gen_length must be between 1 and {MAX_GEN_LENGTH}, got {self.gen_length}")
-        if not (0.0 <= t <= 10.0) or t != t:
-            raise DecodeError(f"temperature must be between 0 and 10, got {t}")
+        if not 1 <= self.gen_length <= limits.gen_max:
+            raise DecodeError(f"gen_length must be between 1 and {limits.gen_max}, got {self.gen_length}")
+        if not (0.0 <= t <= limits.temperature_max) or t != t:
+            raise DecodeError(f"temperature must be between 0 and {limits.temperature_max:g}, got {t}")
         if not (0.0 < tau <= 1.0):
             raise DecodeError(f"threshold (tau) must be in (0, 1], got {tau}")
         if not 0 <= self.seed < 2**63:
@@ -57,9 +74,23 @@ class DecodeConfig:
         mp = num("min_path_prob", (int, float))
         if not (0.0 <= mp < 1.0):
             raise DecodeError(f"min_path_prob must be in [0, 1), got {mp}")
-        if not 1 <= self.budget <= 256:
-            raise DecodeError(f"budget must be between 1 and 256 nodes, got {self.budget}")
+        if self.budget != AUTO:
+            num("budget", int)
+            if limits.budgets is not None and self.budget not in limits.budgets:
+                raise DecodeError(f"tree budget must be {AUTO} or one of {', '.join(map(str, limits.budgets))}, "
+                                  f"got {self.budget}")
+            if not 1 <= self.budget <= MAX_BUDGET:
+                raise DecodeError(f"budget must be {AUTO} or between 1 and {MAX_BUDGET} nodes, got {self.budget}")
+        allowed = ("none", *PROPOSERS) if limits.drafters is None else limits.drafters
+        if self.drafter not in allowed:
+            raise DecodeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(allowed)}")
+        if self.drafter != "none":
+            check_drafter(self.drafter, self.mode)
         return self
+
+    @property
+    def auto_budget(self) -> bool:
+        return self.budget == AUTO
 
     @property
     def rule(self) -> DecisionRule:
@@ -89,9 +120,20 @@ def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tupl
 class DecodeState:
     """The token row being decoded, with the bookkeeping every sampler needs."""
 
-    def __init__(self, target: DiffusionTarget, prompt_ids: list[int], cfg: DecodeConfig):
+    @classmethod
+    def begin(cls, target: DiffusionTarget, prompt: str, cfg: DecodeConfig) -> "DecodeState":
+        """Validate the configuration and encode the prompt (once per run)."""
+        cfg.validate()
+        prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
+        return cls(target, prompt_ids, cfg, prompt, truncated)
+
+    def __init__(self, target: DiffusionTarget, prompt_ids: list[int], cfg: DecodeConfig, prompt: str = "",
+                 truncated: bool = False):
         self.target = target
         self.cfg = cfg
+        self.prompt, self.truncated = prompt, truncated
+        self.budget_auto = cfg.drafter != "none" and cfg.budget == AUTO
+        self.cost_curve: list = []  # [[states, seconds]] when the budget is auto
         self.rule = cfg.rule
         self.mask_id = target.info.mask_id
         self.prompt_len = len(prompt_ids)
@@ -125,11 +167,16 @@ class DecodeState:
                 return gen[:i]
         return gen
 
+    def apply(self, commits: list[Commit]) -> None:
+        """Write committed tokens into the row (only the changed positions)."""
+        if commits:
+            self.tokens[[c.position for c in commits]] = torch.tensor([c.token for c in commits], dtype=torch.long)
+
     def add_pass(self, kind: str, window, states: int, commits: list[Commit], t_start: float, tree=None,
-                 accepted_path=None) -> PassRecord:
+                 accepted_path=None, budget: int = 0) -> PassRecord:
         rec = PassRecord(index=len(self.passes), kind=kind, window=[int(window[0]), int(window[1])],
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
-                         wall_s=time.perf_counter() - t_start)
+                         wall_s=time.perf_counter() - t_start, budget=int(budget))
         self.passes.append(rec)
         # running totals, so that counters() is O(1) per pass (it is streamed after every pass)
         self._n_commits += len(commits)
@@ -154,17 +201,35 @@ class DecodeState:
                         mean_accepted_length=self._n_commits / max(n_pass, 1), acceptance_per_depth=per_depth,
                         wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
 
-    def trace(self, prompt: str, drafter: str, truncated: bool) -> Trace:
+    def meta(self, drafter: str | None = None) -> RunMeta:
+        """The run's description (the same object for the start event and the trace)."""
         info = self.target.info
         cfg = self.cfg
-        meta = RunMeta(model=info.name, tokenizer=info.name, attention=info.attention, mode=cfg.mode,
+        drafter = cfg.drafter if drafter is None else drafter
+        spec = drafter != "none"
+        return RunMeta(model=info.name, tokenizer=info.name, attention=info.attention, mode=cfg.mode,
                        threshold=float(cfg.threshold), temperature=float(cfg.temperature), seed=int(cfg.seed),
-                       drafter=drafter, budget=int(cfg.budget) if drafter != "none" else 0,
-                       block_size=info.block_size, gen_length=cfg.gen_length, prompt=prompt,
+                       drafter=drafter, budget=(0 if self.budget_auto else int(cfg.budget)) if spec else 0,
+                       block_size=info.block_size, gen_length=cfg.gen_length, prompt=self.prompt,
                        prompt_tokens=self.tokens[: self.prompt_len].tolist(), coupled_noise=bool(cfg.coupled_noise),
-                       min_path_prob=float(cfg.min_path_prob) if drafter != "none" else 0.0,
+                       min_path_prob=float(cfg.min_path_prob) if spec else 0.0,
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
-                       prompt_truncated=truncated)
+                       prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,
+                       cost_curve=self.cost_curve if spec else [], threads=torch.get_num_threads())
+
+    def started(self, drafter: str | None = None) -> "Progress":
+        """The start event: the run's meta and the prompt row, before the first pass."""
+        return Progress(self.tokens.tolist(), None, self.counters(), meta=self.meta(drafter))
+
+    def progress(self, rec: PassRecord) -> "Progress":
+        return Progress(self.tokens.tolist(), rec, self.counters())
+
+    def finished(self, drafter: str | None = None) -> "Progress":
+        trace = self.trace(drafter)
+        return Progress(self.tokens.tolist(), None, trace.counters, trace=trace)
+
+    def trace(self, drafter: str | None = None) -> Trace:
+        meta = self.meta(drafter)
         gen = self.generated()
         ids = set(meta.prompt_tokens) | set(self.tokens.tolist()) | {self.mask_id}
         for p in self.passes:
@@ -186,3 +251,17 @@ class Progress:
     counters: Counters
     trace: Trace | None = None
     extra: dict = field(default_factory=dict)
+    meta: RunMeta | None = None  # set on the start event only
+
+    @property
+    def kind(self) -> str:
+        """"start" (meta set, before the first pass), "pass" (record set) or "done" (trace set)."""
+        return "done" if self.trace is not None else "pass" if self.record is not None else "start"
+
+
+def run_to_end(stream: Iterator[Progress]) -> Trace:
+    """Consume a decode stream; return its trace."""
+    last = None
+    for last in stream:
+        pass
+    return last.trace

@@ -2,12 +2,13 @@
 
 Loop (DESIGN.md section 3), starting from a root r whose logits are known from the previous pass:
 1. the decision d(r) is free and certain: s1 = r + d(r) (it is the previous pass's bonus decision);
-2. a proposer drafts a tree rooted at s1 from r's output distributions (budget = states per pass, s1 included);
+2. a proposer drafts a tree rooted at s1 from r's output distributions (budget = states per pass, s1 included;
+   with budget "auto", the size that maximises expected commits per second, samplers/cost.py);
 3. one batched target pass evaluates every node; if a node completes the window, the same pass also evaluates
    the next window (the fused pass), so a new block starts without a pass of its own;
-4. walk from s1: at node n compute d(n) from n's own logits with the noise of n's step; move to the child whose
-   state equals n + d(n), else stop. Every decision on the walk is the target's own, so the trajectory is
-   exactly the standard decoder's. The stop node's decision is the pass's bonus; its state becomes the root.
+4. walk from s1 along the edges equal to the target's own decisions (samplers/verify.py); the stop node's
+   decision is the pass's bonus, and its state becomes the root.
+Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's.
 Commits per pass = accepted edges + 1.
 """
 from __future__ import annotations
@@ -15,148 +16,84 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-import torch
-
-from ..decision import candidates, select
+from ..decision import decide, masked_log_softmax
 from ..drafter.features import RootView
+from ..drafter.registry import load_proposer
 from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
 from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
-from ..trace import Commit, TreeNode
-from .common import DecodeConfig, DecodeState, Progress, encode_prompt
+from ..trace import Commit
+from .common import DecodeConfig, DecodeState, Progress, run_to_end
+from .cost import TreeSizer, cost_curve
+from .verify import accept_walk, bonus, tree_record, verify
 
 
-def make_proposer(name: str, target: DiffusionTarget, cfg: DecodeConfig) -> Proposer:
-    from ..drafter.store import load_proposer
-
-    return load_proposer(name, target, cfg.mode)
-
-
-def _decide(st: DecodeState, logits_row: torch.Tensor, row_tokens: torch.Tensor, lo: int, hi: int, step: int):
-    """The target's decision at one state: ([window offsets], [tokens], [confidences])."""
-    toks, conf, _ = candidates(logits_row.unsqueeze(0), [step], lo, st.rule, st.noise, st.mask_id)
-    offs = select(conf[0], row_tokens[lo:hi] == st.mask_id, st.rule)
-    return offs, [int(toks[0, o]) for o in offs], [float(conf[0, o]) for o in offs]
-
-
-def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig,
-                       proposer: Proposer | None = None) -> Iterator[Progress]:
-    cfg.validate()
-    prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
-    if proposer is None:
-        proposer = make_proposer(cfg.drafter, target, cfg)
-    st = DecodeState(target, prompt_ids, cfg)
+def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, proposer: Proposer | None = None,
+                       start_event: bool = False) -> Iterator[Progress]:
+    st = DecodeState.begin(target, prompt, cfg)
+    proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode)
+    sizer = tree_sizer(st)
     draft_noise = st.noise if cfg.coupled_noise else IndependentNoise(cfg.seed, target.info.vocab_size)
-    windows = st.windows
-    wi = 0
-    lo, hi = windows[0]
-
-    # Prefill: the first pass is a plain pass; its decision is the first free decision.
-    t_start = time.perf_counter()
+    if start_event:
+        yield st.started()
+    wi, (lo, hi) = 0, st.windows[0]
+    t_start = time.perf_counter()  # prefill: a plain pass, whose decision is the first free decision
     out = target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
     st.cache = target.extend_cache(st.cache, out, 0, lo)
     root_logits = out.logits[0]
-    offs, toks, confs = _decide(st, root_logits, st.tokens, lo, hi, st.step)
-    commits = [Commit(lo + o, t, st.step, c) for o, t, c in zip(offs, toks, confs)]
-    for o, t in zip(offs, toks):
-        st.tokens[lo + o] = t
-    first = list(offs)
+    d = decide(out.logits, st.masked(lo, hi).unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
+    free = [Commit(lo + o, t, st.step, c) for o, t, c in zip(d.offsets, d.tokens, d.confidences)]
+    st.apply(free)
     st.step += 1
-    rec = st.add_pass("decode", (lo, hi), 1, commits, t_start)
-    yield Progress(st.tokens.tolist(), rec, st.counters())
-
+    yield st.progress(st.add_pass("decode", (lo, hi), 1, free, t_start))
     while True:
-        w = hi - lo
-        masked = st.masked(lo, hi)
+        masked = st.masked(lo, hi)  # 1. s1 = r + d(r): the free decision is in the row
         if not bool(masked.any()):
             st.end = hi
-            if wi + 1 >= len(windows) or st.finished_with_eos(hi):
+            if wi + 1 >= len(st.windows) or st.finished_with_eos(hi):
                 break
         t_start = time.perf_counter()
-        # ---- draft
-        view = RootView(lo=lo, hi=hi, state=st.tokens.clone(), logp=_root_logp(root_logits, st.mask_id),
-                        masked=masked, first=first, step=st.step, rule=st.rule, noise=draft_noise)
-        nodes = build_tree(view, proposer, cfg.budget, cfg.min_path_prob) if bool(masked.any()) else [DraftNode(0, -1, 0, (), (), 1.0, 1.0)]
-        rows = node_states(view, nodes)
-        # ---- verify: one pass over every node (and the next window if some node completes this one)
-        complete = (rows[:, lo:hi] != st.mask_id).all(1)
-        has_next = wi + 1 < len(windows)
-        eval_hi = windows[wi + 1][1] if (has_next and bool(complete.any())) else hi
-        out = target.forward(rows, lo, eval_hi, st.cache)
-        # ---- accept by state equality
-        n = nodes[0]
-        walk = [0]
-        accepted: list[Commit] = []
-        decisions: dict[int, tuple] = {}
-        while True:
-            if bool(complete[n.id]):
-                break
-            step = st.step + n.depth
-            d = _decide(st, out.logits[n.id, :w], rows[n.id], lo, hi, step)
-            decisions[n.id] = d
-            key = (tuple(d[0]), tuple(d[1]))
-            child = n.children.get(key)
-            if child is None:
-                break
-            for o, t, c in zip(*d):
-                accepted.append(Commit(lo + o, t, step, c, drafted=True))
-            n = nodes[child]
-            walk.append(n.id)
-        # ---- the bonus decision at the stop node
-        st.tokens = rows[n.id].clone()
-        bonus: list[Commit] = []
-        step = st.step + n.depth
-        new_lo, new_hi = lo, hi
-        if not bool(complete[n.id]):
-            offs, toks, confs = decisions[n.id]
-            root_logits = out.logits[n.id, :w]
-        elif eval_hi > hi and not st.finished_with_eos(hi):  # fused: first decision of the next window
-            new_lo, new_hi = windows[wi + 1]
-            st.cache = target.extend_cache(st.cache, out, n.id, new_lo)
-            root_logits = out.logits[n.id, w:]
-            offs, toks, confs = _decide(st, root_logits, st.tokens, new_lo, new_hi, step)
-        else:
-            offs = []
-        for o, t, c in zip(offs, toks, confs):
-            st.tokens[new_lo + o] = t
-            bonus.append(Commit(new_lo + o, t, step, c))
-        first = list(offs)
-        st.step = step + (1 if offs else 0)
-        tree = _tree_record(nodes, walk, decisions, lo)
-        rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + bonus, t_start, tree=tree, accepted_path=walk)
-        yield Progress(st.tokens.tolist(), rec, st.counters())
-        if new_lo != lo:
-            wi += 1
-            lo, hi = new_lo, new_hi
-        elif not offs:  # window complete with nothing further to decode
+        nxt = st.windows[wi + 1] if wi + 1 < len(st.windows) else None
+        view = RootView(lo=lo, hi=hi, state=st.tokens, logp=masked_log_softmax(root_logits, st.mask_id),
+                        masked=masked, first=d.offsets if d else [], step=st.step, rule=st.rule, noise=draft_noise)
+        nodes = draft(view, proposer, sizer, cfg.min_path_prob)  # 2. draft
+        v = verify(st, node_states(view, nodes), nodes, lo, hi, nxt and nxt[1])  # 3. verify: one pass, all nodes
+        walk, accepted = accept_walk(nodes, v.decisions, lo, st.step)  # 4. accept walk, then the bonus
+        stop = nodes[walk[-1]]
+        st.apply(accepted)
+        step = st.step + stop.depth
+        d, root_logits, window = bonus(st, v, stop, lo, hi, nxt)
+        free = [Commit(window[0] + o, t, step, c) for o, t, c in zip(d.offsets, d.tokens, d.confidences)] if d else []
+        st.apply(free)
+        st.step = step + (1 if d else 0)
+        rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
+                          tree=tree_record(nodes, walk, v.decisions, lo), accepted_path=walk, budget=len(nodes))
+        if len(nodes) > 1:
+            sizer.observe(len(walk) - 1, rec.wall_s - v.forward_s)
+        yield st.progress(rec)
+        if window[0] != lo:
+            wi, (lo, hi) = wi + 1, window
+        elif d is None:  # window complete with nothing further to decode
             st.end = hi
             break
-    trace = st.trace(prompt, cfg.drafter, truncated)
-    yield Progress(st.tokens.tolist(), None, trace.counters, trace=trace)
+    yield st.finished()
 
 
-def _root_logp(logits: torch.Tensor, mask_id: int) -> torch.Tensor:
-    logits = logits.float().clone()
-    if 0 <= mask_id < logits.shape[-1]:
-        logits[..., mask_id] = float("-inf")
-    return torch.log_softmax(logits, -1)
+def tree_sizer(st: DecodeState) -> TreeSizer:
+    """The run's tree sizing: the fixed budget, or the cost-aware one (auto) with the target's cost curve."""
+    if not st.budget_auto:
+        return TreeSizer(st.cfg.budget)
+    curve = cost_curve(st.target)
+    st.cost_curve = curve.as_pairs()
+    return TreeSizer("auto", curve, n_max=min(64, max(curve.sizes)))
 
 
-def _tree_record(nodes: list[DraftNode], walk: list[int], decisions: dict, lo: int) -> list[TreeNode]:
-    on_walk = set(walk)
-    out = []
-    for n in nodes:
-        d = decisions.get(n.id)
-        out.append(TreeNode(id=n.id, parent=n.parent, depth=n.depth, positions=[lo + o for o in n.offsets],
-                            tokens=list(n.tokens), prob=float(n.prob), path_prob=float(n.path_prob),
-                            accepted=n.id in on_walk,
-                            target_positions=[lo + o for o in d[0]] if d else [],
-                            target_tokens=list(d[1]) if d else []))
-    return out
+def draft(view: RootView, proposer: Proposer, sizer: TreeSizer, min_path_prob: float) -> list[DraftNode]:
+    """The draft tree rooted at s1 (just s1 when nothing is masked or the auto budget skips drafting)."""
+    if not bool(view.masked.any()) or not sizer.draft_now():
+        return [DraftNode(0, -1, 0, (), (), 1.0, 1.0)]
+    return build_tree(view, proposer, sizer.budget, min_path_prob, sizer if sizer.auto else None)
 
 
 def decode_spot(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, proposer: Proposer | None = None):
-    last = None
-    for last in decode_spot_stream(target, prompt, cfg, proposer):
-        pass
-    return last.trace
+    return run_to_end(decode_spot_stream(target, prompt, cfg, proposer))

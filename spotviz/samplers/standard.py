@@ -2,54 +2,45 @@
 
 Exact mode commits one position per pass; threshold mode commits the set the rule picks. Windows are decoded
 left to right (aligned blocks with an exact KV cache for block models; semi-AR windows for full attention).
-When a window is complete, the next pass evaluates the next window and, in the same forward, writes the finished
-block's keys/values into the cache (the fused pass).
+A finished window's keys/values enter the cache with the first pass of the next window.
 """
 from __future__ import annotations
 
 import time
 from typing import Iterator
 
-
-from ..decision import candidates, select
+from ..decision import decide
 from ..targets.base import DiffusionTarget
 from ..trace import Commit
-from .common import DecodeConfig, DecodeState, Progress, encode_prompt
+from .common import DecodeConfig, DecodeState, Progress, run_to_end
 
 
-def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig,
-                           record_candidates: bool = False, record_logits: bool = False) -> Iterator[Progress]:
-    """Yield a Progress after every pass; `record_candidates` / `record_logits` add the window's candidate
-    tokens / logits to Progress.extra (for measurements and drafter training)."""
-    cfg.validate()
-    prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
-    st = DecodeState(target, prompt_ids, cfg)
+def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, record_logits: bool = False,
+                           start_event: bool = False) -> Iterator[Progress]:
+    """Yield a Progress after every pass (first a start event if `start_event`); `record_logits` adds the
+    window's logits to Progress.extra (for measurements and drafter training)."""
+    st = DecodeState.begin(target, prompt, cfg)
+    if start_event:
+        yield st.started("none")
     for lo, hi in st.windows:
-        while bool(st.masked(lo, hi).any()):
+        masked = st.masked(lo, hi)
+        while bool(masked.any()):
             t_start = time.perf_counter()
             out = target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
             st.cache = target.extend_cache(st.cache, out, 0, lo)
-            tokens, conf, _ = candidates(out.logits, [st.step], lo, st.rule, st.noise, st.mask_id)
-            offs = select(conf[0], st.masked(lo, hi), st.rule)
-            commits = []
-            for o in offs:
-                st.tokens[lo + o] = tokens[0, o]
-                commits.append(Commit(lo + o, int(tokens[0, o]), st.step, float(conf[0, o])))
+            d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
+            commits = [Commit(lo + o, t, st.step, c) for o, t, c in zip(d.offsets, d.tokens, d.confidences)]
+            st.apply(commits)
+            masked[d.offsets] = False
             st.step += 1
             rec = st.add_pass("decode", (lo, hi), 1, commits, t_start)
-            extra = {"lo": lo, "hi": hi, "candidates": tokens[0].tolist()} if record_candidates else {}
-            if record_logits:
-                extra |= {"lo": lo, "hi": hi, "logits": out.logits[0], "step": st.step - 1}
+            extra = {"lo": lo, "hi": hi, "logits": out.logits[0], "step": st.step - 1} if record_logits else {}
             yield Progress(st.tokens.tolist(), rec, st.counters(), extra=extra)
         st.end = hi
         if st.finished_with_eos(hi):
             break
-    trace = st.trace(prompt, "none", truncated)
-    yield Progress(st.tokens.tolist(), None, trace.counters, trace=trace)
+    yield st.finished("none")
 
 
 def decode_standard(target: DiffusionTarget, prompt: str, cfg: DecodeConfig):
-    last = None
-    for last in decode_standard_stream(target, prompt, cfg):
-        pass
-    return last.trace
+    return run_to_end(decode_standard_stream(target, prompt, cfg))

@@ -1,5 +1,15 @@
-"""Adapter for spotviz's own masked-diffusion models (modeling.SpotDLMForMaskedLM)."""
+"""Adapter for spotviz's own masked-diffusion models (modeling.SpotDLMForMaskedLM).
+
+The forward runs as a traced, frozen TorchScript graph (torch.jit.trace + freeze + optimize_for_inference): the
+same operations as the eager model, minus Python's per-module dispatch, which is a large share of a pass this
+small. One trace serves every batch size, window and cache length. It is used only where it is exact: on its
+first call the traced logits must equal the eager ones (within fp32 tolerance) and a batched call must
+reproduce a one-row call bit for bit; otherwise (or if tracing fails) the target stays eager for good.
+"""
 from __future__ import annotations
+
+import threading
+import warnings
 
 import torch
 
@@ -7,8 +17,32 @@ from ..embedded.modeling import SpotDLMForMaskedLM, block_causal_mask
 from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo
 
 
+class _BlockForward(torch.nn.Module):
+    """The block model's cached forward with flat inputs and outputs (what tracing needs)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, pos, mask, past: tuple):
+        kv = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
+        logits, present = self.model(ids, position_ids=pos, attention_mask=mask, past_key_values=kv,
+                                      return_present=True)
+        return logits, tuple(x for k_v in present for x in k_v)
+
+
+class _FullForward(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, pos):
+        return self.model(ids, position_ids=pos)
+
+
 class EmbeddedTarget(DiffusionTarget):
-    def __init__(self, model: SpotDLMForMaskedLM, tokenizer, name: str = "embedded", source: str = ""):
+    def __init__(self, model: SpotDLMForMaskedLM, tokenizer, name: str = "embedded", source: str = "",
+                 traced: bool = True):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
@@ -19,24 +53,75 @@ class EmbeddedTarget(DiffusionTarget):
             eos_ids=tuple(int(e) for e in eos if e is not None), vocab_size=cfg.vocab_size,
             max_length=cfg.max_position_embeddings, source=source,
         )
+        self.traced = traced  # True: try the traced forward; False: eager (also after a failed check)
+        self._graph = None
+        self._lock = threading.Lock()
+        self._masks: dict = {}
+        hd = cfg.hidden_size // cfg.num_attention_heads
+        dtype = next(model.parameters()).dtype
+        self._empty = tuple(torch.zeros(1, cfg.num_attention_heads, 0, hd, dtype=dtype, device=self.device)
+                            for _ in range(2 * cfg.num_hidden_layers))
+
+    # ------------------------------------------------------------------ the forward
+    def _inputs(self, start: int, hi: int):
+        """Positions and the block-causal mask of a call (cached: they depend only on (start, hi))."""
+        key = (start, hi)
+        if key not in self._masks:
+            pos = torch.arange(start, hi, device=self.device)
+            mask = block_causal_mask(pos, pos, self.info.block_size)
+            if start:
+                mask = torch.cat([torch.ones(hi - start, start, dtype=torch.bool, device=self.device), mask], 1)
+            self._masks[key] = (pos.unsqueeze(0), mask.view(1, 1, *mask.shape))
+        return self._masks[key]
+
+    def _eager(self, args):
+        if self.info.attention == "full":
+            return _FullForward(self.model)(*args)
+        return _BlockForward(self.model)(*args)
+
+    def _run(self, args):
+        if self.traced and self._graph is None:
+            with self._lock:
+                if self._graph is None and self.traced:
+                    self._graph = self._trace(args)
+                    self.traced = self._graph is not None
+        if self.traced:
+            return self._graph(*args)
+        return self._eager(args)
+
+    def _trace(self, args):
+        """A frozen graph of the forward, or None if tracing fails or is not exact on these inputs."""
+        module = _FullForward(self.model) if self.info.attention == "full" else _BlockForward(self.model)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                graph = torch.jit.trace(module, args, check_trace=False)
+                graph = torch.jit.optimize_for_inference(torch.jit.freeze(graph.eval()))
+            ids = args[0][:1]
+            many = ids.repeat(4, 1)
+            one_args, many_args = (ids, *args[1:]), (many, *args[1:])
+            ref = self._eager(one_args)[0]
+            got, batched = graph(*one_args)[0], graph(*many_args)[0]
+            if not torch.allclose(got, ref, rtol=1e-4, atol=1e-5) or not all(torch.equal(b, got[0]) for b in batched):
+                return None
+            return graph
+        except Exception:  # noqa: BLE001 - any failure: the eager model is always right
+            return None
 
     @torch.no_grad()
     def forward(self, states: torch.Tensor, lo: int, hi: int, cache: PrefixCache) -> ForwardOutput:
         states = states.to(self.device)
         if self.info.attention == "full":
-            logits = self.model(states)[:, lo:hi]  # every pass sees the whole sequence
+            pos = torch.arange(states.shape[1], device=self.device).unsqueeze(0)
+            logits = self._run((states, pos))[:, lo:hi]  # every pass sees the whole sequence
             return ForwardOutput(logits.float(), start=0)
         start = cache.length
         if not (start <= lo and start % self.info.block_size == 0):
             raise ValueError(f"cache of length {start} cannot serve window [{lo}, {hi})")
-        pos = torch.arange(start, hi, device=self.device)
-        mask = block_causal_mask(pos, pos, self.info.block_size)
-        if start:
-            mask = torch.cat([torch.ones(hi - start, start, dtype=torch.bool, device=self.device), mask], 1)
-        logits, present = self.model(
-            states[:, start:hi], position_ids=pos.unsqueeze(0), attention_mask=mask.view(1, 1, *mask.shape),
-            past_key_values=list(cache.kv) if cache.kv else None, return_present=True,
-        )
+        pos, mask = self._inputs(start, hi)
+        past = tuple(x for k_v in cache.kv for x in k_v) if cache.kv else self._empty
+        logits, flat = self._run((states[:, start:hi], pos, mask, past))
+        present = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(flat) // 2)]
         return ForwardOutput(logits[:, lo - start :].float(), start=start, present=present)
 
     def extend_cache(self, cache: PrefixCache, out: ForwardOutput, row: int, upto: int) -> PrefixCache:

@@ -58,6 +58,10 @@ def _run_args(prompt, drafter, model=TINY, gen=GEN, seed=1, mode="exact", tau=0.
                 drafter=drafter, budget=budget, coupled=True, api_name="/run")
 
 
+def _timeline(text: str) -> list[dict]:
+    return [json.loads(x) for x in text.splitlines() if x]
+
+
 def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_prompt):
     from spotviz.engine import decode
     from spotviz.samplers.common import DecodeConfig
@@ -65,18 +69,17 @@ def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_
 
     drafter = "training-free"
     job = client.submit(**_run_args(tiny_prompt, drafter))
-    updates = list(job)  # every streamed update
+    updates = list(job)  # every streamed update: (status, explainer timeline, files)
     job.result()
     assert len(updates) >= 3, "the run endpoint should stream several updates"
-    status, canvas_main = updates[0][0], updates[0][1]
-    assert "decoding" in status.lower() or "loading" in status.lower()
-    # masked positions are visible early and fewer later
-    canvases = [u[1] for u in updates if isinstance(u[1], str) and "sv-canvas" in u[1]]
-    assert any("sv-mask" in c for c in canvases)
+    assert "decoding" in updates[0][0].lower()
+    # the timeline only grows while the run streams (the browser receives appends, never a redraw)
+    texts = [u[1] for u in updates if isinstance(u[1], str) and u[1]]
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))
     final = updates[-1]
     assert "Done" in final[0], final[0]
-    files = final[7]
-    assert files and len(files) == (2 if drafter != "none" else 1)
+    files = final[2]
+    assert files and len(files) == 2
     traces = [Trace.load(f) for f in files]
     main = next(t for t in traces if t.meta.drafter == drafter)
     direct = decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=GEN, seed=1, drafter=drafter, budget=8))
@@ -84,14 +87,13 @@ def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_
     for f in ("target_passes", "commits", "generated_tokens", "drafted_nodes", "accepted_drafts",
               "mean_accepted_length", "acceptance_per_depth"):
         assert getattr(main.counters, f) == getattr(direct.counters, f), f
-    assert [len(p.commits) for p in main.passes] == [len(p.commits) for p in direct.passes]
-    # the players got figures with one frame per pass
-    order, tree = json.loads(final[4]), json.loads(final[5])
-    assert len(order["frames"]) == len(tree["frames"]) == direct.counters.target_passes
-    if drafter != "none":
-        base = next(t for t in traces if t.meta.drafter == "none")
-        assert base.tokens == main.tokens
-        assert "identical" in final[3]
+    lines = _timeline(final[1])
+    passes = [x for x in lines if x["t"] == "pass" and x["r"] == "main"]
+    assert [len(p["c"]) for p in passes] == [len(p.commits) for p in direct.passes]
+    base = next(t for t in traces if t.meta.drafter == "none")
+    assert base.tokens == main.tokens and "identical" in final[0]
+    s = lines[-2]
+    assert s["t"] == "sum" and s["identical"] is True and s["base_passes"] == base.counters.target_passes
 
 
 def test_errors_are_shown_and_the_app_stays_usable(client, tiny_prompt):
@@ -109,13 +111,19 @@ def test_failing_drafter_still_runs_the_standard_decoder(client, tiny_prompt):
     status = out[0]
     if "failed" not in status:
         pytest.skip("a SPOT drafter is available for the tiny model")
-    assert "Done" in status and "sv-canvas" in out[2]  # the standard decoder ran
+    assert "Done" in status
+    assert any(x["t"] == "run" and x["r"] == "base" for x in _timeline(out[1]))  # the standard decoder ran
 
 
-def test_replay_upload_and_bad_file(client, example_dir, tmp_path):
+def test_replay_upload_sets_the_controls_and_bad_files_get_plain_messages(client, example_dir, tmp_path, tiny_prompt):
     out = client.predict(paths=[handle_file(str(example_dir / "ex-standard.json"))], api_name="/replay")
     assert "Replaying" in out[0]
-    assert json.loads(out[4])["frames"] and "sv-canvas" in out[1]
+    lines = _timeline(out[1])
+    assert [x["t"] for x in lines[:2]] == ["session", "run"] and any(x["t"] == "pass" for x in lines)
+    # outputs: status, explainer, files (the shown-run state is not part of the API), then the controls of /run
+    prompt, model, mode, tau, temperature, seed, gen_length, drafter = out[3:11]
+    gen_length = gen_length["value"] if isinstance(gen_length, dict) else gen_length
+    assert (prompt, seed, gen_length, drafter, mode) == (tiny_prompt, 3, 16, "none", "exact")
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something-else"}')
     out = client.predict(paths=[handle_file(str(bad))], api_name="/replay")
@@ -125,25 +133,34 @@ def test_replay_upload_and_bad_file(client, example_dir, tmp_path):
     trunc.write_text(trunc.read_text()[:200])
     out = client.predict(paths=[handle_file(str(trunc))], api_name="/replay")
     assert "not valid JSON" in out[0]
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(bytes(range(128, 256)) * 4)
+    out = client.predict(paths=[handle_file(str(garbage))], api_name="/replay")
+    assert "Cannot replay garbage.json" in out[0] and "not a spotviz trace" in out[0] and "codec" not in out[0]
 
 
 def test_example_trace_loads(client):
     out = client.predict(title="tiny example", api_name="/example")
-    assert "Example trace" in out[0]
-    assert len(json.loads(out[4])["frames"]) > 1
+    assert "Recorded example" in out[0]
+    lines = _timeline(out[1])
+    assert lines[0]["t"] == "session" and lines[0]["play"] is True
+    assert sum(x["t"] == "pass" for x in lines) > 1
 
 
-def test_plotly_js_is_served_locally(app):
-    from spotviz.ui.player import plotly_js_url
+def test_length_slider_is_capped_at_the_context_minus_the_prompt(app, tiny_block_target, tiny_prompt):
+    from spotviz.ui.app import Handlers
 
-    _, url = app
-    with urllib.request.urlopen(url.rstrip("/") + "/" + plotly_js_url(), timeout=30) as r:
-        assert r.status == 200
-        head = r.read(4096).decode("utf-8", "replace")
-    assert "plotly" in head.lower()
-    with urllib.request.urlopen(url.rstrip("/") + "/config", timeout=30) as r:
-        config = r.read().decode()
-    assert "cdn.plot.ly" not in config and "gradio_api/file=" in config
+    demo = app[0]
+    slider = next(c for c in demo.get_config_file()["components"]
+                  if c.get("props", {}).get("elem_id") == "sv-gen-length")
+    n_prompt = len(tiny_block_target.encode("ROMEO.\n"))
+    assert slider["props"]["maximum"] <= tiny_block_target.info.max_length - n_prompt
+    handlers = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "cap_length").fn
+    assert isinstance(handlers.__self__, Handlers)
+    long_prompt = "ROMEO.\nO Romeo, wherefore art thou?"
+    upd = handlers(long_prompt, TINY, 48)
+    room = tiny_block_target.info.max_length - len(tiny_block_target.encode(long_prompt))
+    assert 8 <= room < 48 and upd["maximum"] == room - room % 8 and upd["value"] == upd["maximum"]
 
 
 def test_app_starts_without_a_model(example_dir):

@@ -245,3 +245,83 @@ def test_views_of_real_traces(real_traces):
             assert f["data"][acc_i]["customdata"] == p.accepted_path
     assert identical_output(spot, base) is True
     json.dumps([order, tree, speed])  # plain JSON
+
+
+# ------------------------------------------------------------------------------------------------- timeline
+def _lines(text: str) -> list[dict]:
+    assert text.endswith("\n")
+    return [json.loads(s) for s in text.splitlines()]
+
+
+def test_timeline_one_line_per_pass_and_the_tree_fitted_per_pass():
+    from spotviz.views.timeline import timeline
+
+    trace = _tree_trace()
+    lines = _lines(timeline(trace, session="s1", source="replay"))
+    kinds = [x["t"] for x in lines]
+    assert kinds == ["session", "run", "pass", "pass", "pass", "end", "sum"]
+    p0, p1, p2 = lines[2:5]
+    assert p0["tree"] is None and p2["tree"] is None  # no tree drawn where the pass verified none
+    tree = p1["tree"]
+    # fitted to this pass: 3 leaves (nodes 2, 4, 5) -> 3 rows; depths 0..3 -> 4 columns
+    assert tree["rows"] == 3 and tree["cols"] == 4 and tree["size"] == 6
+    by_id = {n[0]: n for n in tree["nodes"]}
+    assert [i for i, n in by_id.items() if n[6]] == [0, 1, 3]  # the accepted path
+    assert by_id[3][7] == [3, 4] and by_id[5][7] == [3, 4, 6]  # slots on the path (hover highlights them)
+    assert len({(n[2], n[3]) for n in tree["nodes"]}) == len(tree["nodes"])  # no two nodes share a grid cell
+    assert tree["stop"] == 3 and tree["depth"] == 2
+    assert tree["bonus"][2] == [5]  # the target's own decision where the walk stopped
+    assert tree["expect"] == [3, 4, 6]  # the drafter's most likely path: 1 (0.7), 3 (0.6), 5
+    assert [c[0] for c in p1["c"]] == [3, 4, 5] and [c[3] for c in p1["c"]] == [1, 1, 0]
+    assert [p["n"] for p in (p0, p1, p2)] == [1, 4, 8]  # slots committed so far
+
+
+def test_timeline_stale_right_final_slots_and_headline():
+    from spotviz.views.timeline import stale_right, timeline
+
+    trace = _tree_trace()
+    # pass 1's tree drafted slot 3 = 21, 4 = 22 (final), 5 = 24 (final is 23), 6 = 25 (final is 26)
+    assert stale_right(trace) == [[], [3, 4], []]
+    base = _standard_trace(8, tokens=trace.tokens + [0])
+    base.meta.gen_length = trace.meta.gen_length
+    lines = _lines(timeline(trace, base))
+    end = next(x for x in lines if x["t"] == "end" and x["r"] == "main")
+    assert end["final"][0] == EVIL and end["end"] == len(trace.tokens) and len(end["final"]) == 8
+    s = lines[-1]
+    assert s["t"] == "sum" and s["saved"] == 8 - 3 and s["ratio"] == round(8 / 3, 3)
+
+
+def test_timeline_keeps_code_text_and_never_html():
+    """Token text travels verbatim (newlines, runs of spaces) as JSON strings; the browser inserts it as text."""
+    from spotviz.views.timeline import timeline
+
+    trace = _tree_trace()
+    trace.token_text["22"] = "\n    return"
+    text = timeline(trace)
+    lines = _lines(text)
+    p1 = lines[3]
+    assert p1["c"][1][1] == "\n    return"
+    assert any("<script>" in c[1] for c in lines[2]["c"])  # raw: escaping happens in the browser's textContent
+    tree_labels = [n[4] for n in p1["tree"]["nodes"]]
+    assert "↵····return" in tree_labels  # tree labels make whitespace visible
+
+
+def test_live_session_lines_equal_the_replayed_trace(tiny_block_target, tiny_prompt):
+    """The app's live session turns engine events into the same pass lines as the finished trace."""
+    from spotviz.samplers.common import DecodeConfig
+    from spotviz.ui.runner import ModelStore, decode_events, register_store
+    from spotviz.ui.session import LiveSession
+    from spotviz.views.timeline import trace_lines
+
+    key = register_store(ModelStore(lambda name: tiny_block_target))
+    cfg = dict(DecodeConfig(gen_length=16, seed=4, drafter="training-free", budget=8).__dict__)
+    session = LiveSession()
+    for ev in decode_events(key, "tiny", tiny_prompt, cfg, True):
+        session.event(ev)
+    session.finish()
+    live = [x for x in _lines(session.text) if x["t"] == "pass" and x["r"] == "main"]
+    replayed = [x for x in trace_lines(session.main, "main") if x["t"] == "pass"]
+    for a, b in zip(live, replayed):
+        a.pop("wall"), b.pop("wall")
+    assert live == json.loads(json.dumps(replayed))
+    assert _lines(session.text)[-1]["final"] is True

@@ -14,6 +14,7 @@ import os
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -22,14 +23,18 @@ import gradio as gr
 from ..engine import DRAFTERS
 from ..registry import DEFAULT_MODEL, EMBEDDED
 from ..samplers.common import BUDGETS, MAX_GEN_LENGTH, DecodeError
+
+try:  # the cost-aware tree size chosen per pass (newer engines)
+    from ..samplers.common import AUTO
+except ImportError:  # pragma: no cover
+    AUTO = None
 from ..trace import MAX_TRACE_BYTES, Trace, TraceError
-from ..views import CANVAS_CSS, TABLE_CSS, commit_order_figure, counters_html, empty_canvas, speedup_figure, \
-    trace_canvas, tree_figure
 from ..views.common import esc
+from ..views.timeline import timeline
 from .examples import list_examples, load_example, pair_traces
-from .live import LiveRun, run_title
-from .player import PlotlyPlayer
+from .explainer import Explainer
 from .runner import ModelStore, decode_events, has_gpu, register_store
+from .session import LiveSession
 
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
 DRAFTER_ORDER = [d for d in ("spot", "spot-sets", "training-free", "calibrated", "none") if d in DRAFTERS]
@@ -40,28 +45,23 @@ DRAFTER_HELP = {
     "calibrated": "baseline: a static draft-graph template calibrated offline",
     "none": "the standard decoder (one decision per pass)",
 }
-VIEW_MAIN, VIEW_BASE = "drafter run", "standard run"
-LIVE_CANVAS_EVERY_S = 0.08  # at most ~12 streamed canvas updates per second
-LIVE_FIGURES_EVERY_S = 1.5  # players are redrawn from the partial trace this often while decoding
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
 # shows "This application is currently busy").
 MAX_QUEUE = 32
 TEMPERATURE_MAX = 2.0  # the temperature slider's range; the engine accepts up to 10
 STATE_SESSIONS = 256  # sessions whose last outputs and traces the server keeps (oldest dropped first)
-STATE_TTL_S = 3600  # a session's traces (for the view switch) are dropped an hour after its last update
+STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") are dropped after an hour
 MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 
 HEADER = """
-<div style="display:flex;align-items:baseline;gap:14px;flex-wrap:wrap">
-  <h1 style="margin:0;font-size:26px">spotviz</h1>
-  <span style="color:var(--body-text-color-subdued,#666)">lossless speculative decoding for diffusion language
-  models by speculating the position order (SPOT) — watch the target commit tokens, the drafter's tree, and
-  the speed-up over standard decoding, pass by pass.</span>
-</div>
+<div class="sv-header"><b>spotviz</b> <span>lossless speculative decoding for diffusion language models: a small
+drafter guesses which slots the model will fill next, and one model pass checks all the guesses at once.</span></div>
 """
 
 APP_CSS = """
+.sv-header { font-size: 14px; color: var(--body-text-color-subdued, #666); }
+.sv-header b { font-size: 22px; color: var(--body-text-color, #222); margin-right: 8px; }
 .sv-status { font-size: 14px; padding: 6px 10px; border-radius: 8px; }
 .sv-status.ok { background: #eef7ee; color: #1b5e20; }
 .sv-status.err { background: #fdecea; color: #8e1b10; }
@@ -119,7 +119,8 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
     gen_length = _number("generation length", gen_length, whole=True)
     if not 1 <= gen_length <= gen_max:
         raise DecodeError(f"generation length must be between 1 and {gen_max} tokens, got {gen_length}")
-    budget = _number("tree budget", budget, whole=True)
+    if not (AUTO and budget == AUTO):
+        budget = _number("tree budget", budget, whole=True)
     if budget not in budgets:
         raise DecodeError(f"tree budget must be one of {', '.join(map(str, budgets))}, got {budget}")
     if coupled is None:
@@ -154,21 +155,6 @@ def compact_session(demo: gr.Blocks, request: gr.Request | None) -> int:
         return len(stale)
     except Exception:  # noqa: BLE001 - Gradio internals: never let the workaround break a request
         return 0
-
-
-class _Outputs:
-    """Positions of the shared outputs of run / replay handlers."""
-
-    names = ("status", "canvas_main", "canvas_base", "counters", "order", "tree", "speedup", "files", "state")
-
-
-def _figures(trace: Trace | None, base: Trace | None, which: str = VIEW_MAIN):
-    """(order, tree, speed-up) figure dicts for the chosen run."""
-    if trace is None and base is None:
-        return None, None, None
-    shown = base if (which == VIEW_BASE and base is not None) or trace is None else trace
-    ref = trace if trace is not None else base
-    return commit_order_figure(shown), tree_figure(shown), speedup_figure(ref, base if ref is not base else None)
 
 
 class TraceFiles:
@@ -223,6 +209,235 @@ def default_models(extra: str | None = None) -> list[str]:
     return models
 
 
+CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
+            "prune")  # the run's inputs, in the order of the /run endpoint
+RUN_OUTPUTS = ("status", "explainer", "files")
+SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS  # an example or a replay also sets the controls
+GEN_STEP = 8
+
+LAYOUT_CSS = """
+#sv-main-row { align-items: flex-start; }
+#sv-head-line h1 { margin: 0; font-size: 22px; }
+#sv-run-row { gap: 8px; }
+@media (max-width: 760px) {
+  #sv-main-row { flex-direction: column; flex-wrap: nowrap; }
+  #sv-controls { display: contents; }
+  #sv-prompt, #sv-run-row, #sv-run-this { order: 1; }
+  #sv-out { order: 2; width: 100%; min-width: 0 !important; }
+  #sv-settings, #sv-replay { order: 3; width: 100%; }
+}
+"""
+
+
+@dataclass
+class Outputs:
+    """Every output an event can set; unset ones are skipped. `values(names)` lines them up with components."""
+
+    status: object = field(default_factory=gr.skip)
+    explainer: object = field(default_factory=gr.skip)
+    files: object = field(default_factory=gr.skip)
+    shown: object = field(default_factory=gr.skip)
+    controls: dict = field(default_factory=dict)  # control name -> value or gr.update
+
+    def values(self, names: tuple[str, ...]) -> list:
+        return [getattr(self, n) if hasattr(self, n) and n != "controls" else self.controls.get(n, gr.skip())
+                for n in names]
+
+
+@dataclass
+class AppContext:
+    """What the handlers need: the model store, the menus and limits, the example traces, the download folder."""
+
+    store: ModelStore
+    store_key: int
+    models: list[str]
+    default_model: str
+    budgets: list
+    gen_limit: int
+    examples: list[dict]
+    files: TraceFiles
+    demo: gr.Blocks | None = None
+
+    def gen_cap(self, model: str, prompt: str) -> int:
+        """The longest generation the model's context leaves room for after `prompt` (and the app's limit)."""
+        try:
+            target = self.store.get(model)
+            n_prompt = len(target.encode(prompt)) if isinstance(prompt, str) and prompt.strip() else 1
+            room = int(target.info.max_length) - max(n_prompt, 1)
+        except Exception:  # noqa: BLE001 - an unknown or broken model: keep the app's limit
+            return self.gen_limit
+        return max(1, min(self.gen_limit, room))
+
+
+def controls_of(trace: Trace, ctx: AppContext) -> dict:
+    """The control values that reproduce `trace` (models or budgets the menus lack are left as they are)."""
+    m = trace.meta
+    out = {"prompt": m.prompt, "mode": m.mode, "tau": m.threshold, "temperature": min(m.temperature, TEMPERATURE_MAX),
+           "seed": m.seed, "gen_length": gr.update(value=m.gen_length, maximum=max(ctx.gen_limit, m.gen_length)),
+           "drafter": m.drafter if m.drafter in DRAFTER_ORDER else gr.skip(), "coupled": m.coupled_noise,
+           "prune": m.min_path_prob}
+    out["model"] = m.model if m.model in ctx.models else gr.skip()
+    budget = "auto" if getattr(m, "budget_auto", False) else m.budget
+    out["budget"] = budget if budget in ctx.budgets else gr.skip()
+    out["tau"] = gr.update(value=m.threshold, visible=m.mode == "threshold")
+    return out
+
+
+class Handlers:
+    """The app's event handlers over one AppContext."""
+
+    def __init__(self, ctx: AppContext):
+        self.ctx = ctx
+
+    # ---------------------------------------------------------------------------------------- run / stop
+    def run(self, prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
+            request: gr.Request = None):
+        ctx = self.ctx
+        compact_session(ctx.demo, request)
+        try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
+            cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
+                                   coupled, prune, models=ctx.models, budgets=ctx.budgets, gen_max=ctx.gen_limit)
+        except DecodeError as e:
+            yield Outputs(status=_status(f"Cannot run: {e}", "err")).values(RUN_OUTPUTS)
+            return
+        session = LiveSession()
+        what = "the standard decoder" if drafter == "none" else f"drafter {drafter}, then the standard decoder"
+        yield Outputs(status=_status(f"Decoding {cfg['gen_length']} tokens with {model}: {what}…"),
+                      explainer=session.text, files=None).values(RUN_OUTPUTS)
+        for ev in decode_events(ctx.store_key, model, prompt, cfg, True):
+            session.event(ev)
+            if ev["type"] == "error" and (ev["where"] in ("input", "model") or drafter == "none"):
+                break
+            if ev["type"] in ("start", "done") or session.due():
+                yield Outputs(explainer=session.text).values(RUN_OUTPUTS)
+        final = session.finish()
+        traces = [t for t in (session.main, session.base) if t is not None]
+        kind = "ok" if traces and not any(k == "err" for _, k in session.notes) else "err"
+        if not traces:
+            final = "Cannot run: " + final.removeprefix("Cannot run: ")
+        yield Outputs(status=_status(final if final.endswith(".") else final + ".", kind), explainer=session.text,
+                      files=ctx.files.write(traces) if traces else None).values(RUN_OUTPUTS)
+
+    @staticmethod
+    def stop():
+        return _status("Stopped. The views show the passes decoded before Stop; Run starts over.", "info")
+
+    # ------------------------------------------------------------------------------------ example / replay
+    def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False) -> list:
+        ctx = self.ctx
+        return Outputs(status=_status(message, "ok"),
+                       explainer=timeline(main, base, session=uuid.uuid4().hex[:10], play=play, source=source),
+                       files=ctx.files.write([t for t in (main, base) if t is not None]),
+                       shown={"main": main.meta.__dict__.copy()}, controls=controls_of(main, ctx)).values(SHOW_OUTPUTS)
+
+    def replay(self, paths, request: gr.Request = None):
+        """Replay uploaded trace file(s); the upload box is cleared so the next upload starts afresh."""
+        compact_session(self.ctx.demo, request)
+        if not paths:
+            return Outputs().values(SHOW_OUTPUTS) + [gr.skip()]
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        traces = []
+        name = ""
+        try:
+            for p in paths:
+                name = Path(str(p)).name
+                traces.append(Trace.load(p))
+            main, base = pair_traces(traces)
+        except TraceError as e:
+            msg = str(e)
+            if "codec can't decode" in msg or "invalid start byte" in msg:
+                msg = "this is not a spotviz trace (the file is not JSON text)"
+            return Outputs(status=_status(f"Cannot replay {name}: {msg}", "err")).values(SHOW_OUTPUTS) + [None]
+        what = "Replaying " + (f"{main.meta.drafter} run" if main.meta.drafter != "none" else "a standard run")
+        what += " with its standard-decoder comparison" if base else ""
+        msg = (f"{what} (no model needed): {main.meta.model}, seed {main.meta.seed}. The controls now hold its "
+               "settings: Run decodes it again live.")
+        return self.show(main, base, msg, "replay") + [None]
+
+    def example(self, title, request: gr.Request = None):
+        compact_session(self.ctx.demo, request)
+        entry = next((e for e in self.ctx.examples if e["title"] == title), None)
+        if entry is None:
+            return Outputs(status=_status("No example traces are shipped in this build.", "info")).values(SHOW_OUTPUTS)
+        try:
+            main, base = load_example(entry)
+        except TraceError as e:
+            return Outputs(status=_status(f"Cannot load the example {title!r}: {e}", "err")).values(SHOW_OUTPUTS)
+        return self.show(main, base, f"Recorded example (replayed without a model): {title}. “Run this example "
+                                     "yourself” decodes it live.", "example", play=True)
+
+    def first_example(self, request: gr.Request = None):
+        """The page opens on the first example, playing by itself."""
+        if not self.ctx.examples:
+            return Outputs().values(SHOW_OUTPUTS)
+        return self.example(self.ctx.examples[0]["title"], request)
+
+    # --------------------------------------------------------------------------------------------- controls
+    def fill(self, shown):
+        """"Run this yourself": the controls of the run on screen (an example or a replay)."""
+        meta = (shown or {}).get("main") if isinstance(shown, dict) else None
+        if not meta:
+            return [gr.skip()] * len(CONTROLS)
+        from ..trace import RunMeta
+
+        try:
+            trace_meta = RunMeta(**meta)
+        except TypeError:
+            return [gr.skip()] * len(CONTROLS)
+        holder = Trace(meta=trace_meta, passes=[], tokens=[], text="", counters=None)  # type: ignore[arg-type]
+        c = controls_of(holder, self.ctx)
+        return [c.get(n, gr.skip()) for n in CONTROLS]
+
+    def cap_length(self, prompt, model, gen_length):
+        """The length slider's maximum: the context minus the prompt (and at most the app's limit)."""
+        cap = self.ctx.gen_cap(model, prompt)
+        top = max(GEN_STEP, cap - cap % GEN_STEP) if cap >= GEN_STEP else cap
+        value = gen_length if isinstance(gen_length, (int, float)) and gen_length <= top else top
+        return gr.update(maximum=top, value=value)
+
+    @staticmethod
+    def on_mode(mode, drafter):
+        fix = gr.skip()
+        if mode == "threshold" and drafter == "spot":
+            fix = gr.update(value="spot-sets")
+        elif mode == "exact" and drafter == "spot-sets":
+            fix = gr.update(value="spot")
+        return gr.update(visible=mode == "threshold"), fix
+
+    @staticmethod
+    def on_drafter(drafter, mode):
+        info = gr.update(info=DRAFTER_HELP.get(drafter, ""))
+        budget = gr.update(interactive=drafter != "none")
+        if drafter == "spot" and mode != "exact":
+            return info, gr.update(value="exact"), budget
+        if drafter == "spot-sets" and mode != "threshold":
+            return info, gr.update(value="threshold"), budget
+        return info, gr.skip(), budget
+
+
+def _banner(store: ModelStore, models: list[str], default_model: str, check_model: bool) -> tuple[str, str]:
+    """The model banner and the default model (the first other model that loads if the default does not)."""
+    if not check_model:
+        return _status(f"Model {default_model} loads on the first run.", "info"), default_model
+    try:
+        return _status("Model ready: " + store.describe(default_model), "ok"), default_model
+    except Exception as e:  # noqa: BLE001 - any load problem is shown, the app still starts
+        problem = f"The model {default_model!r} is not available: {e}."
+        banner = _status(problem + " You can still replay the example traces and trace files below.", "err")
+        from ..targets.published import PUBLISHED
+
+        fallbacks = sorted((m for m in models if m != default_model and m not in PUBLISHED),
+                           key=lambda m: (m != DEFAULT_MODEL, m not in EMBEDDED))
+        for fb in fallbacks:
+            try:
+                ready = store.describe(fb)
+            except Exception:  # noqa: BLE001 - try the next one
+                continue
+            return _status_html([(problem, "err"), (f"Using {fb} instead. Model ready: {ready}", "ok")]), fb
+        return banner, default_model
+
+
 def build_app(loader: Callable[[str], object] | None = None, models: list[str] | None = None,
               default_model: str | None = None, trace_dir: str | Path | None = None,
               gpu: bool | None = None, check_model: bool = True, max_queue: int = MAX_QUEUE,
@@ -242,304 +457,94 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         models.insert(0, default_model)
     gpu = has_gpu() if gpu is None else gpu
     store = ModelStore(loader)
-    store_key = register_store(store)
-    files = TraceFiles()
-    examples = list_examples(trace_dir)
-    example_titles = [e["title"] for e in examples]
-
-    # smaller defaults on CPU
     gen_default, gen_max = (128, 512) if gpu else (64, 256)
-    gen_limit = min(gen_max, MAX_GEN_LENGTH)
-    budget_default = 32 if gpu else 16
-    budgets = [b for b in BUDGETS if b >= 2]
+    budgets = ([AUTO] if AUTO else []) + [b for b in BUDGETS if b >= 2]
+    banner, default_model = _banner(store, models, default_model, check_model)
+    ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
+                     budgets=budgets, gen_limit=min(gen_max, MAX_GEN_LENGTH), examples=list_examples(trace_dir),
+                     files=TraceFiles())
+    h = Handlers(ctx)
+    example_titles = [e["title"] for e in ctx.examples]
+    gen_top = ctx.gen_cap(default_model, PROMPT_EXAMPLES[0]) if check_model else ctx.gen_limit
+    gen_top = max(GEN_STEP, gen_top - gen_top % GEN_STEP)
 
-    if check_model:
-        try:
-            banner = _status("Model ready: " + store.describe(default_model), "ok")
-        except Exception as e:  # noqa: BLE001 - any load problem is shown, the app still starts
-            problem = f"The model {default_model!r} is not available: {e}."
-            banner = _status(problem + " You can still replay the example traces and trace files below.", "err")
-            from ..targets.published import PUBLISHED
-
-            fallbacks = sorted((m for m in models if m != default_model and m not in PUBLISHED),
-                               key=lambda m: (m != DEFAULT_MODEL, m not in EMBEDDED))
-            for fb in fallbacks:
-                try:
-                    ready = store.describe(fb)
-                except Exception:  # noqa: BLE001 - try the next one
-                    continue
-                banner = _status_html([(problem, "err"), (f"Using {fb} instead. Model ready: {ready}", "ok")])
-                default_model = fb
-                break
-    else:
-        banner = _status(f"Model {default_model} loads on the first run.", "info")
-
-    # ------------------------------------------------------------------------------------------ handlers
-    def render(trace, base, status_parts, which=VIEW_MAIN, write_files=True, main_note="—"):
-        order, tree, speed = _figures(trace, base, which)
-        shown_main = trace if trace is not None else base
-        canvas_main = trace_canvas(trace, title=run_title(trace.meta, "Drafter run" if trace.meta.drafter != "none"
-                                                          else "Standard decoder")) if trace else None
-        if base is not None:
-            canvas_base = trace_canvas(base, title=run_title(base.meta, "Standard decoder (same prompt, seed)"))
-        else:
-            canvas_base = empty_canvas("No standard-decoder run to compare with"
-                                       + (" (this run is the standard decoder)." if shown_main is not None
-                                          and shown_main.meta.drafter == "none" else "."))
-        table = counters_html(shown_main, base if shown_main is not base else None)
-        paths = files.write([t for t in (trace, base) if t is not None]) if write_files else None
-        state = {"main": trace, "base": base}
-        return [_status_html(status_parts), canvas_main if canvas_main else empty_canvas(main_note), canvas_base, table,
-                order, tree, speed, paths, state]
-
-    def run(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
-            request: gr.Request = None):
-        skip = gr.skip()
-        compact_session(demo, request)
-        try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
-            cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
-                                   coupled, prune, models=models, budgets=budgets, gen_max=gen_limit)
-        except DecodeError as e:
-            yield [_status(f"Cannot run: {e}", "err")] + [skip] * 8
-            return
-        yield [_status(f"Loading {model} and decoding {cfg['gen_length']} tokens with "
-                       f"{'the standard decoder' if drafter == 'none' else 'drafter ' + drafter}…"),
-               empty_canvas("waiting for the first target pass…"), skip, skip, skip, skip, skip, None, skip]
-        live: dict[str, LiveRun] = {}
-        done: dict[str, Trace] = {}
-        notes: list[tuple[str, str]] = []
-        last_canvas = last_figs = 0.0
-        role = {"main": "Drafter run" if drafter != "none" else "Standard decoder",
-                "baseline": "Standard decoder (same prompt, seed)"}
-        for ev in decode_events(store_key, model, prompt, cfg, True):
-            kind, which = ev["type"], ev["run"]
-            now = time.perf_counter()
-            if kind == "error":
-                if ev["where"] in ("input", "model") or (which == "main" and drafter == "none"):
-                    yield [_status_html(notes + [(f"Cannot run: {ev['message']}", "err")])] + [skip] * 8
-                    return
-                what = f"drafter {drafter!r}" if which == "main" else "the standard decoder"
-                notes.append((f"{what} failed: {ev['message']}"
-                              + (" — the standard decoder still runs below." if which == "main" else ""), "err"))
-                out = [_status_html(notes), skip, skip, skip, skip, skip, skip, skip, skip]
-                if which == "main":
-                    out[1] = empty_canvas(f"{what} failed: {ev['message']}")
-                yield out
-                continue
-            if kind == "start":
-                live[which] = LiveRun(ev, role[which])
-                out = [_status_html(notes + [(f"Decoding: {role[which].lower()}…", "info")]), skip, skip, skip,
-                       skip, skip, skip, skip, skip]
-                out[1 if which == "main" else 2] = live[which].canvas()
-                if which == "main" and drafter != "none":
-                    out[2] = empty_canvas("the standard decoder runs next, on the same prompt and seed…")
-                yield out
-                last_canvas = now
-                continue
-            lr = live[which]
-            if kind == "pass":
-                lr.add(ev)
-                if now - last_canvas < LIVE_CANVAS_EVERY_S and len(lr.passes) > 1:
-                    continue
-                last_canvas = now
-                out = [_status_html(notes + [(f"Decoding: {role[which].lower()} — pass {len(lr.passes)}, "
-                                              f"{lr.counters.commits} of {lr.meta.gen_length} positions committed",
-                                              "info")]), skip, skip, skip, skip, skip, skip, skip, skip]
-                out[1 if which == "main" else 2] = lr.canvas()
-                main_t = live["main"].partial_trace() if "main" in live else None
-                base_t = live["baseline"].partial_trace() if "baseline" in live else None
-                out[3] = counters_html(main_t or base_t, base_t if main_t else None, live=True)
-                if which == "main" and now - last_figs > LIVE_FIGURES_EVERY_S:
-                    last_figs = now
-                    t = lr.partial_trace()
-                    out[4], out[5] = commit_order_figure(t), tree_figure(t)
-                yield out
-                continue
-            if kind == "done":
-                trace = Trace.from_dict(ev["trace"])
-                lr.finish(trace)
-                done[which] = trace
-                if which == "main" and drafter != "none":  # views of the drafter run at once
-                    out = [_status_html(notes + [("Drafter run finished; now the standard decoder…", "info")]),
-                           lr.canvas(), skip, counters_html(trace, None), commit_order_figure(trace),
-                           tree_figure(trace), speedup_figure(trace), skip, skip]
-                    yield out
-        main_t, base_t = done.get("main"), done.get("baseline")
-        if main_t is None and base_t is None:
-            yield [_status_html(notes + [("No run finished.", "err")])] + [skip] * 8
-            return
-        final = notes[:]
-        shown = main_t or base_t
-        c = shown.counters
-        msg = (f"Done: {c.generated_tokens} tokens in {c.target_passes} target passes "
-               f"({c.mean_accepted_length:.2f} commits per pass, {c.tokens_per_s:.1f} tokens/s)")
-        if main_t is not None and base_t is not None:
-            same = main_t.tokens == base_t.tokens
-            msg += (f"; standard decoder: {base_t.counters.target_passes} passes → "
-                    f"{base_t.counters.target_passes / max(c.target_passes, 1):.2f}× fewer passes; output "
-                    + ("identical ✓" if same else "DIFFERS ✗"))
-        final.append((msg, "ok"))
-        if shown.meta.prompt_truncated:
-            final.append(("The prompt was longer than the context allows: its beginning was dropped "
-                          f"(kept its last {len(shown.meta.prompt_tokens)} tokens).", "info"))
-        failed = next((m for m, k in notes if k == "err"), "the drafter run did not finish")
-        yield render(main_t, base_t, final, main_note=failed)
-
-    def replay(paths, request: gr.Request = None):
-        """Replay uploaded trace file(s); the upload box is cleared so the next upload starts afresh."""
-        skip = gr.skip()
-        compact_session(demo, request)
-        if not paths:
-            return [skip] * 9 + [skip]
-        if isinstance(paths, (str, Path)):
-            paths = [paths]
-        traces = []
-        name = ""
-        try:
-            for p in paths:
-                name = Path(str(p)).name
-                traces.append(Trace.load(p))
-            main, base = pair_traces(traces)
-        except TraceError as e:
-            return [_status(f"Cannot replay {name}: {e}", "err")] + [skip] * 8 + [None]
-        what = "Replaying " + (f"{main.meta.drafter} run" if main.meta.drafter != "none" else "a standard run")
-        what += " with its standard-decoder comparison" if base else ""
-        return render(main, base, [(f"{what} (no model needed): {main.meta.model}, seed {main.meta.seed}.",
-                                    "ok")]) + [None]
-
-    def load_example_cb(title, request: gr.Request = None):
-        skip = gr.skip()
-        compact_session(demo, request)
-        entry = next((e for e in examples if e["title"] == title), None)
-        if entry is None:
-            return [_status("No example traces are shipped in this build.", "info")] + [skip] * 8
-        try:
-            main, base = load_example(entry)
-        except TraceError as e:
-            return [_status(f"Cannot load the example {title!r}: {e}", "err")] + [skip] * 8
-        return render(main, base, [(f"Example trace: {title} (recorded with the real engine; replayed, no model "
-                                    "needed). Press ▶ Play on a view, or Run your own prompt.", "ok")],
-                      write_files=True)
-
-    def switch_view(which, state):
-        if not state or not (state.get("main") or state.get("base")):
-            return gr.skip(), gr.skip()
-        order, tree, _ = _figures(state.get("main"), state.get("base"), which)
-        return order, tree
-
-    def stop():
-        return _status("Stopped. The canvas shows the passes decoded before Stop; Run again to start over.", "info")
-
-    def on_mode(mode, drafter):
-        fix = gr.skip()
-        if mode == "threshold" and drafter == "spot":
-            fix = gr.update(value="spot-sets")
-        elif mode == "exact" and drafter == "spot-sets":
-            fix = gr.update(value="spot")
-        return gr.update(visible=mode == "threshold"), fix
-
-    def on_drafter(drafter, mode):
-        info = gr.update(info=DRAFTER_HELP.get(drafter, ""))
-        if drafter == "spot" and mode != "exact":
-            return info, gr.update(value="exact")
-        if drafter == "spot-sets" and mode != "threshold":
-            return info, gr.update(value="threshold")
-        return info, gr.skip()
-
-    # ------------------------------------------------------------------------------------------ layout
     with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP) as demo:
-        gr.HTML(HEADER, js_on_load=None)
-        gr.HTML(banner, js_on_load=None, css_template=APP_CSS, elem_id="sv-model-banner")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=1, min_width=300):
-                prompt = gr.Textbox(label="Prompt", value=PROMPT_EXAMPLES[0], lines=3, max_lines=8,
+        ctx.demo = demo
+        gr.HTML(HEADER, js_on_load=None, elem_id="sv-head-line")
+        with gr.Row(equal_height=False, elem_id="sv-main-row"):
+            with gr.Column(scale=1, min_width=290, elem_id="sv-controls"):
+                prompt = gr.Textbox(label="Prompt", value=PROMPT_EXAMPLES[0], lines=3, max_lines=12,
                                     elem_id="sv-prompt")
-                gr.Examples(examples=[[p] for p in PROMPT_EXAMPLES], inputs=[prompt], label="Example prompts")
-                model = gr.Dropdown(models, value=default_model, label="Model", elem_id="sv-model",
-                                    allow_custom_value=False)
-                drafter = gr.Dropdown(DRAFTER_ORDER, value="spot" if "spot" in DRAFTER_ORDER else "none",
-                                      label="Drafter", info=DRAFTER_HELP.get("spot", ""), elem_id="sv-drafter")
-                budget = gr.Dropdown(budgets, value=budget_default, label="Tree budget (nodes per pass)",
-                                     elem_id="sv-budget")
-                mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
-                                info="exact: one position per pass; threshold: every position with confidence ≥ tau",
-                                elem_id="sv-mode")
-                tau = gr.Slider(0.05, 1.0, value=0.9, step=0.01, label="tau (threshold)", visible=False,
-                                elem_id="sv-tau")
-                temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature",
-                                        elem_id="sv-temperature")
-                seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed")
-                gen_length = gr.Slider(8, gen_limit, value=gen_default, step=8,
-                                       label="Generation length (tokens)", elem_id="sv-gen-length")
-                with gr.Accordion("Advanced", open=False):
-                    coupled = gr.Checkbox(value=True, label="Coupled noise (the drafter shares the target's "
-                                                           "Gumbel noise; off = ablation at T > 0)")
-                    prune = gr.Slider(0.0, 0.9, value=0.0, step=0.05, elem_id="sv-prune",
-                                      label="Prune draft nodes below this path probability",
-                                      info="0 fills the budget every pass; higher values verify fewer, likelier "
-                                           "states (cheaper passes on a CPU)")
-                with gr.Row():
-                    run_btn = gr.Button("Run", variant="primary", elem_id="sv-run")
-                    stop_btn = gr.Button("Stop", variant="stop", elem_id="sv-stop")
-            with gr.Column(scale=3):
-                status = gr.HTML(_status("Type a prompt and press Run, or load an example trace below."),
-                                 js_on_load=None, css_template=APP_CSS, elem_id="sv-status")
-                with gr.Row(equal_height=False):
-                    canvas_main = gr.HTML(empty_canvas("The drafter run appears here."), css_template=CANVAS_CSS,
-                                          js_on_load=None, elem_id="sv-canvas-main")
-                    canvas_base = gr.HTML(empty_canvas("The standard decoder on the same prompt and seed "
-                                                       "appears here."), css_template=CANVAS_CSS,
-                                          js_on_load=None, elem_id="sv-canvas-base")
-                counters = gr.HTML(counters_html(None), css_template=TABLE_CSS, js_on_load=None,
-                                   elem_id="sv-counters")
-        gr.Markdown("### Animated views\nEach view has ▶ Play / ❚❚ Pause, a step slider (one step per target "
-                    "pass) and ◀ prev / next ▶ buttons. Hover for details.")
-        view_sel = gr.Radio([VIEW_MAIN, VIEW_BASE], value=VIEW_MAIN, label="Commit order and draft tree show",
-                            elem_id="sv-view-sel")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=1):
-                gr.Markdown("**Commit order** — position × target pass; colour = decision step; the current "
-                            "pass is outlined.")
-                order_player = PlotlyPlayer(placeholder="Run a prompt or load a trace to see the commit order.",
-                                            elem_id="sv-order")
-            with gr.Column(scale=1):
-                gr.Markdown("**Speed-up** — cumulative commits vs target passes, drafter run and standard "
-                            "decoder; bars: commits per pass.")
-                speed_player = PlotlyPlayer(placeholder="Run a prompt or load a trace to see the speed-up.",
-                                            elem_id="sv-speedup")
-        gr.Markdown("**Draft tree of each pass** — nodes `position:token`; green: the accepted path; grey: "
-                    "rejected branches; ★: the bonus decision (the target's own decision where the walk stopped).")
-        tree_player = PlotlyPlayer(placeholder="Run a prompt with a drafter, or load a trace, to see the draft trees.",
-                                   elem_id="sv-tree")
-        with gr.Accordion("Replay and share", open=True):
-            with gr.Row(equal_height=False):
-                files_out = gr.File(label="Download this run's traces (JSON)", file_count="multiple",
-                                    interactive=False, elem_id="sv-download")
-                upload = gr.File(label="Replay: upload trace file(s) (.json; add the standard run's trace to "
-                                       "compare)", file_count="multiple", file_types=[".json"], type="filepath",
-                                 elem_id="sv-upload")
-                with gr.Column():
+                with gr.Row(elem_id="sv-run-row"):
+                    run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
+                    stop_btn = gr.Button("Stop", variant="stop", elem_id="sv-stop", min_width=80)
+                run_this = gr.Button("Run this example yourself", size="sm", elem_id="sv-run-this")
+                with gr.Accordion("Settings", open=True, elem_id="sv-settings"):
+                    drafter = gr.Dropdown(DRAFTER_ORDER, value="spot" if "spot" in DRAFTER_ORDER else "none",
+                                          label="Drafter", info=DRAFTER_HELP.get("spot", ""), elem_id="sv-drafter")
+                    gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
+                                           label="Generation length (tokens)", elem_id="sv-gen-length",
+                                           info="at most the model's context minus the prompt")
+                    budget = gr.Dropdown(budgets, value=16 if 16 in budgets else budgets[0],
+                                         label="Tree budget (states checked per pass)", elem_id="sv-budget")
+                    mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
+                                    info="exact: one decision per pass; threshold: every slot with confidence ≥ tau",
+                                    elem_id="sv-mode")
+                    tau = gr.Slider(0.05, 1.0, value=0.9, step=0.01, label="tau (threshold)", visible=False,
+                                    elem_id="sv-tau")
+                    temperature = gr.Slider(0.0, TEMPERATURE_MAX, value=0.0, step=0.05, label="Temperature",
+                                            elem_id="sv-temperature")
+                    seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed")
+                    model = gr.Dropdown(models, value=default_model, label="Model", elem_id="sv-model",
+                                        allow_custom_value=False)
+                    gr.HTML(banner, js_on_load=None, css_template=APP_CSS, elem_id="sv-model-banner")
+                    with gr.Accordion("Advanced", open=False):
+                        coupled = gr.Checkbox(value=True, label="Coupled noise (the drafter shares the target's "
+                                                               "Gumbel noise; off = ablation at T > 0)")
+                        prune = gr.Slider(0.0, 0.9, value=0.0, step=0.05, elem_id="sv-prune",
+                                          label="Prune draft nodes below this path probability",
+                                          info="0 fills the budget every pass; higher values verify fewer, likelier "
+                                               "states (cheaper passes on a CPU)")
+                with gr.Accordion("Examples, replay and share", open=False, elem_id="sv-replay"):
                     example_dd = gr.Dropdown(example_titles, value=example_titles[0] if example_titles else None,
-                                             label="Example traces (shipped)", elem_id="sv-example")
-                    example_btn = gr.Button("Load example", elem_id="sv-load-example")
-        state = gr.State(None, time_to_live=STATE_TTL_S)
+                                             label="Recorded examples", elem_id="sv-example")
+                    example_btn = gr.Button("Show this example", size="sm", elem_id="sv-load-example")
+                    gr.Examples(examples=[[p] for p in PROMPT_EXAMPLES], inputs=[prompt], label="Prompts to try")
+                    upload = gr.File(label="Replay trace file(s) (.json; add the standard run's trace to compare)",
+                                     file_count="multiple", file_types=[".json"], type="filepath",
+                                     elem_id="sv-upload")
+                    files_out = gr.File(label="This run's traces (JSON)", file_count="multiple",
+                                        interactive=False, elem_id="sv-download")
+            with gr.Column(scale=3, min_width=320, elem_id="sv-out"):
+                status = gr.HTML(_status("Loading the example…" if ctx.examples else
+                                         "Type a prompt and press Run."), js_on_load=None, css_template=APP_CSS,
+                                 elem_id="sv-status")
+                explainer = Explainer(elem_id="sv-explainer")
+        shown = gr.State(None, time_to_live=STATE_TTL_S)
 
-        outputs = [status, canvas_main, canvas_base, counters, order_player, tree_player, speed_player, files_out,
-                   state]
-        inputs = [prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune]
-        run_ev = run_btn.click(run, inputs, outputs, api_name="run", show_progress="hidden",
-                               concurrency_id="decode", preprocess=False)
-        stop_btn.click(stop, None, [status], cancels=[run_ev], api_name="stop", queue=False)
-        upload.upload(replay, [upload], outputs + [upload], api_name="replay", concurrency_limit=4,
+        ui = {"status": status, "explainer": explainer, "files": files_out, "shown": shown, "prompt": prompt,
+              "model": model, "mode": mode, "tau": tau, "temperature": temperature, "seed": seed,
+              "gen_length": gen_length, "drafter": drafter, "budget": budget, "coupled": coupled, "prune": prune}
+        outs = lambda names: [ui[n] for n in names]  # noqa: E731
+        inputs = outs(CONTROLS)
+        run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",
+                               concurrency_id="decode", preprocess=False,
+                               js="(...a) => { window.__svStart && window.__svStart(); return a; }")
+        stop_btn.click(h.stop, None, [status], cancels=[run_ev], api_name="stop", queue=False,
+                       js="() => { window.__svStop && window.__svStop(); }")
+        run_this.click(h.fill, [shown], inputs, api_name=False, queue=False).then(
+            h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
+            preprocess=False, js="(...a) => { window.__svStart && window.__svStart(); return a; }")
+        upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,
                       concurrency_id="replay", show_progress="minimal")
-        example_btn.click(load_example_cb, [example_dd], outputs, api_name="example", concurrency_limit=4,
-                          concurrency_id="replay", show_progress="minimal")
-        view_sel.change(switch_view, [view_sel, state], [order_player, tree_player], api_name=False,
-                        concurrency_limit=4, concurrency_id="replay", show_progress="hidden")
-        mode.change(on_mode, [mode, drafter], [tau, drafter], api_name=False, queue=False)
-        drafter.change(on_drafter, [drafter, mode], [drafter, mode], api_name=False, queue=False)
-        if examples:
-            demo.load(load_example_cb, [example_dd], outputs, api_name=False, concurrency_limit=4,
+        example_btn.click(h.example, [example_dd], outs(SHOW_OUTPUTS), api_name="example", concurrency_limit=4,
+                          concurrency_id="replay", show_progress="hidden")
+        mode.change(h.on_mode, [mode, drafter], [tau, drafter], api_name=False, queue=False)
+        drafter.change(h.on_drafter, [drafter, mode], [drafter, mode, budget], api_name=False, queue=False)
+        for src in (prompt.blur, model.change):
+            src(h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
+        if ctx.examples:
+            demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden")
     demo.queue(default_concurrency_limit=concurrency or (2 if gpu else 1), max_size=max_queue)
     return demo
@@ -551,6 +556,6 @@ def launch(demo: gr.Blocks, **kwargs):
     kwargs.setdefault("ssr_mode", False)
     kwargs.setdefault("max_file_size", MAX_UPLOAD_BYTES)
     kwargs.setdefault("state_session_capacity", STATE_SESSIONS)
-    kwargs.setdefault("css", APP_CSS)
+    kwargs.setdefault("css", APP_CSS + LAYOUT_CSS)
     kwargs.setdefault("show_error", True)
     return demo.launch(**kwargs)

@@ -1,7 +1,9 @@
-"""Views: pure functions of a Trace (spotviz.trace) -> Plotly figure dicts (with `frames`) or HTML.
+"""Views: pure functions of a Trace (spotviz.trace), never importing the engine (a saved trace renders without
+a model).
 
-They never import the engine, so a saved trace renders without a model. Figures are plain dicts; the app plays
-their frames with its own player component (spotviz.ui.player), since gr.Plot drops Plotly frames.
+* timeline.py: the app's timeline, one JSON line per target pass (the explainer component draws it);
+* canvas / commit_order / tree / speedup: HTML and Plotly figure dicts (with `frames`) of the same views, for
+  notebooks and scripts.
 """
 from .canvas import CANVAS_CSS, Cell, canvas_html, empty_canvas, trace_canvas, trace_cells
 from .commit_order import commit_order_figure

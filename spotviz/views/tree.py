@@ -21,7 +21,7 @@ def _decision_text(trace, positions, tokens, limit: int = 3) -> str:
     return " ".join(items) if items else "∅"
 
 
-def _layout_tree(nodes) -> tuple[dict[int, tuple[float, float]], int]:
+def layout_tree(nodes) -> tuple[dict[int, tuple[float, float]], int]:
     """(x, y) of every node id (x = depth, y = leaf order; parents centred on children) and the leaf count."""
     by_id = {n.id: n for n in nodes}
     children: dict[int, list] = {}
@@ -80,7 +80,7 @@ def tree_figure(trace, title: str | None = None) -> dict:
     max_depth, max_leaves = 0, 1
     for p in passes:
         if p.tree:
-            pos, leaves = _layout_tree(p.tree)
+            pos, leaves = layout_tree(p.tree)
             layouts[p.index] = pos
             max_depth = max(max_depth, max(n.depth for n in p.tree))
             max_leaves = max(max_leaves, leaves)

@@ -1,0 +1,118 @@
+"""One live session: turns the runner's plain events (spotviz.ui.runner) into timeline lines for the explainer.
+
+The session's timeline only grows (Gradio then sends each update as an append of the new lines); `due()`
+throttles the updates to what a browser can paint. `finish()` closes the timeline with the headline and the
+final status, so what the page shows at the end comes from the finished traces alone.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
+from ..views.timeline import end_line, pass_line, run_header, session_line, status_line, summary
+
+ROLES = {"main": "main", "baseline": "base"}
+UPDATE_EVERY_S = 0.15  # at most ~7 streamed updates a second (the browser paints them at most this often)
+
+
+def record_from_dict(d: dict) -> PassRecord:
+    d = dict(d)
+    d["commits"] = [Commit(**c) for c in d.get("commits", [])]
+    d["tree"] = [TreeNode(**n) for n in d.get("tree", [])]
+    return PassRecord(**d)
+
+
+class LiveSession:
+    """The timeline of one Run press: both runs' lines, the traces when they finish, and the notes to show."""
+
+    def __init__(self, every_s: float = UPDATE_EVERY_S):
+        self.id = uuid.uuid4().hex[:10]
+        self.text = ""
+        self.every_s = every_s
+        self.last_sent = 0.0
+        self.token_text: dict[str, dict[str, str]] = {}
+        self.committed: dict[str, int] = {}
+        self.passes: dict[str, int] = {}
+        self.traces: dict[str, Trace] = {}
+        self.notes: list[tuple[str, str]] = []
+        self._add([session_line(self.id, "live")])
+
+    def _add(self, lines: list[dict]) -> None:
+        from ..views.timeline import encode
+
+        self.text += encode(lines)
+
+    def event(self, ev: dict) -> None:
+        """Take one runner event (start / pass / done / error)."""
+        kind, role = ev["type"], ROLES.get(ev.get("run", "main"), "main")
+        if kind == "start":
+            self.token_text[role] = dict(ev.get("token_text", {}))
+            self.committed[role] = 0
+            self.passes[role] = 0
+            self._add([run_header(RunMeta(**ev["meta"]), role, self.token_text[role])])
+        elif kind == "pass":
+            tt = self.token_text.setdefault(role, {})
+            tt.update(ev.get("token_text", {}))
+            rec = record_from_dict(ev["record"])
+            self.committed[role] = self.committed.get(role, 0) + len(rec.commits)
+            self.passes[role] = self.passes.get(role, 0) + 1
+            self._add([pass_line(rec, role, tt, self.committed[role])])
+        elif kind == "done":
+            trace = Trace.from_dict(ev["trace"])
+            self.traces[role] = trace
+            self._add([end_line(trace, role)])
+        elif kind == "error":
+            self.notes.append((self.error_text(ev), "err"))
+            self._add([status_line(self.notes[-1][0], "err")])
+
+    @staticmethod
+    def error_text(ev: dict) -> str:
+        where, msg = ev.get("where"), ev.get("message", "")
+        if where == "input":
+            return f"Cannot run: {msg}"
+        if where == "model":
+            return f"Cannot run: the model is not available: {msg}"
+        if where == "drafter":
+            return f"The drafter run failed ({msg}); the standard decoder runs alone."
+        return f"The run failed: {msg}"
+
+    def due(self, now: float | None = None) -> bool:
+        """True when enough time has passed since the last update sent (then counts it as sent)."""
+        now = time.monotonic() if now is None else now
+        if now - self.last_sent >= self.every_s:
+            self.last_sent = now
+            return True
+        return False
+
+    @property
+    def main(self) -> Trace | None:
+        return self.traces.get("main")
+
+    @property
+    def base(self) -> Trace | None:
+        return self.traces.get("base")
+
+    def finish(self) -> str:
+        """Close the timeline: the headline and the final status line. Returns the final status text."""
+        main, base = self.main, self.base
+        shown = main or base
+        if shown is None:
+            text = next((m for m, k in self.notes if k == "err"), "No run finished.")
+            self._add([{**status_line(text, "err"), "final": True}])
+            return text
+        c = shown.counters
+        text = (f"Done: {c.generated_tokens} tokens of text in {c.target_passes} target passes "
+                f"({c.mean_accepted_length:.2f} slots committed per pass)")
+        if main is not None and base is not None:
+            text += (f"; the standard decoder needed {base.counters.target_passes} passes; output "
+                     + ("identical ✓" if main.tokens == base.tokens else "DIFFERS ✗"))
+        if shown.meta.prompt_truncated:
+            text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
+                     f"{len(shown.meta.prompt_tokens)} tokens)")
+        failed = [m for m, k in self.notes if k == "err"]
+        if failed:
+            text = failed[0] + " " + text
+        self._add([summary(main or base, base if main is not None else None),
+                   {**status_line(text + ".", "ok" if not failed else "err"), "final": True}])
+        return text

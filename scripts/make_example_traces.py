@@ -1,6 +1,6 @@
 """Make the example traces the app shows at once (assets/traces/), with the real engine and real models.
 
-    python scripts/make_example_traces.py                     # shakespeare-bd (+ shakespeare-mdlm if present)
+    python scripts/make_example_traces.py                     # every embedded model present (python-bd first)
     python scripts/make_example_traces.py --model runs/x/final --model-name shakespeare-bd@step900 --gen-length 64
 
 For each example (a prompt and decoding settings) it decodes with the first drafter that works for the model
@@ -19,7 +19,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# (slug, prompt, settings, drafters in order of preference)
+# (slug, prompt, settings, drafters in order of preference), per training corpus
+PYTHON_EXAMPLES = [
+    ("fibonacci", 'def fibonacci(n):\n    """Return the', {"mode": "exact", "temperature": 0.0, "seed": 0},
+     ["spot", "training-free"]),
+    ("stack-t1", "class Stack:\n    def __init__(self):\n", {"mode": "exact", "temperature": 1.0, "seed": 1},
+     ["spot", "training-free"]),
+    ("main-threshold", 'if __name__ == "__main__":\n', {"mode": "threshold", "threshold": 0.9, "temperature": 0.0,
+                                                          "seed": 2}, ["spot-sets", "training-free"]),
+]
 EXAMPLES = [
     ("romeo", "ROMEO.\n", {"mode": "exact", "temperature": 0.0, "seed": 0}, ["spot", "training-free"]),
     ("hamlet-t1", "HAMLET.\nTo be", {"mode": "exact", "temperature": 1.0, "seed": 1}, ["spot", "training-free"]),
@@ -76,8 +84,11 @@ def main() -> int:
         else:
             target = load_target(model)
         tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", target.info.name)
-        # the second embedded model gets the first example only (keeps the shipped folder small)
-        examples = EXAMPLES if model == models[0] else EXAMPLES[:1]
+        from spotviz.embedded.prompts import corpus_of
+
+        examples = PYTHON_EXAMPLES if corpus_of(target) == "python" else EXAMPLES
+        # models after the first get their first example only (keeps the shipped folder small)
+        examples = examples if model == models[0] else examples[:1]
         for slug, prompt, settings, drafters in examples:
             try:
                 drafter, main_t = decode_first(target, prompt, settings, drafters, a.gen_length, a.budget)
@@ -93,7 +104,7 @@ def main() -> int:
             base_t.save(out / f_base)
             c, b = main_t.counters, base_t.counters
             mode = settings["mode"] + (f" tau={settings['threshold']:g}" if settings["mode"] == "threshold" else "")
-            title = (f"{prompt.splitlines()[0]} — {target.info.name}, {drafter}, {mode}, T={settings['temperature']:g}: "
+            title = (f"{prompt.splitlines()[0].rstrip(':')} — {target.info.name}, {drafter}, {mode}, T={settings['temperature']:g}: "
                      f"{b.target_passes / max(c.target_passes, 1):.2f}x fewer passes")
             index.append({"title": title, "main": f_main, "baseline": f_base})
             print(f"{title} ({c.target_passes} vs {b.target_passes} passes, identical output: {same}) -> {f_main}")

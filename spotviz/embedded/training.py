@@ -258,7 +258,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     log(f"{cfg.corpus} {cfg.attention} model (block {mcfg.block_size}), {n_params / 1e6:.2f}M parameters, "
         f"{len(train)} training tokens; matmuls in {dtype}"
         f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this CPU)'}"
-        f"{'; initialised from ' + cfg.init_from if cfg.init_from else ''}")
+        f"{'; initialised from ' + cfg.init_from if cfg.init_from and not state['step'] else ''}")
 
     def progress() -> float:
         fr = []

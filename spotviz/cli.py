@@ -71,6 +71,7 @@ def cmd_decode(a) -> int:
                        coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob).validate()
     target = load_target(a.model, device=a.device)
     trace = decode(target, a.prompt, cfg)
+    trace.meta.identity_guaranteed = target.info.batch_invariant is not False  # targets/invariance.py
     if a.trace_out:
         trace.save(a.trace_out)
     c = trace.counters
@@ -80,11 +81,14 @@ def cmd_decode(a) -> int:
             "generated_tokens": c.generated_tokens, "wall_s": c.wall_s, "tokens_per_s": c.tokens_per_s,
             "accepted_lengths": [len(p.commits) for p in trace.passes], "drafter": cfg.drafter,
             "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
-            "prompt_truncated": trace.meta.prompt_truncated,
+            "prompt_truncated": trace.meta.prompt_truncated, "identity_guaranteed": trace.meta.identity_guaranteed,
         }, ensure_ascii=False))
     else:
         if trace.meta.prompt_truncated:
             print("note: the prompt was longer than the context allows; its beginning was dropped", file=sys.stderr)
+        if not trace.meta.identity_guaranteed:
+            print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed on this device/dtype')}; "
+                  f"speculative output may differ from the standard decoder's", file=sys.stderr)
         print(trace.meta.prompt + trace.text)
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "

@@ -21,8 +21,13 @@ def known_models() -> list[str]:
     return list(EMBEDDED) + list(PUBLISHED)
 
 
-def load_embedded(folder: str | Path, name: str | None = None, device: str | None = None):
-    """Load a spotviz masked-diffusion model folder (config.json, model.safetensors, tokenizer files)."""
+def load_embedded(folder: str | Path, name: str | None = None, device: str | None = None, dtype=None,
+                  check_invariance: bool = True, log=None):
+    """Load a spotviz masked-diffusion model folder (config.json, model.safetensors, tokenizer files).
+
+    `dtype`: float32 by default (the weights are stored in bf16; float32 is exact and batch-invariant here).
+    `check_invariance`: probe that batched passes reproduce one-row passes bit for bit (targets/invariance.py);
+    a model that fails is upcast to float32, or marked "identity not guaranteed" if that fails too."""
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -58,7 +63,7 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     except Exception as e:  # safetensors raises its own error types
         raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt or truncated ({e})") from None
     try:
-        model, report = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, dtype=torch.float32,
+        model, report = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, dtype=dtype or torch.float32,
                                                              output_loading_info=True)
         tok = AutoTokenizer.from_pretrained(str(folder))
     except Exception as e:
@@ -78,7 +83,13 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
         model = model.to(device)
     except (RuntimeError, AssertionError, ValueError) as e:  # out of memory, a device that went away
         raise ModelLoadError(f"model {name!r}: could not move to {device} ({e})") from None
-    return EmbeddedTarget(model, tok, name=name, source=str(folder))
+    target = EmbeddedTarget(model, tok, name=name, source=str(folder))
+    if not check_invariance:
+        return target
+    from .targets.invariance import ensure_batch_invariance
+
+    return ensure_batch_invariance(
+        target, rebuild=lambda dt: EmbeddedTarget(model.to(dt), tok, name=name, source=str(folder)), log=log)
 
 
 def load_target(name_or_path: str | None = None, device: str | None = None):

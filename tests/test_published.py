@@ -180,6 +180,42 @@ def llada_reference_logits(w: dict, ids: torch.Tensor) -> torch.Tensor:
     return F.linear(rms(x, w["model.transformer.ln_f.weight"]), w["model.transformer.ff_out.weight"])
 
 
+def llada_reference_logits_bf16(w: dict, ids: torch.Tensor, rope_full_precision: bool) -> torch.Tensor:
+    """The same forward in bfloat16 as LLaDA's code runs it: RMSNorm in float32 then the weight in bf16; RoPE
+    in float32 (queries and keys upcast, float32 cos/sin, cast back) when `rope_full_precision`, else in bf16
+    with bf16 cos/sin; attention with an additive zero mask (as the adapter passes one)."""
+    c, dt = LLADA_CONFIG, torch.bfloat16
+    d, h = c["d_model"], c["n_heads"]
+    hd, (b, n) = d // h, ids.shape
+    w = {k: v.to(dt) for k, v in w.items()}
+
+    def rms(x, weight):
+        x32 = x.float()
+        return weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + c["rms_norm_eps"])).to(dt)
+
+    inv = 1.0 / (c["rope_theta"] ** (torch.arange(0, hd, 2).float() / hd))
+    freqs = torch.outer(torch.arange(n).float(), inv)
+    cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
+
+    def rope(t):
+        t, cs, sn = (t.float(), cos, sin) if rope_full_precision else (t, cos.to(dt), sin.to(dt))
+        t1, t2 = t[..., : hd // 2], t[..., hd // 2:]
+        return (t * cs + torch.cat([-t2, t1], -1) * sn).to(dt)
+
+    x = w["model.transformer.wte.weight"][ids]
+    for i in range(c["n_layers"]):
+        p = f"model.transformer.blocks.{i}."
+        a = rms(x, w[p + "attn_norm.weight"])
+        q, k, v = (F.linear(a, w[p + s + ".weight"]).view(b, n, h, hd).transpose(1, 2)
+                   for s in ("q_proj", "k_proj", "v_proj"))
+        att = F.scaled_dot_product_attention(rope(q), rope(k), v, attn_mask=torch.zeros(1, 1, n, n, dtype=dt))
+        x = x + F.linear(att.transpose(1, 2).reshape(b, n, d), w[p + "attn_out.weight"])
+        m = rms(x, w[p + "ff_norm.weight"])
+        x = x + F.linear(F.silu(F.linear(m, w[p + "ff_proj.weight"])) * F.linear(m, w[p + "up_proj.weight"]),
+                         w[p + "ff_out.weight"])
+    return F.linear(rms(x, w["model.transformer.ln_f.weight"]), w["model.transformer.ff_out.weight"]).float()
+
+
 def write_llada(folder: Path, config: dict) -> dict[str, int]:
     from safetensors.torch import save_file
 
@@ -240,6 +276,9 @@ def vocab_of(target) -> dict[str, int]:
     return target.tokenizer.get_vocab()
 
 
+ADAPTERS = ["sdar", "dream", "llada", "mlm"]
+
+
 # ---------------------------------------------------------------------------------------------- specs
 def test_published_names_and_specs():
     expected = {"sdar-1.7b-chat": "JetLM/SDAR-1.7B-Chat", "sdar-8b-chat": "JetLM/SDAR-8B-Chat",
@@ -280,13 +319,23 @@ def test_sdar_info_and_no_remote_code(sdar, sdar_dir):
     assert not list(sdar_dir.glob("EXECUTED-*"))
 
 
+def sdar_reference_logits(sdar, states: torch.Tensor) -> torch.Tensor:
+    """SDAR's own semantics (its generate.py): the row padded with MASK to whole blocks, one uncached pass with
+    the block-causal mask over the padded row, RoPE positions 0..; logits of the real positions."""
+    n, b = states.shape[1], sdar.info.block_size
+    total = -(-n // b) * b
+    padded = torch.cat([states, states.new_full((states.shape[0], total - n), sdar.info.mask_id)], 1)
+    with torch.no_grad():
+        return sdar.model(input_ids=padded, attention_mask=block_causal_additive(total, b),
+                          position_ids=torch.arange(total)[None]).logits[:, :n]
+
+
 def test_sdar_cached_windows_match_full_block_causal_recompute(sdar):
-    """Window by window with the exact prefix cache == one uncached pass with an explicit block-causal mask."""
+    """Window by window with the exact prefix cache == one uncached pass with an explicit block-causal mask
+    over the row padded to whole blocks (the last window [12, 14) is ragged)."""
     n, b = 14, sdar.info.block_size
     states = random_states(vocab_of(sdar), sdar.info.mask_id, rows=1, length=n, masked_from=6)
-    with torch.no_grad():
-        ref = sdar.model(input_ids=states, attention_mask=block_causal_additive(n, b),
-                         position_ids=torch.arange(n)[None]).logits
+    ref = sdar_reference_logits(sdar, states)
     cache = sdar.empty_cache()
     for lo, hi in sdar.windows(6, n):  # [4, 8), [8, 12), [12, 14): the first holds the prompt's tail
         out = sdar.forward(states, lo, hi, cache)
@@ -294,6 +343,28 @@ def test_sdar_cached_windows_match_full_block_causal_recompute(sdar):
         torch.testing.assert_close(out.logits, ref[:, lo:hi], atol=ATOL, rtol=0)
         cache = sdar.extend_cache(cache, out, 0, hi if hi % b == 0 else lo)
     assert cache.length == 12 and len(cache.kv) == 2 and cache.kv[0][0].shape[:3] == (1, 2, 12)
+
+
+@pytest.mark.parametrize("length", [13, 14, 15])
+def test_sdar_ragged_last_block_attends_to_mask_pads_like_sdar(sdar, length):
+    """prompt + gen_length not a multiple of the block size: the last block's logits are those of SDAR's padded
+    row (its positions attend to MASK pads up to the block boundary), for one row, a batch and with a cache;
+    cutting the block short instead gives different logits."""
+    b = sdar.info.block_size
+    states = random_states(vocab_of(sdar), sdar.info.mask_id, rows=3, length=length, masked_from=8, seed=5)
+    states[:, :8] = states[0, :8]
+    ref = sdar_reference_logits(sdar, states)
+    lo = (length // b) * b
+    cache = sdar.extend_cache(sdar.empty_cache(), sdar.forward(states[:1], 4, 8, sdar.empty_cache()), 0, 8)
+    for c in (sdar.empty_cache(), cache):
+        batched = sdar.forward(states, lo, length, c).logits
+        torch.testing.assert_close(batched, ref[:, lo:], atol=ATOL, rtol=0)
+        for i in range(3):
+            assert torch.equal(sdar.forward(states[i: i + 1], lo, length, c).logits[0], batched[i])
+    with torch.no_grad():  # the cut-short block (no pads) is not SDAR's computation
+        cut = sdar.model(input_ids=states, attention_mask=block_causal_additive(length, b),
+                         position_ids=torch.arange(length)[None]).logits
+    assert (cut[:, lo:] - ref[:, lo:]).abs().max() > 1e-3
 
 
 def test_sdar_batched_forward_equals_single_and_keeps_cache(sdar):
@@ -370,6 +441,25 @@ def test_full_attention_sees_positions_after_the_window(dream):
 
 
 # ---------------------------------------------------------------------------------------------- LLaDA
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_load_checks_batch_invariance_at_the_default_dtype(adapter, request):
+    """The load-time probe ran for every adapter at its default dtype (float32 on the CPU) and passed."""
+    target = request.getfixturevalue(adapter)
+    assert target.info.batch_invariant is True and "bit-identical" in target.info.extra["invariance"]
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_a_bf16_published_target_is_made_invariant_or_flagged(adapter, request):
+    folder = request.getfixturevalue(f"{adapter}_dir")
+    target = load_published(str(folder), device="cpu", dtype=torch.bfloat16)
+    dtype = next(target.model.parameters()).dtype
+    assert target.info.batch_invariant is not None
+    if target.info.batch_invariant:
+        assert dtype == torch.float32 or "bfloat16" in target.info.extra["invariance"]
+    else:
+        assert target.info.extra["invariance"].startswith("identity not guaranteed")
+
+
 def test_llada_maps_onto_llama_and_matches_its_reference_forward(llada, llada_dir):
     assert isinstance(llada, FullAttentionTarget) and type(llada.model).__name__ == "LlamaForCausalLM"
     v = vocab_of(llada)
@@ -380,6 +470,21 @@ def test_llada_maps_onto_llama_and_matches_its_reference_forward(llada, llada_di
     ref = llada_reference_logits(llada_weights(), states)
     torch.testing.assert_close(llada.forward(states, 3, 10, PrefixCache()).logits, ref[:, 3:10], atol=ATOL, rtol=0)
     assert not list(llada_dir.glob("EXECUTED-*"))
+
+
+@pytest.mark.parametrize("full_precision", [True, False])
+def test_llada_rope_full_precision_is_mapped_in_bf16(tmp_path, full_precision):
+    """bf16 logits equal LLaDA's own bf16 computation bit for bit, with RoPE in float32 when the config says
+    rope_full_precision (LLaDA's setting) and in bf16 when it does not; the two differ on a long row."""
+    folder = tmp_path / "llada"
+    write_llada(folder, {**LLADA_CONFIG, "rope_full_precision": full_precision, "max_sequence_length": 512})
+    target = load_published(str(folder), device="cpu", dtype=torch.bfloat16, check_invariance=False)
+    states = random_states(vocab_of(target), target.info.mask_id, rows=2, length=300, masked_from=3)
+    got = target.forward(states, 3, 300, PrefixCache()).logits
+    same = llada_reference_logits_bf16(llada_weights(), states, full_precision)[:, 3:]
+    other = llada_reference_logits_bf16(llada_weights(), states, not full_precision)[:, 3:]
+    assert torch.equal(got, same)
+    assert (got - other).abs().max() > 0
 
 
 # ---------------------------------------------------------------------------------------------- masked LM
@@ -398,18 +503,17 @@ def test_masked_lm_matches_the_plain_model(mlm, mlm_dir):
 
 
 # ---------------------------------------------------------------------------------------------- all adapters
-ADAPTERS = ["sdar", "dream", "llada", "mlm"]
-
-
 @pytest.mark.parametrize("adapter", ["dream", "llada", "mlm"])
-def test_full_attention_batched_forward_equals_single(adapter, request):
+@pytest.mark.parametrize("lo, hi", [(5, 12), (11, 12), (6, 8)])
+def test_full_attention_batched_forward_equals_single(adapter, lo, hi, request):
+    """Bit for bit, also for narrow windows (one or two positions)."""
     target = request.getfixturevalue(adapter)
     states = random_states(vocab_of(target), target.info.mask_id, rows=3, length=12, masked_from=5, seed=4)
-    batched = target.forward(states, 5, 12, target.empty_cache())
+    batched = target.forward(states, lo, hi, target.empty_cache())
     for i in range(3):
-        single = target.forward(states[i: i + 1], 5, 12, PrefixCache())
-        torch.testing.assert_close(batched.logits[i: i + 1], single.logits, atol=ATOL, rtol=0)
-    assert target.extend_cache(PrefixCache(), batched, 0, 5) == PrefixCache()  # nothing to cache
+        single = target.forward(states[i: i + 1], lo, hi, PrefixCache())
+        assert torch.equal(batched.logits[i], single.logits[0])
+    assert target.extend_cache(PrefixCache(), batched, 0, lo) == PrefixCache()  # nothing to cache
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)

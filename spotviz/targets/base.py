@@ -65,6 +65,9 @@ class TargetInfo:
     logit_shift: int = 0
     source: str = ""
     extra: dict = field(default_factory=dict)
+    # True: a batched pass reproduces one-row logits bit for bit (probed at load, targets/invariance.py), so
+    # speculative output is identical to the standard decoder's; False: not on this device/dtype; None: unchecked
+    batch_invariant: bool | None = None
 
 
 class DiffusionTarget(ABC):

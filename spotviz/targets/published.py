@@ -22,6 +22,7 @@ import functools
 import inspect
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -168,7 +169,10 @@ class BlockCausalTarget(PublishedTarget):
     [k*b, (k+1)*b), the first decoded block holds the prompt's tail); attention is bidirectional inside a
     block and causal across blocks; RoPE positions are absolute; the logit for position i is output i (no
     shift). A finished block's keys/values never change, so the PrefixCache holds them exactly (per layer
-    (k, v) of shape [1, kv_heads, length, head_dim], after RoPE and qk-norm)."""
+    (k, v) of shape [1, kv_heads, length, head_dim], after RoPE and qk-norm). A row that ends inside a block
+    is padded with MASK to the block boundary, as SDAR's generate() lays out its row, so the last block's
+    positions attend to those pads; the pads stay MASK here (spotviz decodes the gen_length positions asked
+    for, where SDAR's loop also fills the pads and drops them from the text)."""
 
     def __init__(self, model, tokenizer, info, **options):
         super().__init__(model, tokenizer, info, **options)
@@ -180,18 +184,28 @@ class BlockCausalTarget(PublishedTarget):
 
     @torch.no_grad()
     def forward(self, states: torch.Tensor, lo: int, hi: int, cache: PrefixCache) -> ForwardOutput:
+        """Logits of [lo, hi). The pass runs to the end of hi's block: a block attends to all of itself, so a
+        ragged last block (a row that ends inside a block) is padded with MASK to the block boundary, as SDAR's
+        own generation lays out its row (prompt + gen_length rounded up to whole blocks)."""
         states = states.to(self.device)
         self._check_window(states, lo, hi)
         start, b = cache.length, self.info.block_size
         if not (start <= lo and start % b == 0):
             raise ValueError(f"cache of length {start} cannot serve window [{lo}, {hi}) with blocks of {b}")
-        q_pos = torch.arange(start, hi, device=self.device)
-        k_pos = torch.arange(0, hi, device=self.device)
+        end = -(-hi // b) * b  # the end of hi's block
+        ids = states[:, start:end]
+        if ids.shape[1] < end - start:  # the row ends inside the block: pad it with MASK
+            ids = torch.cat([ids, ids.new_full((ids.shape[0], end - start - ids.shape[1]), self.info.mask_id)], 1)
+        q_pos = torch.arange(start, end, device=self.device)
+        k_pos = torch.arange(0, end, device=self.device)
         mask = _additive_mask((k_pos[None, :] // b) <= (q_pos[:, None] // b), self.dtype)
         view = self._PrefixView(cache.kv)
-        hidden = self.backbone(input_ids=states[:, start:hi], attention_mask=mask, position_ids=q_pos[None],
+        hidden = self.backbone(input_ids=ids, attention_mask=mask, position_ids=q_pos[None],
                                use_cache=True, **{self._cache_arg: view}).last_hidden_state
-        logits = self.lm_head(hidden[:, lo - start:])
+        # the head over whole blocks: a one-row pass of a narrow window would otherwise multiply a matrix of one
+        # or two rows, which BLAS computes differently from a batch's (not bit-identical: targets/invariance.py)
+        first = (lo // b) * b
+        logits = self.lm_head(hidden[:, first - start:])[:, lo - first: hi - first]
         return ForwardOutput(logits.float(), start=start, present=view.present_kv())
 
     def extend_cache(self, cache: PrefixCache, out: ForwardOutput, row: int, upto: int) -> PrefixCache:
@@ -233,7 +247,11 @@ class FullAttentionTarget(PublishedTarget):
         pos = torch.arange(n, device=self.device)[None]
         hidden = self.backbone(input_ids=states, attention_mask=mask, position_ids=pos,
                                use_cache=False).last_hidden_state
-        logits = self.lm_head(hidden[:, self._source_positions(lo, hi)])  # the head only on the window
+        # the head only on the window, widened to a block's width: a one-row pass of a narrow window would
+        # otherwise multiply a matrix of one or two rows, not bit-identical to a batch's (targets/invariance.py)
+        width = max(hi - lo, min(self.info.block_size, n))
+        first = max(0, min(lo, n - width))
+        logits = self.lm_head(hidden[:, self._source_positions(first, first + width)])[:, lo - first: hi - first]
         return ForwardOutput(logits.float(), start=0)
 
 
@@ -254,12 +272,14 @@ class MaskedLMTarget(PublishedTarget):
 
 # ---------------------------------------------------------------------------------------------- loading
 def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None = None,
-                   block_size: int | None = None) -> PublishedTarget:
+                   block_size: int | None = None, check_invariance: bool = True, log=None) -> PublishedTarget:
     """Load a published DLM: a PUBLISHED short name, a local folder, or a Hub repo id ("org/name").
 
     `device`: "cpu", "cuda", ... (default: cuda if available). `dtype`: default bfloat16 on CUDA, float32
     elsewhere. `block_size`: the block (SDAR) / window (full attention) size; default the config's block
-    size if it has one, else the spec's, else 32. Raises ModelLoadError with the reason."""
+    size if it has one, else the spec's, else 32. `check_invariance`: probe that batched passes reproduce one-row
+    passes bit for bit; if not, upcast to float32, or mark the target "identity not guaranteed" if that does not
+    help either (targets/invariance.py). Raises ModelLoadError with the reason."""
     device = pick_device(device)  # a bad device fails before anything is downloaded or read
     folder, repo, spec, name = _resolve(name_or_path)
     config = _read_config(folder, name)
@@ -305,7 +325,17 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
         model = model.to(device)
     except (RuntimeError, AssertionError, ValueError) as e:  # no such device, out of memory
         raise _error(f"model {name!r}: could not move to {device} ({e})") from None
-    return cls(model, tokenizer, info, chat_template=chat, prepend_bos=bool(spec.get("bos")))
+    options = {"chat_template": chat, "prepend_bos": bool(spec.get("bos"))}
+    target = cls(model, tokenizer, info, **options)
+    if not check_invariance:
+        return target
+    from .invariance import ensure_batch_invariance
+
+    def rebuild(dt):  # the same weights in another dtype, as a fresh adapter
+        return cls(model.to(dt), tokenizer, replace(info, extra=dict(info.extra, dtype=str(dt).removeprefix("torch."))),
+                   **options)
+
+    return ensure_batch_invariance(target, rebuild=rebuild, log=log)
 
 
 def detect_family(config: dict, hint: str = "") -> str:
@@ -498,8 +528,42 @@ def _load_llada_model(folder: Path, config: dict, repo: str | None, dtype, name:
     except ValueError as e:
         reason = f"its architecture is outside what LlamaForCausalLM can express ({e})"
         return _load_remote_code_model(folder, repo, dtype, name, reason)
-    return _from_pretrained(LlamaForCausalLM, folder, llama_config, dtype, name, attn_implementation="sdpa",
-                            key_mapping=LLADA_KEY_MAPPING)
+    model = _from_pretrained(LlamaForCausalLM, folder, llama_config, dtype, name, attn_implementation="sdpa",
+                             key_mapping=LLADA_KEY_MAPPING)
+    if config.get("rope_full_precision", True):  # OLMo's default, and LLaDA's setting
+        _rope_in_full_precision(model)
+    return model
+
+
+def _rope_in_full_precision(model) -> None:
+    """LLaDA's `rope_full_precision`: RoPE rotates queries and keys in float32 (cos/sin in float32 too) and casts
+    them back to the model's dtype. Stock Llama rotates in the model's dtype, which differs in bf16.
+
+    The model's rotary embedding is made to return float32 cos/sin, and transformers' `apply_rotary_pos_emb` is
+    wrapped once to rotate in float32 when it receives float32 cos/sin with lower-precision queries (a
+    combination only this model produces: stock models get cos/sin in their own dtype, unchanged)."""
+    from transformers.models.llama import modeling_llama
+
+    rotary = model.model.rotary_emb
+    plain = rotary.forward
+
+    def forward_float32(x, position_ids):
+        return plain(x.new_empty(0, dtype=torch.float32), position_ids)
+
+    rotary.forward = forward_float32
+    apply = modeling_llama.apply_rotary_pos_emb
+    if getattr(apply, "spotviz_full_precision", False):
+        return
+
+    @functools.wraps(apply)
+    def apply_rotary_pos_emb(q, k, cos, sin, *args, **kwargs):
+        if cos.dtype == torch.float32 and q.dtype != torch.float32:
+            q_rot, k_rot = apply(q.float(), k.float(), cos, sin, *args, **kwargs)
+            return q_rot.to(q.dtype), k_rot.to(k.dtype)
+        return apply(q, k, cos, sin, *args, **kwargs)
+
+    apply_rotary_pos_emb.spotviz_full_precision = True
+    modeling_llama.apply_rotary_pos_emb = apply_rotary_pos_emb
 
 
 def _load_masked_lm(folder: Path, repo: str | None, dtype, name: str):

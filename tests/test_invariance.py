@@ -1,0 +1,88 @@
+"""Exactness on every device and dtype (targets/invariance.py): a batched target pass must reproduce one-row
+logits bit for bit, or SPOT's output can differ from the standard decoder's.
+
+On this CPU a bfloat16 model is not batch-invariant: the test reproduces the failure (different logits, and
+SPOT output that differs from the standard decoder's), then shows that loading checks it and upcasts to float32,
+after which SPOT equals the standard decoder on every seed. Targets that stay non-invariant are flagged.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from spotviz.engine import decode
+from spotviz.registry import load_embedded
+from spotviz.samplers.common import DecodeConfig
+from spotviz.targets.invariance import NOT_GUARANTEED, batch_invariance, ensure_batch_invariance
+
+SEEDS = range(6)
+
+
+def _pairs(target, prompt):
+    """(standard tokens, SPOT tokens) for exact decoding at T=0 and T=1 over SEEDS (training-free drafter)."""
+    out = []
+    for temperature in (0.0, 1.0):
+        for seed in SEEDS:
+            cfg = dict(mode="exact", temperature=temperature, seed=seed, gen_length=40)
+            std = decode(target, prompt, DecodeConfig(**cfg))
+            spot = decode(target, prompt, DecodeConfig(**cfg, drafter="training-free", budget=16))
+            out.append((std.tokens, spot.tokens))
+    return out
+
+
+@pytest.fixture(scope="module")
+def bf16_unchecked(tiny_block_dir):
+    return load_embedded(tiny_block_dir, dtype=torch.bfloat16, check_invariance=False)
+
+
+def test_bf16_on_this_cpu_is_not_batch_invariant_and_breaks_identity(bf16_unchecked, tiny_prompt):
+    report = batch_invariance(bf16_unchecked)
+    assert not report.invariant and report.rows_differing > 0 and report.max_abs_diff > 0
+    differing = sum(a != b for a, b in _pairs(bf16_unchecked, tiny_prompt))
+    assert differing >= 1, "expected the unchecked bf16 target to break SPOT == standard on some seed"
+
+
+def test_loading_upcasts_a_bf16_target_and_identity_holds(tiny_block_dir, tiny_prompt):
+    notes = []
+    target = load_embedded(tiny_block_dir, dtype=torch.bfloat16, log=notes.append)
+    assert next(target.model.parameters()).dtype == torch.float32
+    assert target.info.batch_invariant is True and "upcast to float32" in target.info.extra["invariance"]
+    assert notes and "bfloat16" in notes[0]
+    assert batch_invariance(target).invariant
+    for std, spot in _pairs(target, tiny_prompt):
+        assert spot == std
+
+
+def test_float32_targets_are_checked_at_load(tiny_targets):
+    for target in tiny_targets.values():
+        assert target.info.batch_invariant is True
+        assert next(target.model.parameters()).dtype == torch.float32
+
+
+class _BatchDependent:
+    """A target whose batched passes differ from one-row passes whatever the dtype (as some GPU kernels do)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.info = inner.info
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def forward(self, states, lo, hi, cache):
+        out = self._inner.forward(states, lo, hi, cache)
+        if states.shape[0] > 1:
+            out.logits = out.logits + 1e-3 * states.shape[0]
+        return out
+
+
+def test_a_target_that_stays_non_invariant_is_flagged(tiny_block_dir):
+    from dataclasses import replace
+
+    inner = load_embedded(tiny_block_dir, check_invariance=False)
+    inner.info = replace(inner.info, extra={})
+    notes = []
+    target = ensure_batch_invariance(_BatchDependent(inner), log=notes.append)
+    assert target.info.batch_invariant is False
+    assert target.info.extra["invariance"].startswith(NOT_GUARANTEED)
+    assert notes and notes[0].startswith("warning:")

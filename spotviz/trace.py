@@ -188,10 +188,6 @@ class Trace:
                 raise TraceError("inconsistent counters: negative or non-finite value")
 
     # ----------------------------------------------------------- helpers
-    def commit_step_of(self) -> dict[int, tuple[int, int]]:
-        """position -> (pass index, decision step)."""
-        return {cm.position: (p.index, cm.step) for p in self.passes for cm in p.commits}
-
     def label(self, token: int) -> str:
         return self.token_text.get(str(token), f"#{token}")
 

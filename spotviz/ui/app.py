@@ -225,8 +225,13 @@ LAYOUT_CSS = """
   #sv-prompt, #sv-run-row, #sv-run-this { order: 1; }
   #sv-out { order: 2; width: 100%; min-width: 0 !important; }
   #sv-settings, #sv-replay { order: 3; width: 100%; }
+  #sv-explainer .html-container { padding-left: 2px; padding-right: 2px; }
+  #sv-out, #sv-explainer { padding-left: 0 !important; padding-right: 0 !important; }
 }
 """
+# outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone
+PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6px !important; "
+             "padding-right: 6px !important; } }</style>")
 
 
 @dataclass
@@ -557,5 +562,6 @@ def launch(demo: gr.Blocks, **kwargs):
     kwargs.setdefault("max_file_size", MAX_UPLOAD_BYTES)
     kwargs.setdefault("state_session_capacity", STATE_SESSIONS)
     kwargs.setdefault("css", APP_CSS + LAYOUT_CSS)
+    kwargs.setdefault("head", PAGE_HEAD)
     kwargs.setdefault("show_error", True)
     return demo.launch(**kwargs)

@@ -330,6 +330,16 @@ playBtn.addEventListener('click', () => { if (playing) stopPlay(); else { follow
 prevBtn.addEventListener('click', () => { stopPlay(); setK(K - 1, true); });
 nextBtn.addEventListener('click', () => { stopPlay(); setK(K + 1, true); });
 scrub.addEventListener('input', () => { stopPlay(); setK(+scrub.value, true); });
+// hovering a tree node highlights its slots on the canvas (one delegated listener pair, not one per node)
+let hovered = null;
+const slotsOf = (g) => (g.dataset.slots || '').split(' ').filter(Boolean).map(Number);
+treeSvg.addEventListener('mouseover', (e) => {
+  const g = e.target.closest && e.target.closest('g.nd');
+  if (g === hovered) return;
+  if (hovered) highlight(slotsOf(hovered), false);
+  hovered = g; if (g) highlight(slotsOf(g), true);
+});
+treeSvg.addEventListener('mouseleave', () => { if (hovered) highlight(slotsOf(hovered), false); hovered = null; });
 guide.querySelector('.sve-guide-close').addEventListener('click', () => { guide.hidden = true; window.__svGuideClosed = true; });
 if (!window.__svKeys) {   // one document listener for the page's lifetime (never one per update)
   window.__svKeys = true;
@@ -481,12 +491,10 @@ function paintTree(k) {
       fill: 'none', stroke: onPath ? '#1a8a4a' : '#c4c4c4', 'stroke-width': onPath ? 3 : 1.2}));
   }
   const addNode = (x, y, cls, shape, label, hover, slots) => {
-    const g = el('g', {class: 'nd ' + cls});
+    const g = el('g', {class: 'nd ' + cls, 'data-slots': slots.join(' ')});
     g.appendChild(el('title', null, hover));
     g.appendChild(shape);
     g.appendChild(el('text', {x: x + 9, y: y + 4}, truncate(label, chars)));
-    g.addEventListener('mouseenter', () => highlight(slots, true));
-    g.addEventListener('mouseleave', () => highlight(slots, false));
     fronts.appendChild(g);
   };
   for (const n of nodes) {

@@ -131,14 +131,84 @@ def test_unwritable_trace_out(capsys, tiny_block_dir, tmp_path):
     assert "t.json" in error_line(err)
 
 
-def test_argparse_errors_exit_2(capsys):
+@pytest.mark.parametrize("argv", [
+    ["decode", "--prompt", "x", "--gen-length", "many"],
+    ["decode"],  # --prompt is required
+    ["decode", "--prompt", "x", "--mode", "fast"],
+    ["no-such-command"],
+    [],
+])
+def test_argparse_errors_are_one_error_line_exit_2(capsys, argv):
     with pytest.raises(SystemExit) as e:
-        main(["decode", "--prompt", "x", "--gen-length", "many"])
+        main(argv)
     assert e.value.code == 2
-    assert "error:" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out == "" and error_line(err) == err.strip()
+
+
+@pytest.mark.parametrize("device, match", [
+    ("foo", "unknown device"),
+    ("cuda:99", "cuda"),
+    ("cuda", "cuda"),
+])
+def test_bad_device_is_one_error_line(capsys, tiny_block_dir, device, match):
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "x", "--device", device)
+    assert code == 2 and out == ""
+    assert match in error_line(err).lower()
+
+
+def test_unknown_drafter_is_one_error_line(capsys, tiny_block_dir):
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "x", "--drafter", "magic")
+    assert code == 2 and out == "" and "drafter" in error_line(err)
+
+
+@pytest.mark.parametrize("command, defaults", [
+    ("decode", ["(default: 128)", "(default: exact)", "(default: 0.9)", "(default: none)", "(default: auto)",
+                "(default: shakespeare-bd)"]),
+    ("bench", ["(default: shakespeare-bd)", "(default: runs/bench)", "(default: 0,1)"]),
+    ("train-target", ["(default: 256)", "(default: 0.002)", "(default: block)"]),
+    ("train-drafter", ["(default: 120)", "(default: shakespeare-bd)"]),
+])
+def test_help_shows_the_defaults(capsys, command, defaults):
     with pytest.raises(SystemExit) as e:
-        main(["decode"])  # --prompt is required
-    assert e.value.code == 2
+        main([command, "--help"])
+    assert e.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for d in defaults:
+        assert d in text, (command, d)
+
+
+def test_help_does_not_import_torch_or_transformers():
+    """`python -m spotviz --help` answers without the heavy imports (lazy imports keep it fast)."""
+    code = ("import sys\nfrom spotviz.cli import main\ntry:\n    main(['decode', '--help'])\nexcept SystemExit:\n"
+            "    pass\nheavy = [m for m in ('torch', 'transformers', 'gradio') if m in sys.modules]\n"
+            "print('HEAVY', heavy)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert r.returncode == 0, r.stderr
+    assert "HEAVY []" in r.stdout and "--device" in r.stdout
+
+
+def test_identity_not_guaranteed_is_reported(capsys, tiny_block_dir, monkeypatch):
+    from spotviz import registry
+
+    def flagged(name, device=None):
+        target = registry.load_embedded(name, device="cpu", check_invariance=False)
+        target.info.batch_invariant = False
+        target.info.extra["invariance"] = "identity not guaranteed on this device/dtype: probe"
+        return target
+
+    monkeypatch.setattr(registry, "load_target", flagged)
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.",
+                              "--gen-length", "8", "--json")
+    assert code == 0 and json.loads(out)["identity_guaranteed"] is False
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.",
+                              "--gen-length", "8")
+    assert code == 0 and "warning: identity not guaranteed" in err
 
 
 # ------------------------------------------------------------------------- the real entry point

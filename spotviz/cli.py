@@ -38,6 +38,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog.removeprefix('python -m ')}: {' '.join(message.split())} (see --help)\n")
 
 
+def _budget(s: str):
+    if s == "auto":
+        return s
+    try:
+        return int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be auto or a whole number, got {s!r}") from None
+
+
+def _add_threads(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: $SPOTVIZ_THREADS, else 1: these models are small)")
+
+
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True, help="text to continue")
     p.add_argument("--model", default=None, help="embedded model name, published model name or local folder "
@@ -50,13 +64,16 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen-length", type=int, default=128, help="tokens to generate")
     p.add_argument("--drafter", default="none", help="none (the standard decoder), spot, spot-sets, "
                                                      "training-free or calibrated")
-    p.add_argument("--budget", type=int, default=32, help="draft tree node budget")
+    p.add_argument("--budget", type=_budget, default="auto",
+                   help="draft tree size (states per pass): a number, or auto (per pass, from the measured cost "
+                        "curve and the drafter's probabilities)")
     p.add_argument("--min-path-prob", type=float, default=0.0,
                    help="prune draft nodes less likely than this to be accepted (0: always fill the budget)")
     p.add_argument("--no-coupled-noise", action="store_true", help="ablation: drafter does not share the noise")
     p.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace-out", default=None, help="write the trace (JSON) to this file")
+    _add_threads(p)
 
 
 def cmd_decode(a) -> int:
@@ -155,8 +172,11 @@ def cmd_bench(a) -> int:
 
     from .eval.bench import run_bench, save, to_markdown
 
-    def ints(s):
-        return tuple(int(x) for x in s.split(",") if x.strip())
+    def ints(s):  # a list of budgets: whole numbers and "auto"
+        try:
+            return tuple(_budget(x.strip()) for x in s.split(",") if x.strip())
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"budgets {e}") from None
 
     res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, ints(a.budgets),
                     tuple(float(x) for x in a.temperatures.split(",")), a.threshold, transfer=not a.no_transfer,
@@ -167,13 +187,38 @@ def cmd_bench(a) -> int:
     return 0
 
 
+def cmd_cost_curve(a) -> int:
+    """(Re)measure the target's forward cost curve f(N) (cached per model, device and threads)."""
+    from .registry import load_target
+    from .samplers.cost import cache_dir, cost_curve
+
+    target = load_target(a.model, device=a.device)
+    curve = cost_curve(target, remeasure=True)
+    if a.json:
+        print(json.dumps({"model": target.info.name, "device": curve.device, "threads": curve.threads,
+                          "sizes": curve.sizes, "seconds": curve.seconds}))
+    else:
+        print(f"{target.info.name} on {curve.device}, {curve.threads} thread(s): ms per target pass over N states")
+        print("  ".join(f"f({n})={1000 * t:.2f}" for n, t in zip(curve.sizes, curve.seconds)))
+        print(f"cached under {cache_dir() / 'cost'}", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS (the drafter): before numpy is imported
     ap = _Parser(prog="python -m spotviz", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_decode_args(sub.add_parser("decode", help="decode a prompt (standard or speculative)"))
     tr = sub.add_parser("trace", help="check a trace file (as the app's Replay does) and summarise it")
     tr.add_argument("file", help="a trace written by decode --trace-out or downloaded from the app")
     tr.add_argument("--json", action="store_true", help="print one JSON object")
+    cc = sub.add_parser("cost-curve", help="measure the target's forward cost f(N) for N states (used by --budget auto)")
+    cc.add_argument("--model", default="shakespeare-bd")
+    cc.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
+    cc.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_threads(cc)
 
     t = sub.add_parser("train-target", help="train an embedded masked-diffusion model (Shakespeare or Python code)")
     t.add_argument("--out", required=True)
@@ -194,7 +239,7 @@ def main(argv=None) -> int:
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--minutes", type=float, default=0.0, help="time budget (the schedule follows it)")
-    t.add_argument("--threads", type=int, default=0)
+    t.add_argument("--threads", type=int, default=0, help="torch CPU threads for training (0: all cores)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--corpus-fraction", type=float, default=1.0)
     t.add_argument("--eval-prompts", type=int, default=20)
@@ -209,13 +254,15 @@ def main(argv=None) -> int:
     d.add_argument("--epochs", type=int, default=12)
     d.add_argument("--calibrate", default=None, metavar="DRAFTER_DIR",
                    help="light calibration: refit the scalar heads of an existing drafter on this target")
+    _add_threads(d)
 
     b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")
     b.add_argument("--model", default="shakespeare-bd")
     b.add_argument("--prompts", default=None, help="prompt file (JSON list); default assets/prompts/heldout.json")
     b.add_argument("--n-prompts", type=int, default=20)
     b.add_argument("--gen-length", type=int, default=128)
-    b.add_argument("--budgets", default="8,16,32,64", help="budgets swept in exact mode at the first temperature")
+    b.add_argument("--budgets", default="auto,2,4,8,16,32",
+                   help="budgets swept in exact mode at the first temperature (numbers and auto)")
     b.add_argument("--other-budgets", default=None, help="budgets for the other mode/temperature pairs "
                                                           "(default: --budgets)")
     b.add_argument("--temperatures", default="0,1")
@@ -225,15 +272,20 @@ def main(argv=None) -> int:
                    help="also run SPOT with draft nodes below this path probability pruned (0: off)")
     b.add_argument("--out", default="runs/bench", help="folder for bench-<model>.json and .md")
     b.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    _add_threads(b)
 
     a = ap.parse_args(argv)
     handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
-                "bench": cmd_bench}
+                "bench": cmd_bench, "cost-curve": cmd_cost_curve}
     from .registry import ModelLoadError
     from .samplers.common import DecodeError
     from .trace import TraceError
 
     try:
+        if a.cmd not in ("train-target", "trace"):  # training sets its own threads
+            from .engine import set_threads
+
+            set_threads(a.threads)
         return handlers[a.cmd](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several

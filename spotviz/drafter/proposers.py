@@ -181,18 +181,24 @@ class SpotProposer(Proposer):
             node.memo = (ctx.pair[:, path].sum(-1), ctx.keep_rel[:, path].sum(-1))
         return node.memo
 
-    def children(self, ctx, view, node, remaining):
+    def pointer(self, ctx, node: DraftNode, remaining: np.ndarray) -> np.ndarray:
+        """P(the decision at `node` commits position j), [W]: the learned pointer (depth scores + coupled-token
+        and stale-rank terms + the pairwise terms of the path) mixed with the stale-confidence order. The same
+        distribution as model.teacher_forced_pointer at training time (tests/test_engine_fast.py checks it)."""
         d = ctx.d(node)
+        dd = min(d, ctx.base.shape[0] - 1)
+        pair, _ = self._path_terms(ctx, node)
+        c = np.where(remaining, ctx.logc[d], -np.inf)
+        ranks = np.argsort(np.argsort(-c, kind="stable"), kind="stable")
+        s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + ctx.rank_bias[ranks] + pair
+        s = np.where(remaining, s, -np.inf)
+        e = np.exp(s - s.max())
+        stale = np.exp(c - c.max())  # the training-free order: proportional to the stale confidence
+        return ctx.mix * e / e.sum() + (1 - ctx.mix) * stale / stale.sum()
+
+    def children(self, ctx, view, node, remaining):
         if view.rule.mode == "exact":
-            dd = min(d, ctx.base.shape[0] - 1)
-            pair, keep_rel = self._path_terms(ctx, node)
-            c = np.where(remaining, ctx.logc[d], -np.inf)
-            ranks = np.argsort(np.argsort(-c, kind="stable"), kind="stable")
-            s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + ctx.rank_bias[ranks] + pair
-            s = np.where(remaining, s, -np.inf)
-            e = np.exp(s - s.max())
-            stale = np.exp(c - c.max())  # the training-free order: proportional to the stale confidence
-            probs = ctx.mix * e / e.sum() + (1 - ctx.mix) * stale / stale.sum()
-            keep = np_sigmoid(ctx.keep_base + keep_rel) if self.token_branching else None
+            probs = self.pointer(ctx, node, remaining)
+            keep = np_sigmoid(ctx.keep_base + self._path_terms(ctx, node)[1]) if self.token_branching else None
             return _exact_children(ctx, node, probs, keep, self.branch_positions, ctx.runner_up)
-        return _set_children(ctx, node, ctx.set_q[d], remaining)
+        return _set_children(ctx, node, ctx.set_q[ctx.d(node)], remaining)

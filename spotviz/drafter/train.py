@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
 from .features import TEMPERATURE_FEATURE, RootView, coupled_candidates, position_features
@@ -69,9 +70,7 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
                 break
             lo, hi = pr.extra["lo"], pr.extra["hi"]
             state = torch.tensor(pr.tokens)
-            logits = pr.extra["logits"].float().clone()
-            logits[..., target.info.mask_id] = float("-inf")
-            view = RootView(lo=lo, hi=hi, state=state, logp=torch.log_softmax(logits, -1),
+            view = RootView(lo=lo, hi=hi, state=state, logp=masked_log_softmax(pr.extra["logits"], target.info.mask_id),
                             masked=state[lo:hi] == target.info.mask_id,
                             first=[c.position - lo for c in pr.record.commits], step=pr.extra["step"] + 1,
                             rule=cfg.rule, noise=noise)

@@ -65,6 +65,8 @@ def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: f
     heap: list = []
     tie = 0
     masked = view.masked.cpu().numpy()
+    if sizer is not None and not sizer.auto:
+        sizer = None  # a fixed budget: nothing to size
     if sizer is not None:
         sizer.begin()
 

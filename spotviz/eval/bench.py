@@ -1,11 +1,12 @@
 """`python -m spotviz bench`: every decoder on one held-out prompt set, in one process, and a results table.
 
-For each (mode, temperature): the standard decoder, then every drafter at every budget through the same
-verifier. Reported per configuration, aggregated over prompts: target passes per generated token, pass
-reduction x (standard passes / passes), wall-clock speed-up x (standard wall time / wall time, each speculative
-decode paired with a standard decode of the same prompt right before it, so both see the same machine load),
-mean accepted length (commits per pass), acceptance rate per depth, identical-output rate vs the standard
-decoder. Plus: how often the previous pass already predicted the committed token, drafter transfer from the
+For each (mode, temperature): the standard decoder, then every drafter at every budget (a node count, or
+"auto": the size chosen per pass from the target's cost curve) through the same verifier. Reported per
+configuration, aggregated over prompts: target passes per generated token, pass reduction x (standard passes /
+passes), wall-clock speed-up x as paired ratios (each speculative decode runs right after a standard decode of the
+same prompt in the same process with the same threads, so both see the same machine load: total standard time /
+total time, and the median and the worst of the per-prompt ratios), mean accepted length (commits per pass),
+acceptance rate per depth, identical-output rate vs the standard decoder, and the mean tree size per pass. Plus: how often the previous pass already predicted the committed token, drafter transfer from the
 other embedded model (without / with light calibration) and the coupled-noise ablation at T = 1.
 """
 from __future__ import annotations
@@ -17,10 +18,12 @@ from pathlib import Path
 
 import torch
 
-from ..drafter.store import DRAFTER_DIR, load_proposer
+from ..drafter.registry import learned_drafter, load_proposer
+from ..drafter.store import DRAFTER_DIR
 from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import EMBEDDED, load_target
-from ..samplers.common import DecodeConfig
+from ..samplers.common import AUTO, DecodeConfig
+from ..samplers.cost import cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
 from .stats import stale_agreement
@@ -31,7 +34,7 @@ class BenchRow:
     mode: str
     temperature: float
     drafter: str
-    budget: int
+    budget: int | str
     passes_per_token: float
     pass_reduction: float
     speedup_wall: float
@@ -40,6 +43,9 @@ class BenchRow:
     acceptance_per_depth: list[float]
     identical: float
     note: str = ""
+    wall_ratio_median: float = 0.0  # per-prompt paired ratios (standard wall / speculative wall)
+    wall_ratio_min: float = 0.0
+    mean_states: float = 1.0  # target states per pass (the tree size; with auto, the sizes it chose)
 
 
 @dataclass
@@ -54,6 +60,7 @@ class BenchResult:
     threads: int = 1
     seconds: float = 0.0
     prune: float = 0.0
+    cost_curve: list = field(default_factory=list)  # [[states, seconds per pass]] measured for --budget auto
 
 
 def _run(target, prompts, cfg: DecodeConfig, proposer=None):
@@ -83,24 +90,31 @@ def _row(mode, t, drafter, budget, runs, base, note="") -> BenchRow:
             depth.setdefault(d, []).append(a)
     per_depth = [sum(v) / len(v) for _, v in sorted(depth.items())][:8]
     same = sum(a.tokens == b.tokens for a, b in zip(traces, base)) / len(traces)
+    ratios = sorted(p.counters.wall_s / max(tr.counters.wall_s, 1e-9) for tr, p in zip(traces, paired))
+    states = sum(p.states for tr in traces for p in tr.passes) / max(passes, 1)
     return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
                     b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
-                    [round(x, 3) for x in per_depth], same, note)
+                    [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states)
 
 
 def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_prompts: int = 20,
-              gen_length: int = 128, budgets=(8, 16, 32, 64), temperatures=(0.0, 1.0), threshold: float = 0.9,
+              gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=("spot", "training-free", "calibrated"), transfer: bool = True, other_budgets=None,
               prune: float = 0.0, log=print) -> BenchResult:
     """`budgets` apply to exact mode at the first temperature (the headline sweep); `other_budgets` (default: the
     same) to the other (mode, temperature) pairs, so a CPU run can sweep fewer budgets there. Transfer rows and
-    the coupled-noise ablation use budget 16 (or the nearest one swept). `prune` > 0 adds, for the SPOT drafter at
+    the coupled-noise ablation use budget 16 (or the nearest number swept). A budget "auto" uses the target's cost
+    curve (measured now if not cached; recorded in the result). `prune` > 0 adds, for the SPOT drafter at
     every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
     t_start = time.time()
     target = load_target(model)
     prompts = (load_prompts(prompts_file) if prompts_file else heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune)
+    if AUTO in budgets or AUTO in (other_budgets or ()):
+        res.cost_curve = cost_curve(target, log=log).as_pairs()
+        log("cost curve (ms per pass over N states): "
+            + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     res.stale_agreement = {f"T={t}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
                            for t in temperatures}
@@ -113,21 +127,21 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
             res.rows.append(_row(mode, t, "none", 1, base_runs, base))
             log(_fmt(res.rows[-1]))
             sweep = budgets if (mode == "exact" and t == temperatures[0]) else (other_budgets or budgets)
-            near = min(sweep, key=lambda b: abs(b - 16))
+            near = min((b for b in sweep if b != AUTO), key=lambda b: abs(b - 16), default=16)
             for name in drafters:
-                dname = ("spot-sets" if mode == "threshold" else "spot") if name == "spot" else name
+                dname = learned_drafter(mode) if name == "spot" else name
                 prop = load_proposer(dname, target, mode)
                 for b in sweep:
                     c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b})
                     res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base))
                     log(_fmt(res.rows[-1]))
-                    if prune > 0 and name == "spot" and b > 2:
+                    if prune > 0 and name == "spot" and b != AUTO and b > 2:
                         c = DecodeConfig(**{**asdict(c), "min_path_prob": prune})
                         res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base,
                                              note=f"pruned below path prob {prune:g}"))
                         log(_fmt(res.rows[-1]))
             if t > 0:  # coupled-noise ablation
-                dname = "spot-sets" if mode == "threshold" else "spot"
+                dname = learned_drafter(mode)
                 prop = load_proposer(dname, target, mode)
                 c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near, "coupled_noise": False})
                 res.rows.append(_row(mode, t, dname, near, _run(target, prompts, c, prop), base,
@@ -141,7 +155,7 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
                                           (f"from {other} + calibration", DRAFTER_DIR / model / f"from-{other}")):
                         if not folder.is_dir():
                             continue
-                        dname = "spot-sets" if mode == "threshold" else "spot"
+                        dname = learned_drafter(mode)
                         prop = load_proposer(dname, target, mode, folder=folder)
                         c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near})
                         res.rows.append(_row(mode, t, dname, near, _run(target, prompts, c, prop), base,
@@ -152,8 +166,9 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
 
 
 def _fmt(r: BenchRow) -> str:
-    return (f"{r.mode:9s} T={r.temperature:<3g} {r.drafter:13s} N={r.budget:<3d} passes/token {r.passes_per_token:.3f}"
-            f"  reduction {r.pass_reduction:.2f}x  wall {r.speedup_wall:.2f}x  {r.tokens_per_s:6.1f} tok/s"
+    return (f"{r.mode:9s} T={r.temperature:<3g} {r.drafter:13s} N={str(r.budget):<4s} states {r.mean_states:5.2f}"
+            f"  passes/token {r.passes_per_token:.3f}  reduction {r.pass_reduction:.2f}x  wall {r.speedup_wall:.2f}x"
+            f" (per prompt: median {r.wall_ratio_median:.2f}x, worst {r.wall_ratio_min:.2f}x)  {r.tokens_per_s:6.1f} tok/s"
             f"  accepted {r.mean_accepted_length:.2f}  identical {100 * r.identical:.0f}%  {r.note}")
 
 
@@ -162,12 +177,18 @@ def to_markdown(res: BenchResult) -> str:
              f"({res.device}, {res.threads} threads, tau={res.threshold}, {res.seconds / 60:.1f} min)", ""]
     sa = ", ".join(f"{k}: {100 * v['stale_agreement']:.1f}%" for k, v in res.stale_agreement.items())
     lines += [f"Previous-pass prediction already equals the committed token (exact decoding): {sa}", ""]
-    lines += ["| mode | T | drafter | budget | passes/token | pass reduction | wall-clock speed-up | tokens/s | "
-              "mean accepted length | acceptance per depth (1..) | identical output | note |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    if res.cost_curve:
+        lines += ["Target cost curve (ms per pass over N states, used by budget auto): "
+                  + ", ".join(f"f({int(n)}) = {1000 * s:.1f}" for n, s in res.cost_curve), ""]
+    lines += ["| mode | T | drafter | budget | states/pass | passes/token | pass reduction | wall-clock speed-up "
+              "(paired) | per-prompt ratio median / worst | tokens/s | mean accepted length | "
+              "acceptance per depth (1..) | identical output | note |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res.rows:
-        lines.append(f"| {r.mode} | {r.temperature:g} | {r.drafter} | {r.budget if r.drafter != 'none' else '-'} | "
-                     f"{r.passes_per_token:.3f} | {r.pass_reduction:.2f}x | {r.speedup_wall:.2f}x | "
+        spec = r.drafter != "none"
+        lines.append(f"| {r.mode} | {r.temperature:g} | {r.drafter} | {r.budget if spec else '-'} | "
+                     f"{r.mean_states:.2f} | {r.passes_per_token:.3f} | {r.pass_reduction:.2f}x | {r.speedup_wall:.2f}x | "
+                     f"{f'{r.wall_ratio_median:.2f}x / {r.wall_ratio_min:.2f}x' if spec else '-'} | "
                      f"{r.tokens_per_s:.1f} | {r.mean_accepted_length:.2f} | "
                      f"{' '.join(f'{a:.2f}' for a in r.acceptance_per_depth[:6])} | {100 * r.identical:.0f}% | {r.note} |")
     return "\n".join(lines) + "\n"

@@ -1,8 +1,7 @@
 """Measurements of a target's own decoding that explain SPOT's headroom."""
 from __future__ import annotations
 
-import torch
-
+from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
 
@@ -30,14 +29,13 @@ def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 2
             if pr.record is None:
                 break
             lo = pr.extra["lo"]
-            logits = pr.extra["logits"].float().clone()
-            logits[..., mask_id] = float("-inf")
+            logp_window = masked_log_softmax(pr.extra["logits"], mask_id)
             if prev is not None and prev[0] == lo:
                 for c in pr.record.commits:
-                    logp = torch.log_softmax(prev[1][c.position - lo], -1)
+                    logp = prev[1][c.position - lo]
                     if temperature > 0:
                         logp = logp / temperature + noise.at(c.step, c.position)
                     total += 1
                     hits += int(int(logp.argmax()) == c.token)
-            prev = (lo, logits)
+            prev = (lo, logp_window)
     return {"stale_agreement": hits / max(total, 1), "decisions": total}

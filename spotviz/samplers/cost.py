@@ -11,7 +11,7 @@ prefix of the tree is a tree, and the expected commits of the first N nodes are
 (p_i: the drafter's probability that node i is reached by the acceptance walk; s: a running calibration, the
 accepted edges seen so far over the edges the drafter expected). Each pass keeps the prefix N maximising
 E(N) / (f(N) + c); N = 1 is the standard decoder's pass. When drafting did not pay (N = 1 chosen), the next
-passes skip the drafter altogether (1, 2, 4, ... passes, reset as soon as drafting pays again), so that the worst
+passes skip the drafter altogether (1, 2, 4, ... up to 16 passes, reset as soon as drafting pays again), so that the worst
 case is the standard decoder's speed plus an occasional drafter call.
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ class CostCurve:
         if n_max > x[-1] and len(x) > 1:
             slope = (y[-1] - y[-2]) / (x[-1] - x[-2])
             f = np.where(n > x[-1], y[-1] + slope * (n - x[-1]), f)
-        return np.maximum.accumulate(f)  # more states never cost less
+        return f
 
     def as_pairs(self) -> list[list[float]]:
         return [[int(n), float(s)] for n, s in zip(self.sizes, self.seconds)]
@@ -75,7 +75,7 @@ def _cacheable(target) -> bool:
 
 
 @torch.no_grad()
-def measure(target, sizes=SIZES, repeats: int = 3, log=None) -> CostCurve:
+def measure(target, sizes=SIZES, repeats: int = 5, log=None) -> CostCurve:
     """Time one window's forward for each N in `sizes` (best of `repeats`, after a warm-up call)."""
     info = target.info
     b = info.block_size
@@ -88,18 +88,19 @@ def measure(target, sizes=SIZES, repeats: int = 3, log=None) -> CostCurve:
     if info.attention == "block" and lo:
         out = target.forward(row.unsqueeze(0), 0, lo, cache)
         cache = target.extend_cache(cache, out, 0, lo)
-    seconds = []
-    for n in sizes:
-        rows = row.unsqueeze(0).repeat(n, 1)
-        target.forward(rows, lo, total, cache)
-        best = float("inf")
-        for _ in range(repeats):
+    batches = {n: row.unsqueeze(0).repeat(n, 1) for n in sizes}
+    for n in sizes:  # warm-up
+        target.forward(batches[n], lo, total, cache)
+    best = {n: float("inf") for n in sizes}
+    for _ in range(repeats):  # round robin: a burst of load elsewhere does not bias one size
+        for n in sizes:
             t0 = time.perf_counter()
-            target.forward(rows, lo, total, cache)
-            best = min(best, time.perf_counter() - t0)
-        seconds.append(best)
-        if log:
-            log(f"f({n}) = {1000 * best:.2f} ms")
+            target.forward(batches[n], lo, total, cache)
+            best[n] = min(best[n], time.perf_counter() - t0)
+    # noise only ever adds time, and more states never cost less: f(n) = min over m >= n of the best time
+    seconds = np.minimum.accumulate(np.array([best[n] for n in sizes])[::-1])[::-1].tolist()
+    if log:
+        log("  ".join(f"f({n}) = {1000 * s:.2f} ms" for n, s in zip(sizes, seconds)))
     return CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device))
 
 
@@ -193,7 +194,7 @@ class TreeSizer:
         k = self._best_k
         self.last_expected = self._edges[k - 1]
         if k == 1:
-            self.backoff = min(max(1, 2 * self.backoff), 8)
+            self.backoff = min(max(1, 2 * self.backoff), 16)
             self.skip = self.backoff
         else:
             self.backoff = 0

@@ -27,6 +27,8 @@ from .common import DecodeConfig, DecodeState, Progress, run_to_end
 from .cost import TreeSizer, cost_curve
 from .verify import accept_walk, bonus, tree_record, verify
 
+ROOT = DraftNode(0, -1, 0, (), (), 1.0, 1.0)  # a tree of s1 alone (nothing drafted); never given children
+
 
 def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, proposer: Proposer | None = None,
                        start_event: bool = False) -> Iterator[Progress]:
@@ -54,9 +56,11 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                 break
         t_start = time.perf_counter()
         nxt = st.windows[wi + 1] if wi + 1 < len(st.windows) else None
-        view = RootView(lo=lo, hi=hi, state=st.tokens, logp=masked_log_softmax(root_logits, st.mask_id),
-                        masked=masked, first=d.offsets if d else [], step=st.step, rule=st.rule, noise=draft_noise)
-        nodes = draft(view, proposer, sizer, cfg.min_path_prob)  # 2. draft
+        drafting = bool(masked.any()) and sizer.draft_now()  # (auto skips drafting for a while when it did not pay)
+        view = RootView(lo=lo, hi=hi, state=st.tokens, logp=masked_log_softmax(root_logits, st.mask_id) if drafting
+                        else None, masked=masked, first=d.offsets if d else [], step=st.step, rule=st.rule,
+                        noise=draft_noise)
+        nodes = build_tree(view, proposer, sizer.budget, cfg.min_path_prob, sizer) if drafting else [ROOT]  # 2. draft
         v = verify(st, node_states(view, nodes), nodes, lo, hi, nxt and nxt[1])  # 3. verify: one pass, all nodes
         walk, accepted = accept_walk(nodes, v.decisions, lo, st.step)  # 4. accept walk, then the bonus
         stop = nodes[walk[-1]]
@@ -86,13 +90,6 @@ def tree_sizer(st: DecodeState) -> TreeSizer:
     curve = cost_curve(st.target)
     st.cost_curve = curve.as_pairs()
     return TreeSizer("auto", curve, n_max=min(64, max(curve.sizes)))
-
-
-def draft(view: RootView, proposer: Proposer, sizer: TreeSizer, min_path_prob: float) -> list[DraftNode]:
-    """The draft tree rooted at s1 (just s1 when nothing is masked or the auto budget skips drafting)."""
-    if not bool(view.masked.any()) or not sizer.draft_now():
-        return [DraftNode(0, -1, 0, (), (), 1.0, 1.0)]
-    return build_tree(view, proposer, sizer.budget, min_path_prob, sizer if sizer.auto else None)
 
 
 def decode_spot(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, proposer: Proposer | None = None):

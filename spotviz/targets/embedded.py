@@ -100,9 +100,12 @@ class EmbeddedTarget(DiffusionTarget):
             ids = args[0][:1]
             many = ids.repeat(4, 1)
             one_args, many_args = (ids, *args[1:]), (many, *args[1:])
-            ref = self._eager(one_args)[0]
-            got, batched = graph(*one_args)[0], graph(*many_args)[0]
-            if not torch.allclose(got, ref, rtol=1e-4, atol=1e-5) or not all(torch.equal(b, got[0]) for b in batched):
+            def logits(out):  # the block forward returns (logits, keys/values), the full one logits
+                return out[0] if isinstance(out, tuple) else out
+
+            ref = logits(self._eager(one_args))
+            got, batched = logits(graph(*one_args)), logits(graph(*many_args))
+            if not torch.allclose(got, ref, rtol=1e-4, atol=1e-5) or not all(torch.equal(r, got[0]) for r in batched):
                 return None
             return graph
         except Exception:  # noqa: BLE001 - any failure: the eager model is always right

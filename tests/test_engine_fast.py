@@ -1,0 +1,281 @@
+"""The lean engine: traced forwards, the numpy drafter, the auto budget, the cost curve, threads and the one
+validator. Speculative output is checked against the standard decoder (the ground truth) wherever it decodes."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from spotviz.decision import DecisionRule
+from spotviz.drafter.features import RootView, np_position_features, position_features
+from spotviz.drafter.model import (DrafterConfig, NumpyDrafter, SpotDrafter, stale_ranks, teacher_forced_pointer)
+from spotviz.drafter.proposers import SpotProposer, TrainingFree
+from spotviz.drafter.registry import PROPOSERS, learned_drafter
+from spotviz.drafter.tree import DraftNode, build_tree
+from spotviz.engine import DRAFTERS, decode, decode_stream, set_threads
+from spotviz.noise import GumbelNoise
+from spotviz.samplers import cost
+from spotviz.samplers.common import DecodeConfig, DecodeError, Limits
+from spotviz.samplers.cost import CostCurve, TreeSizer
+from spotviz.samplers.spot import decode_spot
+from spotviz.samplers.standard import decode_standard
+from spotviz.targets.embedded import EmbeddedTarget
+
+PROMPTS = ["ROMEO.\nO", "JULIET.\nWhat", "KING.\nMy lord, the", "Enter"]
+
+
+@pytest.fixture(scope="module")
+def random_drafter() -> SpotDrafter:
+    torch.manual_seed(11)
+    return SpotDrafter(DrafterConfig()).eval()
+
+
+@pytest.fixture(autouse=True)
+def _cache_in_tmp(tmp_path, monkeypatch):
+    """The cost curve cache goes to a temporary folder (tests never write outside tmp)."""
+    monkeypatch.setenv("SPOTVIZ_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def eager_twin(target) -> EmbeddedTarget:
+    return EmbeddedTarget(target.model, target.tokenizer, name=target.info.name, traced=False)
+
+
+def commits(trace):
+    return [(c.position, c.token, c.step) for p in trace.passes for c in p.commits]
+
+
+# ------------------------------------------------------------------------------------ traced forward
+@pytest.mark.parametrize("kind", ["block", "full"])
+def test_traced_forward_matches_eager_and_is_batch_invariant(kind, tiny_targets):
+    traced = EmbeddedTarget(tiny_targets[kind].model, tiny_targets[kind].tokenizer, name="t")
+    eager = eager_twin(tiny_targets[kind])
+    torch.manual_seed(0)
+    row = torch.randint(3, traced.info.vocab_size, (48,))
+    row[24:] = traced.info.mask_id
+    row[26::3] = 5
+    lo, hi = (16, 32) if kind == "block" else (24, 40)
+    c_t, c_e = traced.empty_cache(), eager.empty_cache()
+    if kind == "block":  # a cache of one finished block, then a window reading it
+        c_t = traced.extend_cache(c_t, traced.forward(row[None], 0, 16, c_t), 0, 16)
+        c_e = eager.extend_cache(c_e, eager.forward(row[None], 0, 16, c_e), 0, 16)
+    one = traced.forward(row[None], lo, hi, c_t).logits
+    assert traced.traced and traced._graph is not None
+    ref = eager.forward(row[None], lo, hi, c_e).logits
+    assert torch.allclose(one, ref, rtol=1e-4, atol=1e-5)
+    rows = row[None].repeat(6, 1)
+    rows[1:, lo + 1] = torch.arange(3, 8)  # different states in one batch
+    batched = traced.forward(rows, lo, 48, c_t).logits
+    assert torch.equal(batched[0, : hi - lo], one[0])  # bit for bit: what makes SPOT lossless
+    for i in range(1, 6):
+        assert torch.equal(batched[i], traced.forward(rows[i : i + 1], lo, 48, c_t).logits[0])
+
+
+@pytest.mark.parametrize("kind", ["block", "full"])
+@pytest.mark.parametrize("mode,T", [("exact", 0.0), ("exact", 1.0), ("threshold", 1.0)])
+def test_traced_and_eager_decoders_make_the_same_decisions(kind, mode, T, tiny_targets, tiny_prompt):
+    traced, eager = tiny_targets[kind], eager_twin(tiny_targets[kind])
+    cfg = DecodeConfig(mode=mode, temperature=T, threshold=0.03, seed=3, gen_length=32)
+    a, b = decode(traced, tiny_prompt, cfg), decode(eager, tiny_prompt, cfg)
+    assert commits(a) == commits(b) and a.tokens == b.tokens
+
+
+def test_a_failing_trace_falls_back_to_eager(tiny_block_target, monkeypatch, tiny_prompt):
+    t = EmbeddedTarget(tiny_block_target.model, tiny_block_target.tokenizer, name="t")
+
+    def boom(*a, **k):
+        raise RuntimeError("no tracing here")
+
+    monkeypatch.setattr(torch.jit, "trace", boom)
+    cfg = DecodeConfig(seed=1, gen_length=16)
+    assert commits(decode(t, tiny_prompt, cfg)) == commits(decode(eager_twin(tiny_block_target), tiny_prompt, cfg))
+    assert t.traced is False
+
+
+# ------------------------------------------------------------------------------------ numpy drafter
+def _view(target, prompt, mode="exact", T=0.0, seed=0) -> RootView:
+    from spotviz.decision import candidates, select
+
+    ids = target.encode(prompt)
+    state = torch.full((len(ids) + 32,), target.info.mask_id, dtype=torch.long)
+    state[: len(ids)] = torch.tensor(ids)
+    lo, hi = target.windows(len(ids), len(state))[0]
+    out = target.forward(state[None], lo, hi, target.empty_cache())
+    rule = DecisionRule(mode, T, 0.3)
+    noise = GumbelNoise(seed, target.info.vocab_size)
+    toks, conf, logp = candidates(out.logits, [0], lo, rule, noise, target.info.mask_id)
+    offs = select(conf[0], state[lo:hi] == target.info.mask_id, rule)
+    state[[lo + o for o in offs]] = toks[0, offs]
+    return RootView(lo=lo, hi=hi, state=state, logp=logp[0], masked=state[lo:hi] == target.info.mask_id,
+                    first=list(offs), step=1, rule=rule, noise=noise)
+
+
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_numpy_drafter_matches_the_torch_model(T, random_drafter, tiny_block_target):
+    view = _view(tiny_block_target, PROMPTS[1], T=T)
+    feats = np_position_features(view)
+    assert feats.dtype == np.float32 and torch.equal(position_features(view), torch.from_numpy(feats))
+    with torch.no_grad():
+        ref = random_drafter(torch.from_numpy(feats)[None])
+    got = NumpyDrafter(random_drafter)(feats)
+    for k in ("base", "pair", "keep_base", "set_base"):
+        np.testing.assert_allclose(got[k], ref[k][0].numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got["keep_rel"], ref["keep_rel"].numpy(), atol=1e-6)
+    np.testing.assert_allclose(got["rank_bias"], ref["rank_bias"][0].numpy(), atol=1e-6)
+    for k in ("alpha", "mix", "runner_up", "set_alpha", "set_mix"):
+        assert got[k] == pytest.approx(float(ref[k].reshape(-1)[0]), abs=1e-6)
+
+
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_inference_pointer_is_the_training_pointer(T, random_drafter, tiny_block_target):
+    """The numpy pointer the tree builder uses at a node equals exp(teacher_forced_pointer) for the same path."""
+    view = _view(tiny_block_target, PROMPTS[2], T=T)
+    prop = SpotProposer(random_drafter)
+    ctx = prop.prepare(view, max_depth=8)
+    w = view.width
+    masked = view.masked.numpy()
+    order = [int(j) for j in np.flatnonzero(masked)[::-1][:4]]  # an arbitrary path of drafted positions
+    depths = len(order)
+    logc = torch.from_numpy(ctx.logc[:depths]).float()[None]
+    remaining = torch.zeros(1, depths, w, dtype=torch.bool)
+    for dpt in range(depths):
+        rem = masked.copy()
+        rem[order[:dpt]] = False
+        remaining[0, dpt] = torch.from_numpy(rem)
+    with torch.no_grad():
+        out = random_drafter(torch.from_numpy(np_position_features(view))[None])
+        train = teacher_forced_pointer(out, logc, torch.tensor([order]), remaining).exp()[0]
+    assert torch.equal(stale_ranks(logc[0], remaining[0])[0], torch.from_numpy(
+        np.argsort(np.argsort(-np.where(masked, ctx.logc[0], -np.inf), kind="stable"), kind="stable")))
+    for dpt in range(depths):
+        node = DraftNode(dpt + 1, 0, dpt, (), (), 1.0, 1.0, path=tuple(order[:dpt]))
+        got = prop.pointer(ctx, node, remaining[0, dpt].numpy())
+        np.testing.assert_allclose(got, train[dpt].numpy(), rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------ auto budget
+def curve(f1: float, per_row: float, fixed: float = 0.0) -> CostCurve:
+    sizes = [1, 2, 4, 8, 16, 32, 64]
+    return CostCurve("test", sizes, [f1 + fixed * (n > 1) + per_row * (n - 1) for n in sizes])
+
+
+def test_sizer_keeps_big_trees_when_rows_are_free_and_none_when_they_are_dear(tiny_block_target):
+    view = _view(tiny_block_target, PROMPTS[0])
+    cheap = TreeSizer("auto", curve(0.010, 1e-7), n_max=32)
+    nodes = build_tree(view, TrainingFree(), cheap.budget, 0.0, cheap)
+    assert len(nodes) == 32 and cheap.draft_now()
+    dear = TreeSizer("auto", curve(0.010, 0.050), n_max=32)
+    nodes = build_tree(view, TrainingFree(), dear.budget, 0.0, dear)
+    assert len(nodes) == 1
+    assert [dear.draft_now() for _ in range(2)] == [False, True]  # skips one pass, then tries again
+    nodes = build_tree(view, TrainingFree(), dear.budget, 0.0, dear)
+    assert len(nodes) == 1 and [dear.draft_now() for _ in range(3)] == [False, False, True]  # backs off
+
+
+def test_sizer_prefix_maximises_expected_commits_per_second():
+    f = curve(0.010, 0.002)
+    probs = [1.0, 0.9, 0.8, 0.3, 0.05, 0.01]
+    s = TreeSizer("auto", f, n_max=16)
+    s.begin()
+    for p in probs[1:]:
+        s.add(p)
+    table = f.table(16)
+    rates = [(1 + sum(probs[1:k])) / table[k] for k in range(1, len(probs) + 1)]
+    assert s.choose() == int(np.argmax(rates)) + 1 == 3  # 2.7 commits for 14 ms beats 3.0 for 16 ms
+
+
+@pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 0.0),
+                                        ("threshold", 0.3, 1.0)])
+def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny_block_target, monkeypatch):
+    # rows nearly free: auto drafts real trees (on the machine's real curve it may rightly choose none)
+    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.005, 1e-5))
+    monkeypatch.setattr("spotviz.samplers.spot.cost_curve", lambda target, **k: curve(0.005, 1e-5))
+    for r in range(3):
+        c = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=40 + r, gen_length=32,
+                         drafter=learned_drafter(mode))
+        assert c.budget == "auto"
+        std = decode_standard(tiny_block_target, PROMPTS[r], c)
+        spot = decode_spot(tiny_block_target, PROMPTS[r], c, SpotProposer(random_drafter))
+        assert spot.tokens == std.tokens and spot.text == std.text
+        assert sorted(commits(spot), key=lambda x: (x[2], x[0])) == sorted(commits(std), key=lambda x: (x[2], x[0]))
+        assert spot.meta.budget_auto and spot.meta.cost_curve and spot.meta.budget == 0
+        verify = [p for p in spot.passes if p.kind == "verify"]
+        assert all(p.budget == p.states == len(p.tree) for p in verify)
+        assert max(p.states for p in verify) > 1
+
+
+def test_auto_budget_degrades_to_standard_passes_when_rows_are_dear(random_drafter, tiny_block_target, monkeypatch):
+    monkeypatch.setattr("spotviz.samplers.spot.cost_curve", lambda target, **k: curve(0.005, 1.0))
+    c = DecodeConfig(seed=2, gen_length=32, drafter="spot")
+    spot = decode_spot(tiny_block_target, PROMPTS[0], c, SpotProposer(random_drafter))
+    std = decode_standard(tiny_block_target, PROMPTS[0], c)
+    assert spot.tokens == std.tokens
+    assert all(p.states == 1 for p in spot.passes)  # every pass is a standard-sized pass
+
+
+def test_cost_curve_measured_once_and_cached_outside_the_repository(tiny_block_target, tmp_path, monkeypatch):
+    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
+    calls = []
+    real = cost.measure
+    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), repeats=1))
+    t = eager_twin(tiny_block_target)
+    a = cost.cost_curve(t)
+    assert a.sizes == [1, 2, 4] and all(x > 0 for x in a.seconds) and a.seconds == sorted(a.seconds)
+    files = list((tmp_path / "cache" / "cost").glob("*.json"))
+    assert len(files) == 1 and json.loads(files[0].read_text())["sizes"] == [1, 2, 4]
+    cost._MEMO.clear()
+    assert cost.cost_curve(t).seconds == a.seconds and len(calls) == 1  # read back from the cache
+    cost.cost_curve(t, remeasure=True)
+    assert len(calls) == 2
+
+
+# ------------------------------------------------------------------------------------ one run description
+def test_start_event_then_passes_then_trace(tiny_block_target, tiny_prompt, random_drafter):
+    for cfg in (DecodeConfig(seed=1, gen_length=16), DecodeConfig(seed=1, gen_length=16, drafter="training-free",
+                                                                  budget=4)):
+        events = list(decode_stream(tiny_block_target, tiny_prompt, cfg, start_event=True))
+        assert [e.kind for e in events] == ["start"] + ["pass"] * (len(events) - 2) + ["done"]
+        start, done = events[0], events[-1]
+        assert start.meta == done.trace.meta
+        assert start.meta.prompt_tokens == tiny_block_target.encode(tiny_prompt)
+    assert [e.kind for e in decode_stream(tiny_block_target, tiny_prompt, cfg)][0] == "pass"  # opt-in
+
+
+def test_one_validator_with_limits():
+    DecodeConfig(budget="auto").validate()
+    with pytest.raises(DecodeError, match="budget"):
+        DecodeConfig(budget="big").validate()
+    with pytest.raises(DecodeError, match="budget"):
+        DecodeConfig(budget=0).validate()
+    ui = Limits(gen_max=64, temperature_max=2.0, budgets=(2, 4, 8), drafters=("none", "spot"))
+    DecodeConfig(gen_length=64, temperature=2.0, budget=4, drafter="spot").validate(ui)
+    DecodeConfig(gen_length=32, budget="auto", drafter="spot").validate(ui)
+    for bad, what in ((dict(gen_length=65), "gen_length"), (dict(temperature=2.5), "temperature"),
+                      (dict(budget=16), "budget"), (dict(drafter="calibrated"), "drafter")):
+        with pytest.raises(DecodeError, match=what):
+            DecodeConfig(**{"gen_length": 32, **bad}).validate(ui)
+    with pytest.raises(DecodeError, match="spot-sets"):  # the drafter must serve the mode
+        DecodeConfig(mode="threshold", drafter="spot").validate()
+
+
+def test_registry_names_every_drafter_once():
+    assert DRAFTERS == ("none", *PROPOSERS)
+    assert learned_drafter("exact") == "spot" and learned_drafter("threshold") == "spot-sets"
+    for spec in PROPOSERS.values():
+        assert spec.help and spec.modes and set(spec.modes) <= {"exact", "threshold"}
+
+
+def test_threads_policy(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("SPOTVIZ_THREADS", raising=False)
+        assert set_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv("SPOTVIZ_THREADS", "2")
+        assert set_threads() == 2 and torch.get_num_threads() == 2
+        assert set_threads(1) == 1  # an explicit count wins over the environment
+        monkeypatch.setenv("SPOTVIZ_THREADS", "many")
+        with pytest.raises(DecodeError, match="SPOTVIZ_THREADS"):
+            set_threads()
+    finally:
+        torch.set_num_threads(before)

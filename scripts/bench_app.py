@@ -2,11 +2,19 @@
 
     python scripts/bench_app.py [--model shakespeare-bd] [--drafter auto] [--gen-length 128] [--threads 1]
 
-1. first streamed update after Run (through the app's API, gradio_client, on a local port): the first update
-   (status + empty canvas) and the first update that shows a committed token;
-2. time to build the three figures (commit order, draft tree, speed-up) of a 128-token trace;
-3. in headless Chromium: the page renders that trace (upload -> all three players drawn) and plays it
-   (▶ Play pressed on all three players at once -> all at their last frame).
+1. through the app's API (gradio_client, local port): the first streamed update after Run and the first one
+   that carries a decoded pass;
+2. the timeline (spotviz.views.timeline) of a finished run with its standard-decoder comparison: build time
+   and size;
+3. in headless Chromium (1400x1000), with a long-task observer (PerformanceObserver 'longtask': main-thread
+   blocks of 50 ms or more):
+   a. time to interactive: navigation start -> the example plays by itself, and a click on the pass stepper
+      answered (the page reacts to input while the example plays);
+   b. a live run of --gen-length tokens (drafter run, then the standard decoder): the share of the run's
+      duration the main thread was blocked, and the longest block (median of --repeats);
+   c. Stop: click -> the page shows its final stopped state (views and status), and the views stay unchanged
+      afterwards;
+   d. a replay: upload the run's traces -> every view drawn.
 """
 from __future__ import annotations
 
@@ -22,7 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+EXPLAINER = "#sv-explainer .sve"
+LONG_TASKS = """window.__lt = [];
+new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__lt.push([e.startTime, e.duration]); })
+  .observe({type: 'longtask', buffered: true});"""
 
 
 def free_port() -> int:
@@ -45,23 +58,25 @@ def pick_drafter(target, wanted: str) -> str:
     raise SystemExit("no drafter works for this model")
 
 
-def _plays(pg, ids) -> dict:
-    return pg.evaluate(f"() => Object.fromEntries({list(ids)!r}.map((id) => "
-                       "[id, +document.querySelector('#' + id + ' .svp').dataset.plays]))")
+def blocked(pg, t0: float, t1: float) -> tuple[float, float]:
+    """(ms blocked, longest block in ms) of the long tasks that started in [t0, t1] (page clock, ms)."""
+    tasks = [(s, d) for s, d in pg.evaluate("() => window.__lt") if t0 <= s <= t1]
+    return sum(d for _, d in tasks), max((d for _, d in tasks), default=0.0)
 
 
-def _play(pg, ids) -> float:
-    """Press ▶ Play on the players `ids` at once; seconds until every one of them rests on its last frame."""
-    before = _plays(pg, ids)
-    t0 = time.perf_counter()
-    pg.evaluate(f"""() => {{ for (const id of {list(ids)!r})
-        document.querySelector('#' + id + ' .updatemenu-button').dispatchEvent(
-            new MouseEvent('click', {{bubbles: true}})); }}""")
-    pg.wait_for_function(f"""() => Object.entries({json.dumps(before)}).every(([id, n]) => {{
-        const r = document.querySelector('#' + id + ' .svp');
-        return +r.dataset.plays > n && r.dataset.playing === '0' && +r.dataset.frame === +r.dataset.nframes - 1;
-    }})""", timeout=120_000)
-    return time.perf_counter() - t0
+def ex(pg) -> dict:
+    return pg.evaluate(f"() => Object.assign({{}}, document.querySelector('{EXPLAINER}').dataset)")
+
+
+def set_controls(pg, gen_length: int, drafter: str, prompt: str) -> None:
+    pg.fill("#sv-prompt textarea", prompt)
+    pg.click("#sv-drafter input")
+    pg.click(f'#sv-drafter li[aria-label="{drafter}"]')
+    box = pg.locator("#sv-gen-length input[type=number]")
+    box.fill(str(gen_length))
+    box.press("Enter")
+    box.blur()
+    pg.wait_for_timeout(300)
 
 
 def main() -> int:
@@ -72,7 +87,7 @@ def main() -> int:
     ap.add_argument("--prompt", default="ROMEO.\n")
     ap.add_argument("--gen-length", type=int, default=128)
     ap.add_argument("--budget", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--chromium", default=os.environ.get("SPOTVIZ_CHROMIUM", "/usr/bin/chromium"))
     ap.add_argument("--no-browser", action="store_true")
@@ -88,8 +103,7 @@ def main() -> int:
     from spotviz.registry import load_target
     from spotviz.trace import Trace
     from spotviz.ui.app import build_app, launch
-    from spotviz.views import all_figures
-    from spotviz.views.speedup import frame_passes
+    from spotviz.views.timeline import timeline
 
     res: dict = {"model": a.model, "gen_length": a.gen_length, "threads": torch.get_num_threads(),
                  "cpu_count": os.cpu_count()}
@@ -99,7 +113,7 @@ def main() -> int:
     drafter = pick_drafter(target, a.drafter)
     res["drafter"] = drafter
     print(f"model {target.info.name} ({target.device}), drafter {drafter}, {a.gen_length} tokens, "
-          f"torch threads {torch.get_num_threads()}")
+          f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs")
 
     demo = build_app(loader=lambda name: target, models=[a.model], default_model=a.model)
     _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
@@ -107,83 +121,136 @@ def main() -> int:
     client = Client(url, verbose=False)
 
     # ---------------------------------------------------------------- 1. first streamed update after Run
-    firsts, first_tokens, totals, files = [], [], [], None
+    firsts, first_passes, totals, updates, files = [], [], [], [], None
     for _ in range(a.repeats):
         t_run = time.perf_counter()
         job = client.submit(prompt=a.prompt, model=a.model, mode="exact", tau=0.9, temperature=0.0, seed=0,
                             gen_length=a.gen_length, drafter=drafter, budget=a.budget, coupled=True,
                             api_name="/run")
-        t_first = t_tok = None
-        last = None
+        t_first = t_pass = None
+        last, n = None, 0
         for out in job:
             now = time.perf_counter() - t_run
-            if t_first is None:
-                t_first = now
-            if t_tok is None and isinstance(out[1], str) and "data-pass=" in out[1]:
-                t_tok = now
+            n += 1
+            t_first = now if t_first is None else t_first
+            if t_pass is None and isinstance(out[1], str) and '"t":"pass"' in out[1]:
+                t_pass = now
             last = out
         totals.append(time.perf_counter() - t_run)
         firsts.append(t_first)
-        first_tokens.append(t_tok if t_tok is not None else float("nan"))
-        files = last[7]
+        first_passes.append(t_pass if t_pass is not None else float("nan"))
+        updates.append(n)
+        files = last[2]
     res["first_update_s"] = statistics.median(firsts)
-    res["first_token_update_s"] = statistics.median(first_tokens)
+    res["first_pass_update_s"] = statistics.median(first_passes)
     res["run_total_s"] = statistics.median(totals)
-    print(f"1. first streamed update after Run: {res['first_update_s'] * 1e3:.0f} ms "
-          f"(first committed token on the canvas: {res['first_token_update_s'] * 1e3:.0f} ms; "
-          f"whole run incl. the standard decoder: {res['run_total_s']:.2f} s; median of {a.repeats})")
+    res["streamed_updates"] = statistics.median(updates)
+    print(f"1. API: first streamed update {res['first_update_s'] * 1e3:.0f} ms, first decoded pass "
+          f"{res['first_pass_update_s'] * 1e3:.0f} ms; whole run incl. the standard decoder "
+          f"{res['run_total_s']:.2f} s in {res['streamed_updates']:.0f} updates (median of {a.repeats})")
 
-    # ---------------------------------------------------------------- 2. figures of a 128-token trace
+    # ---------------------------------------------------------------- 2. the timeline of the finished run
     traces = [Trace.load(f) for f in files]
     main_t = next(t for t in traces if t.meta.drafter == drafter)
     base_t = next((t for t in traces if t.meta.drafter == "none" and t is not main_t), None)
     times = []
     for _ in range(7):
         t0 = time.perf_counter()
-        figs = all_figures(main_t, base_t)
+        text = timeline(main_t, base_t)
         times.append(time.perf_counter() - t0)
-    res["figures_s"] = statistics.median(times)
-    res["figures_json_bytes"] = len(json.dumps(figs))
+    res["timeline_s"] = statistics.median(times)
+    res["timeline_bytes"] = len(text.encode())
     res["passes"] = len(main_t.passes)
     res["baseline_passes"] = len(base_t.passes) if base_t else None
-    print(f"2. figures of the {main_t.counters.generated_tokens}-token trace ({len(main_t.passes)} passes"
-          + (f", standard {len(base_t.passes)}" if base_t else "") + f"): {res['figures_s'] * 1e3:.1f} ms "
-          f"(median of 7; {res['figures_json_bytes'] / 1e3:.0f} kB of JSON)")
+    print(f"2. timeline of the {main_t.counters.generated_tokens}-token run ({len(main_t.passes)} passes"
+          + (f", standard {len(base_t.passes)}" if base_t else "") + f"): {res['timeline_s'] * 1e3:.1f} ms, "
+          f"{res['timeline_bytes'] / 1e3:.0f} kB")
 
-    # ---------------------------------------------------------------- 3. render and play in Chromium
+    # ---------------------------------------------------------------- 3. in Chromium
     if not a.no_browser:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path=a.chromium, args=CHROMIUM_ARGS)
-            pg = b.new_page(viewport={"width": 1400, "height": 1600})
-            t0 = time.perf_counter()
+            pg = b.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            pg.on("pageerror", lambda e: errors.append(str(e)))
+            pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            pg.add_init_script(LONG_TASKS)
+            # a. time to interactive with the example playing
             pg.goto(url)
-            pg.wait_for_function("() => window.Plotly !== undefined && document.querySelector('#sv-run')",
-                                 timeout=120_000)
-            res["page_load_s"] = time.perf_counter() - t0
-            pg.wait_for_timeout(1500)  # let the page settle (the example trace it may load at start)
-            n_main = len(main_t.passes)
-            n_speed = len(frame_passes(n_main, max(n_main, len(base_t.passes) if base_t else 0)))
+            pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}')?.dataset.playing === '1'",
+                                 timeout=120_000, polling=20)
+            res["example_playing_s"] = pg.evaluate("() => performance.now()") / 1e3
+            k = int(ex(pg)["pass"])
+            t_click = pg.evaluate("() => performance.now()")
+            pg.click(f"{EXPLAINER} .sve-play")  # pause
+            pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.playing === '0'",
+                                 polling=10)
+            res["interactive_s"] = pg.evaluate("() => performance.now()") / 1e3
+            res["click_answer_ms"] = res["interactive_s"] * 1e3 - t_click
+            ms, longest = blocked(pg, 0, res["interactive_s"] * 1e3)
+            print(f"3a. time to interactive: the example plays {res['example_playing_s']:.2f} s after navigation "
+                  f"start; a click on ❚❚ answered at {res['interactive_s']:.2f} s ({res['click_answer_ms']:.0f} ms "
+                  f"after the click, at pass {k}); long tasks until then {ms:.0f} ms (longest {longest:.0f} ms)")
+            # b. live runs
+            set_controls(pg, a.gen_length, drafter, a.prompt)
+            runs = []
+            for _ in range(a.repeats):
+                session = ex(pg)["session"]
+                t_start = pg.evaluate("() => performance.now()")
+                pg.click("#sv-run")
+                pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+                    return r.dataset.session !== '{session}' && r.dataset.state === 'done'; }}""",
+                                     timeout=300_000, polling=50)
+                t_end = pg.evaluate("() => performance.now()")
+                ms, longest = blocked(pg, t_start, t_end)
+                runs.append({"run_s": (t_end - t_start) / 1e3, "blocked_ms": ms, "blocked_pct": 100 * ms / (t_end - t_start),
+                             "longest_ms": longest, "paints": int(ex(pg)["renders"])})
+            res["live_runs"] = runs
+            res["long_tasks_on_page"] = pg.evaluate("() => window.__lt.length")
+            med = {k: statistics.median(r[k] for r in runs) for k in ("run_s", "blocked_pct", "longest_ms")}
+            res.update({"live_" + k: v for k, v in med.items()})
+            print(f"3b. live {a.gen_length}-token run (drafter run + standard decoder), {a.repeats} runs: "
+                  + "; ".join(f"{r['run_s']:.2f} s, blocked {r['blocked_pct']:.1f}% (longest {r['longest_ms']:.0f} ms)"
+                              for r in runs)
+                  + f" -> median blocked {med['blocked_pct']:.1f}%, longest {max(r['longest_ms'] for r in runs):.0f} ms"
+                  + f" ({res['long_tasks_on_page']} long tasks on the page since it opened)")
+            # c. Stop
+            stops = []
+            for _ in range(a.repeats):
+                session = ex(pg)["session"]
+                pg.click("#sv-run")
+                pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+                    return r.dataset.session !== '{session}' && r.dataset.state === 'live' && +r.dataset.npasses >= 8; }}""",
+                                     timeout=120_000, polling=20)
+                t_stop = pg.evaluate("() => performance.now()")
+                pg.click("#sv-stop")
+                pg.wait_for_function(f"""() => document.querySelector('{EXPLAINER}').dataset.state === 'stopped'
+                    && document.querySelector('#sv-status').innerText.includes('Stopped')""", polling=10,
+                                     timeout=30_000)
+                t_shown = pg.evaluate("() => performance.now()")
+                before = pg.inner_html(f"{EXPLAINER} .sve-canvases")
+                pg.wait_for_timeout(1500)
+                still = pg.inner_html(f"{EXPLAINER} .sve-canvases") == before and "Stopped" in pg.inner_text("#sv-status")
+                stops.append({"stop_ms": t_shown - t_stop, "stayed_stopped": still})
+            res["stops"] = stops
+            res["stop_ms"] = statistics.median(s["stop_ms"] for s in stops)
+            print(f"3c. Stop: " + ", ".join(f"{s['stop_ms']:.0f} ms" + ("" if s["stayed_stopped"] else " (CHANGED after)")
+                                            for s in stops) + f" -> median {res['stop_ms']:.0f} ms")
+            # d. replay
+            pg.locator("#sv-replay").get_by_text("Examples, replay and share").click()
             t0 = time.perf_counter()
             pg.set_input_files("#sv-upload input[type=file]", files)
-            pg.wait_for_function(f"""() => {{
-                const ok = (id, n) => {{ const r = document.querySelector('#' + id + ' .svp');
-                                        return r.dataset.ready === '1' && +r.dataset.nframes === n; }};
-                return ok('sv-order', {n_main}) && ok('sv-tree', {n_main}) && ok('sv-speedup', {n_speed});
-            }}""", timeout=120_000)
-            res["render_s"] = time.perf_counter() - t0
-            for pid in ("sv-order", "sv-tree", "sv-speedup"):  # one view at a time
-                res[f"play_{pid[3:]}_s"] = _play(pg, [pid])
-            res["play_all_s"] = _play(pg, ["sv-order", "sv-tree", "sv-speedup"])
+            n = max(len(main_t.passes), len(base_t.passes) if base_t else 0)
+            pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.npasses === '{n}' && "
+                                 "document.querySelector('#sv-status').innerText.includes('Replaying')",
+                                 timeout=120_000, polling=20)
+            res["replay_s"] = time.perf_counter() - t0
+            print(f"3d. replay of the run's traces (upload -> every view drawn): {res['replay_s']:.2f} s")
+            res["console_errors"] = errors
+            print(f"console errors: {len(errors)}" + (f" {errors[:3]}" if errors else ""))
             b.close()
-        print(f"3. Chromium: page load {res['page_load_s']:.2f} s; the trace renders (upload -> 3 players drawn) "
-              f"in {res['render_s']:.2f} s; ▶ Play to the last frame: commit order {res['play_order_s']:.2f} s "
-              f"({n_main} frames), draft tree {res['play_tree_s']:.2f} s ({n_main}), speed-up "
-              f"{res['play_speedup_s']:.2f} s ({n_speed}); all three at once {res['play_all_s']:.2f} s")
-        worst = max(res["play_order_s"], res["play_tree_s"], res["play_speedup_s"])
-        print(f"   render + play (slowest view): {res['render_s'] + worst:.2f} s; "
-              f"render + all three playing at once: {res['render_s'] + res['play_all_s']:.2f} s")
     demo.close()
     if a.json:
         print(json.dumps(res))

@@ -202,8 +202,8 @@ def one_session(url: str, i: int, seed: int, a, refs: dict, markers: list[str]) 
             res["errors"].append(f"final status is not Done: {str(status)[:300]}")
             return res
         if own not in json.dumps(final[1], default=str):
-            res["errors"].append("the final canvas does not show this session's prompt")
-        files = final[7] or []
+            res["errors"].append("the final timeline does not show this session's prompt")
+        files = final[2] or []  # outputs of /run: status, explainer timeline, trace files
         traces = {}
         for f in files:
             t = Trace.load(f)

@@ -205,7 +205,8 @@ def test_example_plays_by_itself_sets_the_controls_and_one_scrubber_moves_every_
     assert pg.is_visible(f"{EXPLAINER} .sve-guide") and "How to read this" in pg.inner_text(f"{EXPLAINER} .sve-guide")
     # the example set the controls: Run does what is shown
     assert pg.input_value("#sv-prompt textarea") == main.meta.prompt
-    assert int(pg.input_value("#sv-gen-length input[type=number]")) == main.meta.gen_length
+    top = int(pg.get_attribute("#sv-gen-length input[type=range]", "max"))  # the context minus the prompt
+    assert int(pg.input_value("#sv-gen-length input[type=number]")) == min(main.meta.gen_length, top)
     assert pg.input_value("#sv-drafter input") == main.meta.drafter
     # prompt and Run above the fold at 1400x1000, the canvases beside them
     run_box = pg.locator("#sv-run").bounding_box()
@@ -229,6 +230,15 @@ def test_example_plays_by_itself_sets_the_controls_and_one_scrubber_moves_every_
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '{tree_pass + 1}'")
     pg.keyboard.press("ArrowLeft")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '{tree_pass}'")
+    # "Run this example yourself": the controls take the example's settings and the run starts live
+    pg.fill("#sv-prompt textarea", "something else")
+    session = ex(pg)["session"]
+    pg.click("#sv-run-this")
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.session !== '{session}'",
+                         timeout=60_000)
+    assert pg.input_value("#sv-prompt textarea") == main.meta.prompt
+    text = wait_status(pg, "Done", "Cannot", timeout=120_000)
+    assert "Done" in text, text
 
 
 def test_tree_is_fitted_per_pass_never_stale_and_its_labels_do_not_collide(page, trace_dir):
@@ -278,7 +288,7 @@ def test_streaming_is_incremental_and_stop_ends_in_a_final_consistent_state(page
     assert pg.evaluate(f"() => window.__slot.isConnected && window.__slot === document.querySelector("
                        f"'{EXPLAINER} .sve-run[data-role=main] .sve-s')")
     # the speed-up chart holds this run only (it once showed the previous run until the drafter run ended)
-    assert pg.evaluate(f"() => document.querySelectorAll('{EXPLAINER} .sve-speed-chart polyline')[1]"
+    assert pg.evaluate(f"() => document.querySelectorAll('{EXPLAINER} .sve-speed-chart polyline')[2]"
                        ".getAttribute('points').split(' ').length") == int(ex(pg)["npasses"]) + 1
     pg.click("#sv-stop")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'stopped'", timeout=2_000)

@@ -277,8 +277,11 @@ class AppContext:
 def controls_of(trace: Trace, ctx: AppContext) -> dict:
     """The control values that reproduce `trace` (models or budgets the menus lack are left as they are)."""
     m = trace.meta
+    model = m.model if m.model in ctx.models else ctx.default_model
+    cap = ctx.gen_cap(model, m.prompt)  # the recorded length, if the model that will run has room for it
+    top = max(GEN_STEP, cap - cap % GEN_STEP) if cap >= GEN_STEP else cap
     out = {"prompt": m.prompt, "mode": m.mode, "tau": m.threshold, "temperature": min(m.temperature, TEMPERATURE_MAX),
-           "seed": m.seed, "gen_length": gr.update(value=m.gen_length, maximum=max(ctx.gen_limit, m.gen_length)),
+           "seed": m.seed, "gen_length": gr.update(value=min(m.gen_length, top), maximum=top),
            "drafter": m.drafter if m.drafter in DRAFTER_ORDER else gr.skip(), "coupled": m.coupled_noise,
            "prune": m.min_path_prob}
     out["model"] = m.model if m.model in ctx.models else gr.skip()

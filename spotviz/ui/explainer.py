@@ -156,7 +156,7 @@ CSS = """
 .sve-sw-expect { border: 1.5px solid #1a8a4a; background: repeating-linear-gradient(45deg, transparent 0 3px,
   rgba(26,138,74,.25) 3px 5px); }
 .sve-sw-stale { background: #ecdff5; border-bottom: 3px dotted #7b3fa0; }
-.sve-views { display: grid; grid-template-columns: minmax(0, 1.35fr) minmax(0, 1fr); gap: 8px; }
+.sve-views { display: grid; grid-template-columns: minmax(0, 1.35fr) minmax(0, 1fr); gap: 8px; align-items: start; }
 .sve-panel { border: 1px solid var(--border-color-primary, #e3e3e3); border-radius: 8px; padding: 5px 8px;
   background: var(--block-background-fill, #fff); margin-bottom: 8px; min-width: 0; }
 .sve-cap { font-size: 12.5px; font-weight: 600; margin-bottom: 3px; }
@@ -579,10 +579,12 @@ function chartInit() {
   speedSvg.appendChild(c.mark);
   c.lines = {};
   for (const [role, col] of [['base', '#2c6fbb'], ['main', '#1a8a4a']]) {
-    const pl = el('polyline', {fill: 'none', stroke: col, 'stroke-width': 2.2, points: ''});
+    // the whole run faint, the passes up to the scrubber solid
+    const all = el('polyline', {fill: 'none', stroke: col, 'stroke-width': 1.5, opacity: 0.25, points: ''});
+    const pl = el('polyline', {fill: 'none', stroke: col, 'stroke-width': 2.4, points: ''});
     const dot = el('circle', {r: 3.5, fill: col, cx: -10, cy: -10});
-    speedSvg.appendChild(pl); speedSvg.appendChild(dot);
-    c.lines[role] = {pl: pl, dot: dot, n: 0};
+    speedSvg.appendChild(all); speedSvg.appendChild(pl); speedSvg.appendChild(dot);
+    c.lines[role] = {all: all, pl: pl, dot: dot, n: 0, pts: [], k: -1};
   }
   c.legend = el('text', {x: c.x0 + 6, y: 14}, '');
   speedSvg.appendChild(c.legend);
@@ -595,12 +597,12 @@ function paintSpeed(k) {
     const R = S.runs[role], L = c.lines[role];
     if (!R.meta) continue;
     if (L.n !== R.pts.length) {   // extend the line with the new passes only
-      const add = [];
-      for (let i = L.n; i < R.pts.length; i++) add.push(c.X(i).toFixed(1) + ',' + c.Y(R.pts[i]).toFixed(1));
-      L.pl.setAttribute('points', (L.pl.getAttribute('points') + ' ' + add.join(' ')).trim());
-      L.n = R.pts.length;
+      for (let i = L.n; i < R.pts.length; i++) L.pts.push(c.X(i).toFixed(1) + ',' + c.Y(R.pts[i]).toFixed(1));
+      L.all.setAttribute('points', L.pts.join(' '));
+      L.n = R.pts.length; L.k = -1;
     }
     const kk = Math.min(k, R.pts.length - 1);
+    if (L.k !== kk) { L.pl.setAttribute('points', L.pts.slice(0, kk + 1).join(' ')); L.k = kk; }
     L.dot.setAttribute('cx', c.X(kk).toFixed(1)); L.dot.setAttribute('cy', c.Y(R.pts[kk]).toFixed(1));
   }
   c.mark.setAttribute('x1', c.X(k).toFixed(1)); c.mark.setAttribute('x2', c.X(k).toFixed(1));

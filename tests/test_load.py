@@ -53,11 +53,12 @@ def test_the_checker_notices_another_sessions_trace(load_test, tiny_block_target
     assert load_test.percentile([1, 2, 3, 4], 0.5) == 2.5
 
 
+@pytest.mark.slow
 def test_sixteen_concurrent_sessions(tiny_block_dir, tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, str(SCRIPT), "--model", str(tiny_block_dir), "--host", "127.0.0.1", "--sessions", "16",
-           "--rounds", "2", "--gen-length", "16", "--drafter", "training-free", "--budget", "8",
+           "--rounds", "1", "--gen-length", "16", "--drafter", "training-free", "--budget", "8",
            "--overflow-queue", "3", "--overflow-extra", "2", "--slow-delay", "0.1", "--timeout", "240", "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert r.stdout.strip(), r.stderr[-3000:]
@@ -68,8 +69,8 @@ def test_sixteen_concurrent_sessions(tiny_block_dir, tmp_path):
             "submitted", "accepted", "refused", "busy_message", "server_answer")})
     assert report["ok"], (report["problems"], report.get("failure_details"), r.stderr[-2000:])
     assert r.returncode == 0
-    assert report["requests"] == 32 and report["failures"] == 0
-    assert report["distinct_trace_files"] == report["trace_files"] == 64  # drafter run + standard run each
+    assert report["requests"] == 16 and report["failures"] == 0
+    assert report["distinct_trace_files"] == report["trace_files"] == 32  # drafter run + standard run each
     assert report["updates_per_request_min"] >= 3
     assert report["latency_p95_s"] >= report["latency_p50_s"] > 0
     ov = report["overflow"]

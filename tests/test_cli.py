@@ -182,6 +182,7 @@ def test_help_shows_the_defaults(capsys, command, defaults):
         assert d in text, (command, d)
 
 
+@pytest.mark.slow
 def test_help_does_not_import_torch_or_transformers():
     """`python -m spotviz --help` answers without the heavy imports (lazy imports keep it fast)."""
     code = ("import sys\nfrom spotviz.cli import main\ntry:\n    main(['decode', '--help'])\nexcept SystemExit:\n"
@@ -219,6 +220,7 @@ def _subprocess(*args, timeout=180):
                           cwd=REPO, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_python_m_spotviz_decode(tiny_block_dir, tmp_path):
     trace_path = tmp_path / "t.json"
     r = _subprocess("decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", "--gen-length", "12",
@@ -229,6 +231,7 @@ def test_python_m_spotviz_decode(tiny_block_dir, tmp_path):
     assert Trace.load(trace_path).tokens == obj["tokens"]
 
 
+@pytest.mark.slow
 def test_python_m_spotviz_error(tmp_path):
     r = _subprocess("decode", "--model", str(tmp_path / "missing-model"), "--prompt", "ROMEO.")
     assert r.returncode == 2

@@ -22,7 +22,7 @@ import gradio as gr
 
 from ..engine import DRAFTERS
 from ..registry import DEFAULT_MODEL, EMBEDDED
-from ..samplers.common import BUDGETS, MAX_GEN_LENGTH, DecodeError
+from ..samplers.common import BUDGETS, MAX_GEN_LENGTH, DecodeConfig, DecodeError, Limits
 
 try:  # the cost-aware tree size chosen per pass (newer engines)
     from ..samplers.common import AUTO
@@ -92,46 +92,32 @@ def _number(name: str, v, whole: bool = False):
 
 
 def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
-                     *, models: list[str], budgets: list[int], gen_max: int) -> dict:
-    """Check the raw values of the run endpoint (the event runs with preprocess=False, so API callers get these
-    messages in the status instead of Gradio's component errors) and return the DecodeConfig fields.
+                     *, models: list[str], budgets: list, gen_max: int) -> dict:
+    """The DecodeConfig fields from the raw values of the run endpoint (the event runs with preprocess=False, so
+    API callers get these messages in the status instead of Gradio's component errors).
 
-    The model must be one of the menu's (nothing else is ever loaded: no arbitrary folders or Hub repos); the
-    ranges are the UI's (generation length up to gen_max, budgets from the menu, temperature up to
-    TEMPERATURE_MAX); the engine checks the rest (prompt, context, tau)."""
+    Here only what the API can send that the UI cannot: a model outside the menu (nothing else is ever loaded:
+    no arbitrary folders or Hub repos) and values of the wrong type (numbers as text, fractions for whole
+    numbers). The ranges are checked by the engine's one validator, DecodeConfig.validate, with the UI's limits
+    (generation length up to gen_max, the menu's budgets and drafters, temperature up to TEMPERATURE_MAX); the
+    engine checks the prompt and the context."""
     if prompt is not None and not isinstance(prompt, str):
         raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
     if not isinstance(model, str) or model not in models:
         raise DecodeError(f"unknown model {model!r}; choose one of: {', '.join(models)}")
-    if mode not in ("exact", "threshold"):
-        raise DecodeError(f"mode must be 'exact' or 'threshold', got {mode!r}")
-    if drafter not in DRAFTER_ORDER:
-        raise DecodeError(f"unknown drafter {drafter!r}; choose one of: {', '.join(DRAFTER_ORDER)}")
-    tau = _number("tau (threshold)", tau)
-    if not 0.0 < tau <= 1.0:
-        raise DecodeError(f"tau (threshold) must be in (0, 1], got {tau:g}")
-    temperature = _number("temperature", temperature)
-    if not 0.0 <= temperature <= TEMPERATURE_MAX:
-        raise DecodeError(f"temperature must be between 0 and {TEMPERATURE_MAX:g}, got {temperature:g}")
-    seed = 0 if seed is None else _number("seed", seed, whole=True)
-    if not 0 <= seed < 2**63:
-        raise DecodeError(f"seed must be between 0 and 2**63-1, got {seed}")
-    gen_length = _number("generation length", gen_length, whole=True)
-    if not 1 <= gen_length <= gen_max:
-        raise DecodeError(f"generation length must be between 1 and {gen_max} tokens, got {gen_length}")
-    if not (AUTO and budget == AUTO):
-        budget = _number("tree budget", budget, whole=True)
-    if budget not in budgets:
-        raise DecodeError(f"tree budget must be one of {', '.join(map(str, budgets))}, got {budget}")
-    if coupled is None:
-        coupled = True
-    if not isinstance(coupled, bool):
+    fields = {"mode": mode, "threshold": _number("tau (threshold)", tau),
+              "temperature": _number("temperature", temperature),
+              "seed": 0 if seed is None else _number("seed", seed, whole=True),
+              "gen_length": _number("generation length", gen_length, whole=True), "drafter": drafter,
+              "budget": budget if AUTO and budget == AUTO else _number("tree budget", budget, whole=True),
+              "coupled_noise": True if coupled is None else coupled,
+              "min_path_prob": 0.0 if prune is None else _number("prune threshold", prune)}
+    if not isinstance(fields["coupled_noise"], bool):
         raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
-    prune = 0.0 if prune is None else _number("prune threshold", prune)
-    if not 0.0 <= prune < 1.0:
-        raise DecodeError(f"prune threshold (path probability) must be in [0, 1), got {prune:g}")
-    return {"mode": mode, "threshold": tau, "temperature": temperature, "seed": seed, "gen_length": gen_length,
-            "drafter": drafter, "budget": budget, "coupled_noise": coupled, "min_path_prob": prune}
+    limits = Limits(gen_max=gen_max, temperature_max=TEMPERATURE_MAX,
+                    budgets=tuple(b for b in budgets if b != AUTO), drafters=tuple(DRAFTER_ORDER))
+    DecodeConfig(**fields).validate(limits)
+    return fields
 
 
 def compact_session(demo: gr.Blocks, request: gr.Request | None) -> int:
@@ -493,8 +479,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
                                            label="Generation length (tokens)", elem_id="sv-gen-length",
                                            info="at most the model's context minus the prompt")
-                    budget = gr.Dropdown(budgets, value=16 if 16 in budgets else budgets[0],
-                                         label="Tree budget (states checked per pass)", elem_id="sv-budget")
+                    budget = gr.Dropdown(budgets, value=AUTO or 16, elem_id="sv-budget",
+                                         label="Tree budget (states checked per pass)",
+                                         info="auto: chosen per pass from the model's measured cost per state")
                     mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
                                     info="exact: one decision per pass; threshold: every slot with confidence ≥ tau",
                                     elem_id="sv-mode")

@@ -358,7 +358,7 @@ window.__svKey = (e) => {
 function runTitle(m, role) {
   const who = role === 'main' && m.drafter !== 'none' ? 'Drafter run' : 'Standard decoder';
   const how = m.drafter === 'none' ? (m.mode === 'threshold' ? 'threshold ' + m.tau : 'one decision per pass')
-    : (m.drafter + ' · tree budget ' + m.budget + (m.prune > 0 ? ' · pruned < ' + m.prune : ''));
+    : (m.drafter + ' · tree budget ' + (m.auto ? 'auto' : m.budget) + (m.prune > 0 ? ' · pruned < ' + m.prune : ''));
   return [who, how + ' · T=' + m.temperature + ' · seed ' + m.seed + ' · ' + m.model + (m.truncated ? ' · prompt truncated' : '')];
 }
 function buildCanvas(role) {
@@ -453,7 +453,12 @@ function paintTree(k) {
   if (!p || !p.tree) {
     let msg;
     if (k === 0) msg = 'Before pass 1: nothing verified yet. Press ▶ Play or drag the pass slider.';
-    else if (!p) msg = R.done ? 'The drafter run finished at pass ' + R.passes.length + '; the standard decoder is still going.' : 'Waiting for pass ' + k + '…';
+    else if (!p) {
+      const b = S.runs.base;
+      msg = !R.done ? 'Waiting for pass ' + k + '…'
+        : 'The drafter run was complete after pass ' + R.passes.length + (b.meta ? (b.done ? '; the standard decoder needed ' + b.passes.length + ' passes' : '; the standard decoder is still going') : '') +
+          '. Drag the slider back to see its trees.';
+    }
     else msg = 'Pass ' + k + ' verified no tree (' + p.kind + '): it committed ' + p.c.length + ' slot' + (p.c.length === 1 ? '' : 's') + ' by itself.';
     treeCap.textContent = 'Draft tree';
     const box = treeSvg.parentNode.clientWidth || 400;
@@ -466,7 +471,9 @@ function paintTree(k) {
   treeCap.textContent = '';
   treeCap.appendChild(document.createTextNode('Draft tree of pass ' + k + ' '));
   const sm = document.createElement('small');
-  sm.textContent = '— budget chosen: ' + p.states + ' states verified in one batched pass · accepted depth ' + t.depth +
+  const chosen = R.meta.auto ? 'budget chosen (auto): ' : 'budget chosen: ';
+  sm.textContent = '— ' + chosen + p.states + ' states verified in one batched pass' +
+    (p.budget && p.budget !== p.states ? ' (of ' + p.budget + ' allowed)' : '') + ' · accepted depth ' + t.depth +
     ' → ' + acc + ' drafted + ' + (t.bonus ? '1 own decision' : '0') + ' = ' + p.c.length + ' commits';
   treeCap.appendChild(sm);
   const boxW = treeSvg.parentNode.clientWidth || 500;
@@ -669,7 +676,7 @@ function paintHeadline() {
     const hint = document.createElement('div'); hint.className = 'sve-hint';
     hint.textContent = (sum.device || 'cpu').startsWith('cuda')
       ? 'A GPU checks the whole tree in one batch for about the cost of one pass, so passes saved become time saved.'
-      : 'Why less wall-clock than passes: on this small CPU model, checking a tree of ' + (m.meta ? m.meta.budget : '') + ' states costs several plain passes (a CPU works through the batch nearly state by state); on a GPU the batch costs about one pass, so passes saved become time saved.';
+      : 'Why less wall-clock than passes: on this small CPU model, checking a tree of ' + (m.meta && !m.meta.auto ? m.meta.budget + ' ' : 'many ') + 'states costs several plain passes (a CPU works through the batch nearly state by state); on a GPU the batch costs about one pass, so passes saved become time saved.';
     headEl.appendChild(hint);
   } else if (S.state === 'live' && (m.passes.length || b.passes.length)) {
     const R = b.passes.length ? b : m, role = R === b ? 'Standard decoder' : (m.meta && m.meta.drafter !== 'none' ? 'Drafter run' : 'Standard decoder');

@@ -96,33 +96,19 @@ def register_store(store: ModelStore) -> int:
     return key
 
 
-def _meta_dict(target, prompt: str, prompt_ids: list[int], truncated: bool, cfg) -> dict:
-    from .. import __version__
-    from ..trace import RunMeta
-
-    info = target.info
-    meta = RunMeta(model=info.name, tokenizer=info.name, attention=info.attention, mode=cfg.mode,
-                   threshold=float(cfg.threshold), temperature=float(cfg.temperature), seed=int(cfg.seed),
-                   drafter=cfg.drafter, budget=int(cfg.budget) if cfg.drafter != "none" else 0,
-                   block_size=info.block_size, gen_length=cfg.gen_length, prompt=prompt,
-                   prompt_tokens=list(prompt_ids), coupled_noise=bool(cfg.coupled_noise),
-                   min_path_prob=float(cfg.min_path_prob) if cfg.drafter != "none" else 0.0,
-                   device=str(target.device), mask_id=int(info.mask_id), spotviz_version=__version__,
-                   prompt_truncated=truncated)
-    return asdict(meta)
-
-
 def _one_run(target, prompt: str, cfg, run: str) -> Iterator[dict]:
     from ..engine import decode_stream
-    from ..samplers.common import encode_prompt
 
-    prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
-    known = {int(target.info.mask_id)} | set(prompt_ids)
-    texts = target.token_strings(known)
-    texts[int(target.info.mask_id)] = "[MASK]"
-    meta = _meta_dict(target, prompt, prompt_ids, truncated, cfg)
-    yield {"type": "start", "run": run, "meta": meta, "token_text": {str(k): v for k, v in texts.items()}}
-    for prog in decode_stream(target, prompt, cfg):
+    mask = int(target.info.mask_id)
+    known: set[int] = {mask}
+    for prog in decode_stream(target, prompt, cfg, start_event=True):
+        if prog.kind == "start":  # the engine's own RunMeta (prompt tokens, truncation, auto budget)
+            known |= set(prog.meta.prompt_tokens)
+            texts = target.token_strings(known)
+            texts[mask] = "[MASK]"
+            yield {"type": "start", "run": run, "meta": asdict(prog.meta),
+                   "token_text": {str(k): v for k, v in texts.items()}}
+            continue
         if prog.trace is not None:
             yield {"type": "done", "run": run, "trace": prog.trace.to_dict()}
             return

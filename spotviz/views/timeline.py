@@ -44,6 +44,7 @@ def run_header(meta, role: str, token_text: dict[str, str], title: str = "") -> 
         "drafter": meta.drafter, "budget": meta.budget, "mode": meta.mode, "tau": meta.threshold,
         "temperature": meta.temperature, "seed": meta.seed, "model": meta.model,
         "prune": meta.min_path_prob, "truncated": bool(meta.prompt_truncated),
+        "auto": bool(getattr(meta, "budget_auto", False)),
         "mask": token_text.get(str(meta.mask_id), "[MASK]")}}
 
 
@@ -120,6 +121,7 @@ def pass_line(rec, role: str, token_text: dict[str, str], committed: int) -> dic
     confidence], the tree it verified, the states in its batch (the budget chosen for the pass) and the
     slots committed so far."""
     return {"t": "pass", "r": role, "k": rec.index, "kind": rec.kind, "states": rec.states,
+            "budget": int(getattr(rec, "budget", 0) or 0),
             "wall": round(float(rec.wall_s), 5), "n": committed,
             "c": [[c.position, _label(token_text, c.token), c.step, int(bool(c.drafted)), round(c.confidence, 3)]
                   for c in rec.commits],

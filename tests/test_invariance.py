@@ -86,3 +86,21 @@ def test_a_target_that_stays_non_invariant_is_flagged(tiny_block_dir):
     assert target.info.batch_invariant is False
     assert target.info.extra["invariance"].startswith(NOT_GUARANTEED)
     assert notes and notes[0].startswith("warning:")
+
+
+def test_narrow_windows_are_bit_identical_in_a_batch(tiny_targets):
+    """A ragged last block of one to three positions (a one-row pass multiplies a matrix of a few rows, which BLAS
+    computes differently from a batch's unless the adapter keeps a block's worth of rows)."""
+    for target in tiny_targets.values():
+        b = target.info.block_size
+        g = torch.Generator().manual_seed(1)
+        for width in (1, 2, 3):
+            lo, n = 2 * b, 2 * b + width
+            states = torch.randint(3, target.info.vocab_size, (5, n), generator=g)
+            states[:, :lo] = states[0, :lo]
+            cache = target.empty_cache()
+            if target.info.attention == "block":
+                cache = target.extend_cache(cache, target.forward(states[:1], 0, lo, cache), 0, lo)
+            batched = target.forward(states, lo, n, cache).logits
+            for i in range(5):
+                assert torch.equal(target.forward(states[i: i + 1], lo, n, cache).logits[0], batched[i]), (width, i)

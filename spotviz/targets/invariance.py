@@ -9,8 +9,9 @@ batch size, bfloat16 ones are not (a batch of 32 differs in every row).
 `ensure_batch_invariance(target)` runs at load time (registry.load_embedded, targets.published.load_published):
 
 1. probe: random states (half of the window masked), batched passes of `PROBE_BATCHES` rows vs one-row passes
-   of the first, second, middle and last rows, without a cache and, for block targets, against a shared
-   prefix cache; `torch.equal` per row;
+   of the first, second, middle and last rows, for a full window and for a row that ends one position into the
+   window (a ragged last block), without a cache and, for block targets, against a shared prefix cache;
+   `torch.equal` per row;
 2. if a low-precision model fails, rebuild it upcast to float32 (a batch-invariant computation on the CPU) and
    probe again;
 3. if it still fails, keep it and mark the target: `info.batch_invariant = False`, and the runs carry "identity
@@ -70,13 +71,15 @@ def batch_invariance(target: DiffusionTarget, batches=PROBE_BATCHES, seed: int =
     if target.info.attention == "block" and lo > 0:
         first = target.forward(states[:1], 0, lo, target.empty_cache())
         caches.append(target.extend_cache(target.empty_cache(), first, 0, lo))
+    # a full window, and a row that ends one position into the window (a ragged last block, a narrow window)
+    probes = [(states, cache, hi) for cache in caches] + [(states[:, : lo + 1], cache, lo + 1) for cache in caches]
     worst, differing, probed = 0.0, 0, 0
     checked = {b: sorted({0, 1, b // 2, b - 1} & set(range(b))) for b in batches}  # a batch kernel that differs
     needed = sorted(set().union(*checked.values()))  # differs in (nearly) every row: a few rows per batch suffice
-    for cache in caches:
-        single = {i: target.forward(states[i: i + 1], lo, hi, cache).logits[0] for i in needed}
+    for rows_of, cache, hi in probes:
+        single = {i: target.forward(rows_of[i: i + 1], lo, hi, cache).logits[0] for i in needed}
         for b in batches:
-            batched = target.forward(states[:b], lo, hi, cache).logits
+            batched = target.forward(rows_of[:b], lo, hi, cache).logits
             for i in checked[b]:
                 probed += 1
                 if not torch.equal(batched[i], single[i]):

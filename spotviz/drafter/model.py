@@ -313,19 +313,32 @@ def limit_blas_threads(n: int = 1) -> bool:
 class NumpyDrafter:
     """SpotDrafter.forward for one window in numpy (inference only): the same arithmetic in float32, without
     torch's per-op dispatch, which dominates a model this small on a 16-position window. Everything that does not
-    depend on the window (the depth queries through q and sq) is computed once here. Outputs as SpotDrafter's,
-    without the batch dimension, as numpy arrays and floats. tests/test_drafter.py ties it to the torch model."""
+    depend on the window (the depth queries through q and sq, transposed weights) is prepared once here, and only
+    the heads a mode reads are computed. Outputs as SpotDrafter's, without the batch dimension, as numpy arrays and
+    floats. tests/test_engine_fast.py ties it to the torch model."""
 
     def __init__(self, model: SpotDrafter):
         g = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
         self.cfg = model.cfg
-        self.w = g
-        self.layers = range(model.cfg.n_layers)
-        self.eps = [(layer.norm1.eps, layer.norm2.eps) for layer in model.encoder.layers]
-        self.norm_eps = model.norm.eps
+        t = lambda k: np.ascontiguousarray(g[k].T)  # noqa: E731 - weights as [in, out]
+        self.inp = (t("inp.0.weight"), g["inp.0.bias"], t("inp.2.weight"), g["inp.2.bias"])
+        self.pos = g["pos.weight"]
+        self.layers = []
+        for i, layer in enumerate(model.encoder.layers):
+            p = f"encoder.layers.{i}."
+            self.layers.append((g[p + "norm1.weight"], g[p + "norm1.bias"], layer.norm1.eps,
+                                t(p + "self_attn.in_proj_weight"), g[p + "self_attn.in_proj_bias"],
+                                t(p + "self_attn.out_proj.weight"), g[p + "self_attn.out_proj.bias"],
+                                g[p + "norm2.weight"], g[p + "norm2.bias"], layer.norm2.eps,
+                                t(p + "linear1.weight"), g[p + "linear1.bias"], t(p + "linear2.weight"),
+                                g[p + "linear2.bias"]))
+        self.norm = (g["norm.weight"], g["norm.bias"], model.norm.eps)
         self.scale = 1 / math.sqrt(model.cfg.d_model)
-        self.dq = g["depth.weight"] @ g["q.weight"].T  # [D, d]
-        self.sdq = g["depth.weight"] @ g["sq.weight"].T
+        self.dq = g["depth.weight"] @ g["q.weight"].T * self.scale  # [D, d]: depth queries, scaled
+        self.sdq = g["depth.weight"] @ g["sq.weight"].T * self.scale
+        self.k, self.pa, self.pb, self.sk = t("k.weight"), t("pa.weight"), t("pb.weight"), t("sk.weight")
+        self.keep = (t("keep.weight"), g["keep.bias"])
+        self.g = g
         self.scalars = {k: g[k].astype(np.float64) for k in ("alpha", "alpha_t", "mix", "runner_up", "set_alpha",
                                                               "set_alpha_t", "set_temp", "set_mix")}
         self._rel: dict = {}
@@ -338,47 +351,46 @@ class NumpyDrafter:
             self._rel[w] = np.clip(i[:, None] - i[None, :], -c, c) + c
         return self._rel[w]
 
-    def __call__(self, feats: np.ndarray) -> dict:
-        """feats [W, F] float32 -> the drafter's outputs for this window."""
-        g, w = self.w, feats.shape[0]
+    def encode(self, feats: np.ndarray) -> np.ndarray:
+        """The window's hidden states h [W, d] (after the final layer norm)."""
+        w = feats.shape[0]
         d, nh = self.cfg.d_model, self.cfg.n_heads
         hd = d // nh
-        x = _np_gelu(feats @ g["inp.0.weight"].T + g["inp.0.bias"]) @ g["inp.2.weight"].T + g["inp.2.bias"]
-        x = x + g["pos.weight"][:w]
-        for i in self.layers:
-            p = f"encoder.layers.{i}."
-            a = _np_layer_norm(x, g[p + "norm1.weight"], g[p + "norm1.bias"], self.eps[i][0])
-            qkv = a @ g[p + "self_attn.in_proj_weight"].T + g[p + "self_attn.in_proj_bias"]
-            q, k, v = qkv.reshape(w, 3, nh, hd).transpose(1, 2, 0, 3)  # each [nh, w, hd]
-            s = q @ k.transpose(0, 2, 1) / math.sqrt(hd)
+        w1, b1, w2, b2 = self.inp
+        x = _np_gelu(feats @ w1 + b1) @ w2 + b2 + self.pos[:w]
+        for n1w, n1b, e1, qkv_w, qkv_b, o_w, o_b, n2w, n2b, e2, l1w, l1b, l2w, l2b in self.layers:
+            q, k, v = ((_np_layer_norm(x, n1w, n1b, e1) @ qkv_w + qkv_b).reshape(w, 3, nh, hd)
+                       .transpose(1, 2, 0, 3))  # each [nh, w, hd]
+            s = q @ k.transpose(0, 2, 1) * (1 / math.sqrt(hd))
             s = np.exp(s - s.max(-1, keepdims=True))
             y = (s / s.sum(-1, keepdims=True)) @ v  # [nh, w, hd]
-            y = y.transpose(1, 0, 2).reshape(w, d) @ g[p + "self_attn.out_proj.weight"].T \
-                + g[p + "self_attn.out_proj.bias"]
-            x = x + y
-            a = _np_layer_norm(x, g[p + "norm2.weight"], g[p + "norm2.bias"], self.eps[i][1])
-            y = _np_gelu(a @ g[p + "linear1.weight"].T + g[p + "linear1.bias"]) @ g[p + "linear2.weight"].T \
-                + g[p + "linear2.bias"]
-            x = x + y
-        h = _np_layer_norm(x, g["norm.weight"], g["norm.bias"], self.norm_eps)
+            x = x + y.transpose(1, 0, 2).reshape(w, d) @ o_w + o_b
+            x = x + _np_gelu(_np_layer_norm(x, n2w, n2b, e2) @ l1w + l1b) @ l2w + l2b
+        return _np_layer_norm(x, *self.norm)
+
+    def __call__(self, feats: np.ndarray, mode: str | None = None) -> dict:
+        """feats [W, F] float32 -> the drafter's outputs for this window (mode "exact": pointer and keep heads
+        only; "threshold": set head only; None: all)."""
+        g, w = self.g, feats.shape[0]
+        h = self.encode(feats)
         temp = float(feats[0, TEMPERATURE_FEATURE])
         ri = self._rel_index(w)
         sc = self.scalars
         sig = lambda z: float(np_sigmoid(z))  # noqa: E731
-        return {
-            "base": self.dq @ (h @ g["k.weight"].T).T * self.scale,  # [D, W]
-            "pair": (h @ g["pa.weight"].T) @ (h @ g["pb.weight"].T).T * self.scale + g["rel"][ri],  # [W, W]
-            "alpha": float(sc["alpha"] + sc["alpha_t"] * temp),
-            "rank_bias": g["rank_bias"][0] + g["rank_bias"][1] * temp,
-            "mix": sig(sc["mix"][0] + sc["mix"][1] * temp),
-            "runner_up": sig(sc["runner_up"][0] + sc["runner_up"][1] * temp),
-            "keep_base": (h @ g["keep.weight"].T)[:, 0] + g["keep.bias"][0],
-            "keep_rel": g["keep_rel"][ri],
-            "set_base": self.sdq @ (h @ g["sk.weight"].T).T * self.scale + g["set_bias"][:, None],
-            "set_alpha": float(sc["set_alpha"] + sc["set_alpha_t"] * temp),
-            "set_temp": float(sc["set_temp"]),
-            "set_mix": sig(sc["set_mix"][0] + sc["set_mix"][1] * temp),
-        }
+        out = {"alpha": float(sc["alpha"] + sc["alpha_t"] * temp),
+               "rank_bias": g["rank_bias"][0] + g["rank_bias"][1] * temp,
+               "mix": sig(sc["mix"][0] + sc["mix"][1] * temp),
+               "runner_up": sig(sc["runner_up"][0] + sc["runner_up"][1] * temp),
+               "set_alpha": float(sc["set_alpha"] + sc["set_alpha_t"] * temp), "set_temp": float(sc["set_temp"]),
+               "set_mix": sig(sc["set_mix"][0] + sc["set_mix"][1] * temp)}
+        if mode != "threshold":
+            out["base"] = self.dq @ (h @ self.k).T  # [D, W]
+            out["pair"] = (h @ self.pa) @ (h @ self.pb).T * self.scale + g["rel"][ri]  # [W, W]
+            out["keep_base"] = (h @ self.keep[0])[:, 0] + self.keep[1][0]
+            out["keep_rel"] = g["keep_rel"][ri]
+        if mode != "exact":
+            out["set_base"] = self.sdq @ (h @ self.sk).T + g["set_bias"][:, None]
+        return out
 
 
 def np_set_inclusion(out: dict, logc: np.ndarray, tau: float) -> np.ndarray:

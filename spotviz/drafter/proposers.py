@@ -166,7 +166,7 @@ class SpotProposer(Proposer):
 
     def prepare(self, view, max_depth):
         ctx = _Context(view, max_depth)
-        out = self.fast(np_position_features(view))
+        out = self.fast(np_position_features(view), view.rule.mode)
         ctx.base, ctx.pair, ctx.alpha = out["base"], out["pair"], out["alpha"]
         ctx.rank_bias, ctx.mix, ctx.runner_up = out["rank_bias"], out["mix"], out["runner_up"]
         ctx.keep_base, ctx.keep_rel = out["keep_base"], out["keep_rel"]

@@ -267,6 +267,15 @@ def test_tree_is_fitted_per_pass_never_stale_and_its_labels_do_not_collide(page,
             for b in boxes[i + 1:]:
                 assert not overlaps(a, b), (p.index, a, b)
         heights.add(pg.evaluate(f"() => +document.querySelector('{EXPLAINER} .sve-tree').getAttribute('height')"))
+        # hovering a drafted node highlights its slots on the canvas
+        node = pg.locator(f"{EXPLAINER} .sve-tree g.nd.rej").first
+        if node.count():
+            want = sorted(int(x) for x in node.get_attribute("data-slots").split())
+            node.hover()
+            lit = pg.evaluate(f"() => Array.from(document.querySelectorAll('{EXPLAINER} .sve-run[data-role=main] "
+                              ".sve-s.hl')).map(s => +s.dataset.pos).sort((a, b) => a - b)")
+            assert lit == want and want, (lit, want)
+            pg.mouse.move(2, 2)
     assert len(heights) > 1  # fitted per pass, not sized for the largest tree
 
 

@@ -271,7 +271,7 @@ def test_tree_is_fitted_per_pass_never_stale_and_its_labels_do_not_collide(page,
         node = pg.locator(f"{EXPLAINER} .sve-tree g.nd.rej").first
         if node.count():
             want = sorted(int(x) for x in node.get_attribute("data-slots").split())
-            node.hover()
+            node.locator("text").hover()
             lit = pg.evaluate(f"() => Array.from(document.querySelectorAll('{EXPLAINER} .sve-run[data-role=main] "
                               ".sve-s.hl')).map(s => +s.dataset.pos).sort((a, b) => a - b)")
             assert lit == want and want, (lit, want)

@@ -37,6 +37,14 @@ from .runner import ModelStore, decode_events, has_gpu, register_store
 from .session import LiveSession
 
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
+CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class Stack:\n", "def quicksort(items):\n",
+                "import os\n\n\ndef main():\n"]
+
+
+def prompts_for(model: str) -> list[str]:
+    """Prompts to try with `model`: code for a code model (its name says python or code), else play text."""
+    name = str(model).lower()
+    return CODE_PROMPTS if "python" in name or "code" in name else PROMPT_EXAMPLES
 DRAFTER_ORDER = [d for d in ("spot", "spot-sets", "training-free", "calibrated", "none") if d in DRAFTERS]
 DRAFTER_HELP = {
     "spot": "SPOT: the learned drafter predicts the commit order (exact mode)",
@@ -459,7 +467,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                      files=TraceFiles())
     h = Handlers(ctx)
     example_titles = [e["title"] for e in ctx.examples]
-    gen_top = ctx.gen_cap(default_model, PROMPT_EXAMPLES[0]) if check_model else ctx.gen_limit
+    first_prompt = prompts_for(default_model)[0]
+    gen_top = ctx.gen_cap(default_model, first_prompt) if check_model else ctx.gen_limit
     gen_top = max(GEN_STEP, gen_top - gen_top % GEN_STEP)
 
     with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP) as demo:
@@ -467,7 +476,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         gr.HTML(HEADER, js_on_load=None, elem_id="sv-head-line")
         with gr.Row(equal_height=False, elem_id="sv-main-row"):
             with gr.Column(scale=1, min_width=290, elem_id="sv-controls"):
-                prompt = gr.Textbox(label="Prompt", value=PROMPT_EXAMPLES[0], lines=3, max_lines=12,
+                prompt = gr.Textbox(label="Prompt", value=first_prompt, lines=3, max_lines=12,
                                     elem_id="sv-prompt")
                 with gr.Row(elem_id="sv-run-row"):
                     run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
@@ -504,7 +513,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     example_dd = gr.Dropdown(example_titles, value=example_titles[0] if example_titles else None,
                                              label="Recorded examples", elem_id="sv-example")
                     example_btn = gr.Button("Show this example", size="sm", elem_id="sv-load-example")
-                    gr.Examples(examples=[[p] for p in PROMPT_EXAMPLES], inputs=[prompt], label="Prompts to try")
+                    prompt_pick = gr.Dropdown(prompts_for(default_model), value=None, label="Prompts to try",
+                                              elem_id="sv-prompt-pick")
                     upload = gr.File(label="Replay trace file(s) (.json; add the standard run's trace to compare)",
                                      file_count="multiple", file_types=[".json"], type="filepath",
                                      elem_id="sv-upload")
@@ -536,6 +546,10 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                           concurrency_id="replay", show_progress="hidden")
         mode.change(h.on_mode, [mode, drafter], [tau, drafter], api_name=False, queue=False)
         drafter.change(h.on_drafter, [drafter, mode], [drafter, mode, budget], api_name=False, queue=False)
+        prompt_pick.input(lambda p: p if p else gr.skip(), [prompt_pick], [prompt], api_name=False, queue=False).then(
+            h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
+        model.change(lambda m: gr.update(choices=prompts_for(m), value=None), [model], [prompt_pick], api_name=False,
+                     queue=False)
         for src in (prompt.blur, model.change):
             src(h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
         if ctx.examples:

@@ -570,7 +570,9 @@ function paintDepth(k) {
 function chartInit() {
   const m = S.runs.main.meta || S.runs.base.meta;
   const nb = S.runs.base.done ? S.runs.base.passes.length : 0, nm = S.runs.main.done ? S.runs.main.passes.length : 0;
-  const xmax = Math.max(nb, nm, S.runs.base.passes.length, S.runs.main.passes.length, (m && m.mode === 'exact') ? m.gen : 8, 1);
+  const live = [S.runs.main, S.runs.base].some((R) => R.meta && !R.done);   // axes fixed while streaming
+  const xmax = Math.max(nb, nm, S.runs.base.passes.length, S.runs.main.passes.length,
+                        live ? ((m && m.mode === 'exact') ? m.gen : 8) : 1, 1);
   const key = xmax + ':' + (m ? m.gen : 0);
   if (S.chart && S.chart.key === key) return S.chart;
   while (speedSvg.firstChild) speedSvg.removeChild(speedSvg.firstChild);

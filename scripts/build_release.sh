@@ -1,42 +1,48 @@
 #!/usr/bin/env bash
-# Rebuild everything shipped under assets/ from trained target models (runs/<name>/final), in order:
-# models -> drafters (SPOT, SPOT-Sets, calibrated template) -> transfer calibration -> benchmarks -> example traces.
+# Rebuild what is shipped under assets/ for the embedded models trained in runs/<name>/final, in order:
+# models -> drafters (SPOT, SPOT-Sets, calibrated template) -> transfer calibrations -> benchmarks -> example traces.
 #
-#   bash scripts/build_release.sh [N_PROMPTS_BD] [N_PROMPTS_MDLM] [PRUNE]
+#   bash scripts/build_release.sh [MODEL ...]        # default: python-bd shakespeare-bd shakespeare-mdlm
 #
-# Drafter training and calibration run two jobs side by side (one per embedded model, one thread each). The
-# block model's benchmark, whose wall-clock ratios the README quotes, runs alone with every core. The benchmark
-# settings are the ones quoted in the README (sized for a 2-core CPU; raise --n-prompts and budgets elsewhere).
+# A model whose runs/<name>/final is missing keeps its shipped weights (its drafters are still retrained).
+# Environment: N_PROMPTS (drafter training prompts, default 60), BENCH_PROMPTS (default 20 for python-bd, 4
+# otherwise), BUDGETS (exact mode, first temperature: default 2,4,8,16,32,64), OTHER_BUDGETS (default 4,16,32).
+# Drafter jobs run side by side (one thread each); each benchmark runs alone, one torch thread, so its paired
+# wall-clock ratios are measured on a quiet core.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n_bd=${1:-80}
-n_mdlm=${2:-40}
-prune=${3:-0.2}
-models=(shakespeare-bd shakespeare-mdlm)
-other() { [ "$1" = shakespeare-bd ] && echo shakespeare-mdlm || echo shakespeare-bd; }
-n_prompts() { [ "$1" = shakespeare-bd ] && echo "$n_bd" || echo "$n_mdlm"; }
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(python-bd shakespeare-bd shakespeare-mdlm)
+n_prompts=${N_PROMPTS:-60}
+budgets=${BUDGETS:-2,4,8,16,32,64}
+other_budgets=${OTHER_BUDGETS:-4,16,32}
+# transfer pairs: the drafter of the first model calibrated for the second
+pairs=("shakespeare-bd python-bd" "python-bd shakespeare-bd" "shakespeare-mdlm shakespeare-bd" "shakespeare-bd shakespeare-mdlm")
+mkdir -p runs/release
 
 for m in "${models[@]}"; do
-  rm -rf "assets/models/$m" && mkdir -p assets/models
-  cp -r "runs/$m/final" "assets/models/$m"
+  if [ -d "runs/$m/final" ]; then
+    rm -rf "assets/models/$m" && mkdir -p assets/models
+    cp -r "runs/$m/final" "assets/models/$m"
+  fi
 done
-mkdir -p runs/release
 for m in "${models[@]}"; do
-  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --prompts "$(n_prompts "$m")" \
+  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --prompts "$n_prompts" --threads 1 \
     > "runs/release/drafter-$m.log" 2>&1 &
 done
 wait
-for m in "${models[@]}"; do
-  o=$(other "$m")
-  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --prompts 6 --calibrate "assets/drafters/$o" \
-    --out "assets/drafters/$m/from-$o" > "runs/release/calibrate-$m.log" 2>&1 &
+for pair in "${pairs[@]}"; do
+  read -r src dst <<< "$pair"
+  case " ${models[*]} " in *" $src "*|*" $dst "*) ;; *) continue ;; esac
+  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$dst" --prompts 6 --threads 1 \
+    --calibrate "assets/drafters/$src" --out "assets/drafters/$dst/from-$src" > "runs/release/calibrate-$dst-from-$src.log" 2>&1 &
 done
 wait
-OMP_NUM_THREADS=2 python -m spotviz bench --model shakespeare-mdlm --n-prompts 2 --gen-length 64 --budgets 4,16 \
-  --other-budgets 16 --out runs/bench > runs/release/bench-shakespeare-mdlm.log 2>&1
-OMP_NUM_THREADS=2 python -m spotviz bench --model shakespeare-bd --n-prompts 4 --gen-length 128 \
-  --budgets 2,4,8,16,32 --other-budgets 4,32 --prune "$prune" --out runs/bench \
-  > runs/release/bench-shakespeare-bd.log 2>&1
-cp runs/bench/bench-*.md runs/bench/bench-*.json docs/
+for m in "${models[@]}"; do
+  n=${BENCH_PROMPTS:-$([ "$m" = python-bd ] && echo 20 || echo 4)}
+  python -m spotviz bench --model "$m" --n-prompts "$n" --gen-length 128 --budgets "$budgets,auto" \
+    --other-budgets "$other_budgets,auto" --threads 1 --out runs/bench > "runs/release/bench-$m.log" 2>&1
+  cp "runs/bench/bench-$m.md" "runs/bench/bench-$m.json" docs/
+done
 python scripts/make_example_traces.py
 echo "release built"

@@ -4,7 +4,8 @@ For each (mode, temperature): the standard decoder, then every drafter at every 
 "auto": the size chosen per pass from the target's cost curve) through the same verifier. Reported per
 configuration, aggregated over prompts: target passes per generated token, pass reduction x (standard passes /
 passes), wall-clock speed-up x as paired ratios (each speculative decode runs right after a standard decode of the
-same prompt in the same process with the same threads, so both see the same machine load: total standard time /
+same prompt in the same process with the same threads, between two standard decodes whose mean it is compared
+with, so both see the same machine load: total standard time /
 total time, and the median and the worst of the per-prompt ratios), mean accepted length (commits per pass),
 acceptance rate per depth, identical-output rate vs the standard decoder, and the mean tree size per pass. Plus: how often the previous pass already predicted the committed token, drafter transfer from the
 other embedded model (without / with light calibration) and the coupled-noise ablation at T = 1.
@@ -26,6 +27,7 @@ from ..samplers.common import AUTO, DecodeConfig
 from ..samplers.cost import cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
+from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
 from .stats import stale_agreement
 
 
@@ -61,18 +63,22 @@ class BenchResult:
     seconds: float = 0.0
     prune: float = 0.0
     cost_curve: list = field(default_factory=list)  # [[states, seconds per pass]] measured for --budget auto
+    quality: dict = field(default_factory=dict)  # greedy outputs: degeneracy and syntax measures (eval/quality.py)
 
 
 def _run(target, prompts, cfg: DecodeConfig, proposer=None):
-    """Decode every prompt (seed + i). With a proposer, each speculative decode is immediately preceded by the
-    standard decode of the same prompt, so that the wall-clock ratio compares runs made under the same load;
-    returns (speculative traces, standard traces)."""
+    """Decode every prompt (seed + i). With a proposer, each speculative decode runs between two standard decodes
+    of the same prompt (A-B-A), so that the wall-clock ratio compares runs made under the same load, drift
+    included: the paired standard time is the mean of the two. Returns (speculative traces, standard traces)."""
     traces, base = [], []
     for i, p in enumerate(prompts):
         c = DecodeConfig(**{**asdict(cfg), "seed": cfg.seed + i})
-        base.append(decode_standard(target, p, c))
+        before = decode_standard(target, p, c)
+        base.append(before)
         if proposer is not None:
             traces.append(decode_spot(target, p, c, proposer))
+            after = decode_standard(target, p, c)
+            before.counters.wall_s = (before.counters.wall_s + after.counters.wall_s) / 2
     return (traces, base) if proposer is not None else (base, base)
 
 
@@ -116,6 +122,8 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
         log("cost curve (ms per pass over N states): "
             + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
+    res.quality = greedy_quality(target, prompts, gen_length)
+    log(f"greedy outputs: {res.quality['summary']}")
     res.stale_agreement = {f"T={t}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
                            for t in temperatures}
     log(f"previous-pass prediction == committed token: {res.stale_agreement}")
@@ -177,6 +185,14 @@ def to_markdown(res: BenchResult) -> str:
              f"({res.device}, {res.threads} threads, tau={res.threshold}, {res.seconds / 60:.1f} min)", ""]
     sa = ", ".join(f"{k}: {100 * v['stale_agreement']:.1f}%" for k, v in res.stale_agreement.items())
     lines += [f"Previous-pass prediction already equals the committed token (exact decoding): {sa}", ""]
+    q = res.quality.get("summary") if res.quality else None
+    if q:
+        syn = (f"; generated lines inside the longest valid-Python prefix: {100 * q['mean_valid_line_share']:.0f}%"
+               if "mean_valid_line_share" in q else "")
+        lines += [f"Greedy (T=0) outputs: {q['degenerate_outputs']} of {q['outputs']} degenerate (distinct tokens "
+                  f">= {100 * DISTINCT_MIN:.0f}%, no token > {100 * TOP_SHARE_MAX:.0f}%, no run > {RUN_MAX}); worst "
+                  f"distinct share {100 * q['min_distinct_share']:.0f}%, worst top-token share "
+                  f"{100 * q['max_top_token_share']:.0f}%, longest run {q['max_longest_run']}{syn}", ""]
     if res.cost_curve:
         lines += ["Target cost curve (ms per pass over N states, used by budget auto): "
                   + ", ".join(f"f({int(n)}) = {1000 * s:.1f}" for n, s in res.cost_curve), ""]

@@ -127,6 +127,12 @@ def test_train_on_python_then_continue_with_init_from(tmp_path):
     a, b = load_file(str(first / "model.safetensors")), load_file(str(tmp_path / "b" / "final" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert (first / "tokenizer.json").read_text() == (tmp_path / "b" / "final" / "tokenizer.json").read_text()
+    # a snapshot of the running training keeps the corpus, so drafters and prompts follow it
+    from spotviz.embedded.prompts import corpus_of
+    from spotviz.registry import load_target
+
+    snap = training.export_checkpoint(tmp_path / "a", tmp_path / "snap", dtype="float32")
+    assert corpus_of(load_target(str(snap))) == "python" and corpus_of(load_target(str(first))) == "python"
     with pytest.raises(ValueError, match="init-from"):
         training.train_target(_tiny_python_cfg(tmp_path / "c", init_from=str(first), block_size=8),
                               log=lambda *a: None)

@@ -344,4 +344,10 @@ def export_checkpoint(out: str | Path, dest: str | Path, dtype: str = "bfloat16"
     model.load_state_dict(sd, strict=False)
     model.tie_weights()
     export_model(model, tok, Path(dest), dtype)
+    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").is_file() else {}
+    source = json.loads((out / "source.json").read_text()) if (out / "source.json").is_file() else {}
+    (Path(dest) / "training.json").write_text(json.dumps({  # a snapshot: no final evaluation yet
+        "snapshot_of": str(out), "steps": state.get("step"), "minutes": state.get("elapsed", 0) / 60,
+        "history": state.get("history", []), "corpus": source,
+        "config": {"corpus": source.get("corpus", "shakespeare")}}, indent=1))
     return Path(dest)

@@ -213,6 +213,7 @@ LAYOUT_CSS = """
 #sv-main-row { align-items: flex-start; }
 #sv-head-line h1 { margin: 0; font-size: 22px; }
 #sv-run-row { gap: 8px; }
+#sv-explainer .html-container { padding-top: 2px; }
 @media (max-width: 760px) {
   #sv-main-row { flex-direction: column; flex-wrap: nowrap; }
   #sv-controls { display: contents; }

@@ -50,8 +50,8 @@ TEMPLATE = """
     <ol>
       <li><b>Slots fill in pass by pass.</b> Each <i>target pass</i> is one call of the diffusion model; grey slots
         are still masked.</li>
-      <li><b><span class="sve-k-target">Blue</span> = the model's own decision</b> (the standard decoder makes
-        one per pass). <b><span class="sve-k-draft">Green</span> = tokens the drafter guessed</b> and the same pass
+      <li><b><span class="sve-k-target">Blue</span> = the model's own decision</b> (the standard decoder has only
+        these). <b><span class="sve-k-draft">Green</span> = tokens the drafter guessed</b> and the same pass
         verified, for free.</li>
       <li><b>The tree</b> is everything one pass checked at once; the green path was accepted. Drag the pass
         slider (or use ← →) and every view follows.</li>
@@ -706,7 +706,7 @@ function paintTable() {
   t.appendChild(row('target passes (NFE)', 'calls of the diffusion model; NFE = number of function evaluations, the cost measure of the paper', v((c) => c.passes)));
   t.appendChild(row('slots committed', 'every filled slot, also those after the end-of-text token', v((c) => c.commits)));
   t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
-  t.appendChild(row('commits per pass', 'the mean accepted length: 1 for the standard decoder', v((c) => c.mal.toFixed(2))));
+  t.appendChild(row('commits per pass', 'the mean accepted length: 1 for the standard decoder in exact mode', v((c) => c.mal.toFixed(2))));
   t.appendChild(row('drafted states checked', 'tree nodes verified, over all passes', v((c) => c.drafted)));
   t.appendChild(row('drafts accepted', 'drafted decisions that equalled the model\'s own', v((c) => c.accepted)));
   t.appendChild(row('wall-clock (s)', null, v((c) => c.wall.toFixed(3))));

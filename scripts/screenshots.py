@@ -3,8 +3,8 @@ docs/screenshot-phone.png (phone, 420x900, the first screen), in headless Chromi
 
     python scripts/screenshots.py [--model shakespeare-bd] [--example 0] [--pass auto] [--out docs]
 
-The app opens on a recorded example (assets/traces), as a visitor sees it; the example is paused on a pass whose
-draft tree accepted at least two drafted decisions (or --pass k), so the tree and the "why it works" marks show.
+The app opens on a recorded example (assets/traces), as a visitor sees it; the example is paused on a pass a third
+of the way in whose draft tree accepted at least two drafted decisions (or --pass k), so the tree and the "why it works" marks show.
 The test suite never writes these files.
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ def free_port() -> int:
 
 
 def pick_pass(trace) -> int:
-    """A pass (1-based) early in the run whose tree accepted >= 2 drafted decisions, and a bonus."""
-    for p in trace.passes[2:]:
+    """A pass (1-based) from a third of the run on whose tree accepted >= 2 drafted decisions, and a bonus."""
+    for p in trace.passes[len(trace.passes) // 3:] + trace.passes[2:]:
         if p.tree and sum(c.drafted for c in p.commits) >= 2 and any(not c.drafted for c in p.commits):
             return p.index + 1
     return min(4, len(trace.passes))

@@ -563,8 +563,13 @@ function paintDepth(k) {
   const why = [];
   const nxt = k < R.passes.length ? R.passes[k] : null;
   if (p && p.tree) why.push('Pass ' + k + ' accepted ' + p.tree.depth + ' drafted decision' + (p.tree.depth === 1 ? '' : 's') + ' (dark bars).');
-  if (nxt && nxt.tree) why.push('Next pass: the drafter expects ' + nxt.tree.expect.length + ' slots (dashed)' +
-    (R.why && R.why[k] ? '; ' + R.why[k].length + ' masked slots already hold their final token in the previous pass\'s predictions (purple) — that is why guessing works.' : '.'));
+  const slots = (n) => n + (n === 1 ? ' slot' : ' slots');
+  if (nxt && nxt.tree) {
+    const right = R.why && R.why[k] ? R.why[k].length : null;
+    why.push('Next pass: the drafter expects ' + slots(nxt.tree.expect.length) + ' (dashed)' + (right === null ? '.'
+      : right ? '; ' + slots(right) + ' still masked already hold their final token in the previous pass\'s predictions (purple) — that is why guessing works.'
+      : '; none of its drafts holds a final token yet.'));
+  }
   whyEl.textContent = why.join(' ');
 }
 function chartInit() {

@@ -71,9 +71,15 @@ def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: 
         n, w, v = logp.shape
         g = torch.zeros(n, w, v)
         need = torch.ones(n, w, dtype=torch.bool) if masked is None else masked.cpu()
+        rows_of: dict[int, list[int]] = {}
         for r, s in enumerate(steps):
-            for o in need[r].nonzero().flatten().tolist():
-                g[r, o] = noise.at(int(s), lo + o)
+            rows_of.setdefault(int(s), []).append(r)
+        for s, rows in rows_of.items():  # rows of one step share its noise (the union of their masked positions)
+            offs = need[rows].any(0).nonzero().flatten().tolist()
+            if offs:
+                blk = torch.zeros(w, v)
+                blk[offs] = noise.block(s, [lo + o for o in offs])
+                g[rows] = blk
         tokens = (logp / rule.temperature + g.to(logp.device)).argmax(-1)
     conf = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1).exp()
     return tokens, conf, logp

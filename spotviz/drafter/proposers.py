@@ -167,11 +167,12 @@ class SpotProposer(Proposer):
     def prepare(self, view, max_depth):
         ctx = _Context(view, max_depth)
         out = self.fast(np_position_features(view), view.rule.mode)
-        ctx.base, ctx.pair, ctx.alpha = out["base"], out["pair"], out["alpha"]
-        ctx.rank_bias, ctx.mix, ctx.runner_up = out["rank_bias"], out["mix"], out["runner_up"]
-        ctx.keep_base, ctx.keep_rel = out["keep_base"], out["keep_rel"]
         if view.rule.mode == "threshold":  # set inclusion does not depend on the path: every depth at once
             ctx.set_q = np_set_inclusion(out, ctx.logc, view.rule.threshold)
+        else:
+            ctx.base, ctx.pair, ctx.alpha = out["base"], out["pair"], out["alpha"]
+            ctx.rank_bias, ctx.mix, ctx.runner_up = out["rank_bias"], out["mix"], out["runner_up"]
+            ctx.keep_base, ctx.keep_rel = out["keep_base"], out["keep_rel"]
         return ctx
 
     @staticmethod

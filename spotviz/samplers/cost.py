@@ -10,7 +10,8 @@ prefix of the tree is a tree, and the expected commits of the first N nodes are
 
 (p_i: the drafter's probability that node i is reached by the acceptance walk; s: a running calibration, the
 accepted edges seen so far over the edges the drafter expected). Each pass keeps the prefix N maximising
-E(N) / (f(N) + c); N = 1 is the standard decoder's pass. When drafting did not pay (N = 1 chosen), the next
+E(N) / (l f(N) + c); N = 1 is the standard decoder's pass (no c). l rescales the cached curve to the machine's
+load during this run (a running mean of the forward times seen over f of their sizes). When drafting did not pay (N = 1 chosen), the next
 passes skip the drafter altogether (1, 2, 4, ... up to 16 passes, reset as soon as drafting pays again), so that the worst
 case is the standard decoder's speed plus an occasional drafter call.
 """
@@ -143,6 +144,7 @@ class TreeSizer:
         self.f = curve.table(self.n_max) if self.auto else None
         self._more = np.arange(self.n_max + 1)
         self.overhead = 0.0  # running mean of a drafted pass's time outside the forward (seconds)
+        self.load = 1.0  # running mean of (forward time seen in this run) / f(N): the curve is rescaled by it
         self.expected = self.accepted = 1.0  # calibration s = accepted / expected drafted edges (prior: 1 / 1)
         self.skip = self.backoff = 0
         self.last_expected = 0.0
@@ -163,14 +165,14 @@ class TreeSizer:
         """A new tree: only s1 so far."""
         self._s = self.accepted / self.expected
         self._edges = [0.0]  # expected accepted edges of the first k nodes, k = 1, 2, ...
-        self._best_k, self._best = 1, (1.0 / self.f[1] if self.auto else 0.0)
+        self._best_k, self._best = 1, (1.0 / (self.load * self.f[1]) if self.auto else 0.0)
 
     def add(self, path_prob: float) -> None:
         """The next best-first node was added with this path probability."""
         self._edges.append(self._edges[-1] + path_prob)
         if self.auto:
             k = len(self._edges)
-            rate = (1.0 + self._s * self._edges[-1]) / (self.f[k] + self.overhead)
+            rate = (1.0 + self._s * self._edges[-1]) / (self.load * self.f[k] + self.overhead)
             if rate > self._best:
                 self._best_k, self._best = k, rate
 
@@ -184,7 +186,7 @@ class TreeSizer:
             return True
         more = self._more[k + 1:]
         e = 1.0 + self._s * (self._edges[-1] + next_p * (more - k))
-        return bool((e / (self.f[more] + self.overhead)).max() <= self._best)
+        return bool((e / (self.load * self.f[more] + self.overhead)).max() <= self._best)
 
     def choose(self) -> int:
         """How many of the best-first nodes to keep (the pass's tree size); schedules skips when it is 1. The rate
@@ -200,12 +202,16 @@ class TreeSizer:
             self.backoff = 0
         return k
 
-    def observe(self, accepted_edges: int, overhead_s: float) -> None:
-        """After a drafted pass: its accepted edges (calibration) and its time outside the forward."""
+    def observe(self, states: int, forward_s: float, accepted_edges: int, overhead_s: float) -> None:
+        """After a pass: its forward time (rescales the curve to the machine's load now); after a drafted pass
+        also its accepted edges (calibration) and its time outside the forward."""
         if not self.auto:
             return
-        if self.last_expected > 0:
-            self.expected += self.last_expected
-            self.accepted += accepted_edges
+        if forward_s > 0:  # (a fused pass also evaluates the next window: not comparable with f)
+            self.load = 0.9 * self.load + 0.1 * min(max(forward_s / self.f[min(states, self.n_max)], 0.25), 8.0)
+        if states > 1:
+            if self.last_expected > 0:
+                self.expected += self.last_expected
+                self.accepted += accepted_edges
+            self.overhead = overhead_s if self.overhead == 0 else 0.8 * self.overhead + 0.2 * overhead_s
         self.last_expected = 0.0
-        self.overhead = overhead_s if self.overhead == 0 else 0.8 * self.overhead + 0.2 * overhead_s

@@ -124,10 +124,11 @@ def cmd_trace(a) -> int:
                           "prompt": m.prompt, "text": trace.text, "tokens": trace.tokens,
                           "target_passes": c.target_passes, "commits": c.commits,
                           "accepted_lengths": [len(p.commits) for p in trace.passes],
-                          "version": trace.version}, ensure_ascii=False))
+                          "identity_guaranteed": m.identity_guaranteed, "version": trace.version}, ensure_ascii=False))
     else:
         print(f"{a.file}: spotviz trace v{trace.version} | {m.model} | {m.mode} | drafter {m.drafter} | seed {m.seed} | "
-              f"{c.generated_tokens} tokens | {c.target_passes} target passes | {c.commits} commits")
+              f"{c.generated_tokens} tokens | {c.target_passes} target passes | {c.commits} commits"
+              + ("" if m.identity_guaranteed else " | identity not guaranteed on this device/dtype"))
     return 0
 
 

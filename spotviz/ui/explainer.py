@@ -626,7 +626,7 @@ function paintSpeed(k) {
     (b.meta ? (m.meta && m.meta.drafter !== 'none' ? ' · ' : '') + 'standard ' + b.pts[pb] + ' (blue)' : (m.meta && m.meta.drafter === 'none' ? 'standard ' + m.pts[pm] : ''));
 }
 function paintOrder(k) {
-  const role = 'main', R = S.runs[role];
+  const R = S.runs.main.meta ? S.runs.main : S.runs.base;   // the standard run alone if the drafter failed
   if (!R.meta) return;
   const rows = R.done ? Math.max(R.passes.length, 1) : Math.max(R.passes.length, R.meta.mode === 'exact' ? R.meta.gen : 16);
   if (!S.order || S.order.rows !== rows) {   // (re)build only when the axes change: once while live, once at the end
@@ -655,13 +655,7 @@ function paintOrder(k) {
     o.cells.appendChild(g); R.orderRects.push(g);
   }
   const kk = Math.min(k, R.passes.length);
-  if (o.shown !== kk) {
-    const lo = Math.min(o.shown || 0, kk), hi = Math.max(o.shown || 0, kk);
-    for (let i = lo; i < hi; i++) R.orderRects[i].style.display = i < kk ? '' : 'none';
-    for (let i = hi; i < R.orderRects.length; i++) if (R.orderRects[i].style.display !== 'none' && i >= kk) R.orderRects[i].style.display = 'none';
-    o.shown = kk;
-  }
-  for (let i = kk; i < R.orderRects.length; i++) R.orderRects[i].style.display = 'none';
+  R.orderRects.forEach((g, i) => { const want = i < kk ? '' : 'none'; if (g.style.display !== want) g.style.display = want; });
   o.band.setAttribute('y', String(o.y0 + Math.max(kk - 1, 0) * o.rh));
   o.band.style.display = kk ? '' : 'none';
 }

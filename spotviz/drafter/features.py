@@ -83,24 +83,28 @@ def np_position_features(view: RootView) -> np.ndarray:
     return f.astype(np.float32)
 
 
-def coupled_candidates(view: RootView, depths: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Drafted tokens for each depth 1..depths with the step-indexed noise the target will use.
+def coupled_candidates(view: RootView, depths: int, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Drafted tokens for each depth start+1..depths with the step-indexed noise the target will use.
 
-    Returns (tok1 [depths, w], tok2 [depths, w], logc1 [depths, w]): the best and second-best token under
+    Returns (tok1 [n, w], tok2 [n, w], logc1 [n, w]), n = depths - start: the best and second-best token under
     argmax(log p_root / T + g_step) and the root log-probability of the best one. At T = 0 they are the same
-    at every depth (greedy)."""
+    at every depth (greedy). Noise is drawn only at the positions masked in s1 (the only ones drafted); elsewhere
+    the tokens are the noiseless ones."""
     logp, w = view.logp, view.width
+    n = depths - start
     if view.rule.temperature == 0 or view.noise is None:
         t2 = logp.topk(2, dim=-1)
-        tok1 = t2.indices[:, 0].expand(depths, w)
-        tok2 = t2.indices[:, 1].expand(depths, w)
-        logc = t2.values[:, 0].expand(depths, w)
+        tok1 = t2.indices[:, 0].expand(n, w)
+        tok2 = t2.indices[:, 1].expand(n, w)
+        logc = t2.values[:, 0].expand(n, w)
         return tok1, tok2, logc
-    scores = torch.stack([
-        logp / view.rule.temperature + view.noise.block(view.step + d, range(view.lo, view.hi)).to(logp.device)
-        for d in range(depths)
-    ])  # [depths, w, V]
+    offs = view.masked.nonzero().flatten().tolist()
+    g = torch.zeros(n, w, logp.shape[-1])
+    if offs:
+        for i, d in enumerate(range(start, depths)):
+            g[i, offs] = view.noise.block(view.step + d, [view.lo + o for o in offs])
+    scores = logp / view.rule.temperature + g.to(logp.device)  # [n, w, V]
     t2 = scores.topk(2, dim=-1).indices
     tok1, tok2 = t2[..., 0], t2[..., 1]
-    logc = logp.unsqueeze(0).expand(depths, -1, -1).gather(-1, tok1.unsqueeze(-1)).squeeze(-1)
+    logc = logp.unsqueeze(0).expand(n, -1, -1).gather(-1, tok1.unsqueeze(-1)).squeeze(-1)
     return tok1, tok2, logc

@@ -393,9 +393,10 @@ class NumpyDrafter:
         return out
 
 
-def np_set_inclusion(out: dict, logc: np.ndarray, tau: float) -> np.ndarray:
-    """set_inclusion for one window in numpy: logc [D', W] -> inclusion probabilities [D', W] (float64)."""
-    rows = np.minimum(np.arange(logc.shape[0]), out["set_base"].shape[0] - 1)
+def np_set_inclusion(out: dict, logc: np.ndarray, tau: float, first_depth: int = 0) -> np.ndarray:
+    """set_inclusion for one window in numpy: logc [D', W] of depths first_depth.. -> inclusion probabilities
+    [D', W] (float64)."""
+    rows = np.minimum(np.arange(first_depth, first_depth + logc.shape[0]), out["set_base"].shape[0] - 1)
     z = (out["set_base"][rows] + out["set_alpha"] * (logc - math.log(tau))) / max(out["set_temp"], 1e-3)
     lam = out["set_mix"]
     return lam * np_sigmoid(z) + (1 - lam) * stale_inclusion(np.exp(logc), tau)

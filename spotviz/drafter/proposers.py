@@ -18,19 +18,38 @@ from .tree import DraftNode, Proposer
 
 
 class _Context:
-    """Per-pass arrays: the coupled-noise tokens (best, runner-up) and root confidences for every depth."""
+    """Per-pass arrays: the coupled-noise tokens (best, runner-up) and root confidences per depth, computed for the
+    first depths at once and for deeper ones only when a node that deep is expanded (their noise costs)."""
+
+    FIRST_DEPTHS = 4
 
     def __init__(self, view: RootView, max_depth: int):
+        self.view = view
         self.max_depth = max(max_depth, 1)
-        tok1, tok2, logc = coupled_candidates(view, self.max_depth)
-        self.tok1, self.tok2 = tok1.cpu().numpy(), tok2.cpu().numpy()
-        self.logc = logc.float().cpu().numpy()
+        w = view.width
+        self.tok1 = self.tok2 = np.zeros((0, w), np.int64)
+        self.logc = self.conf = self.conf2 = np.zeros((0, w), np.float32)
+        self._grow(min(self.max_depth, self.FIRST_DEPTHS))
+
+    def _grow(self, depths: int) -> None:
+        n = len(self.tok1)
+        tok1, tok2, logc = coupled_candidates(self.view, depths, start=n)
+        p2 = self.view.logp.gather(-1, tok2.T.contiguous()).T  # [new depths, w] root prob of the runner-up
+        self.tok1 = np.concatenate([self.tok1, tok1.cpu().numpy()])
+        self.tok2 = np.concatenate([self.tok2, tok2.cpu().numpy()])
+        self.logc = np.concatenate([self.logc, logc.float().cpu().numpy()])
         self.conf = np.exp(self.logc)
-        p2 = view.logp.gather(-1, tok2[: self.max_depth].T.contiguous()).T  # [depths, w] root prob of runner-up
-        self.conf2 = p2.exp().float().cpu().numpy()
+        self.conf2 = np.concatenate([self.conf2, p2.exp().float().cpu().numpy()])
+        self.grown(n)
+
+    def grown(self, start: int) -> None:
+        """Hook: depths start.. were just added (proposers with per-depth arrays extend theirs)."""
 
     def d(self, node: DraftNode) -> int:  # depth index of the decision at `node`
-        return min(node.depth, self.max_depth - 1)
+        d = min(node.depth, self.max_depth - 1)
+        if d >= len(self.tok1):
+            self._grow(min(self.max_depth, max(2 * len(self.tok1), d + 1)))
+        return d
 
 
 def _exact_children(ctx: _Context, node: DraftNode, probs: np.ndarray, keep: np.ndarray | None, k: int,
@@ -167,8 +186,13 @@ class SpotProposer(Proposer):
     def prepare(self, view, max_depth):
         ctx = _Context(view, max_depth)
         out = self.fast(np_position_features(view), view.rule.mode)
-        if view.rule.mode == "threshold":  # set inclusion does not depend on the path: every depth at once
+        if view.rule.mode == "threshold":  # set inclusion does not depend on the path: every depth computed so far
             ctx.set_q = np_set_inclusion(out, ctx.logc, view.rule.threshold)
+
+            def grown(start, ctx=ctx, out=out, tau=view.rule.threshold):
+                ctx.set_q = np.concatenate([ctx.set_q, np_set_inclusion(out, ctx.logc[start:], tau, start)])
+
+            ctx.grown = grown
         else:
             ctx.base, ctx.pair, ctx.alpha = out["base"], out["pair"], out["alpha"]
             ctx.rank_bias, ctx.mix, ctx.runner_up = out["rank_bias"], out["mix"], out["runner_up"]
@@ -202,4 +226,5 @@ class SpotProposer(Proposer):
             probs = self.pointer(ctx, node, remaining)
             keep = np_sigmoid(ctx.keep_base + self._path_terms(ctx, node)[1]) if self.token_branching else None
             return _exact_children(ctx, node, probs, keep, self.branch_positions, ctx.runner_up)
-        return _set_children(ctx, node, ctx.set_q[ctx.d(node)], remaining)
+        d = ctx.d(node)  # (first: it may compute deeper depths, set_q included)
+        return _set_children(ctx, node, ctx.set_q[d], remaining)

@@ -355,6 +355,11 @@ def test_ten_runs_stop_replay_and_uploads_in_one_tab_without_errors_or_listener_
     text = wait_status(pg, "Cannot replay", timeout=30_000)
     assert "not a spotviz trace" in text and "codec" not in text, text
     pg.wait_for_timeout(500)
+    # a refused run (empty prompt) leaves the views as they were
+    pg.fill("#sv-prompt textarea", "   ")
+    pg.click("#sv-run")
+    assert "prompt is empty" in wait_status(pg, "Cannot run", timeout=30_000)
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'done'", timeout=5_000)
     # (the page fixture fails the test on any console error or page error)
 
 

@@ -305,8 +305,9 @@ class Handlers:
             return
         session = LiveSession()
         what = "the standard decoder" if drafter == "none" else f"drafter {drafter}, then the standard decoder"
+        # the views change with the first run's start: a run refused before it starts leaves them as they were
         yield Outputs(status=_status(f"Decoding {cfg['gen_length']} tokens with {model}: {what}…"),
-                      explainer=session.text, files=None).values(RUN_OUTPUTS)
+                      files=None).values(RUN_OUTPUTS)
         for ev in decode_events(ctx.store_key, model, prompt, cfg, True):
             session.event(ev)
             if ev["type"] == "error" and (ev["where"] in ("input", "model") or drafter == "none"):
@@ -318,7 +319,9 @@ class Handlers:
         kind = "ok" if traces and not any(k == "err" for _, k in session.notes) else "err"
         if not traces:
             final = "Cannot run: " + final.removeprefix("Cannot run: ")
-        yield Outputs(status=_status(final if final.endswith(".") else final + ".", kind), explainer=session.text,
+        started = bool(session.passes)  # a run's start event arrived (its header is on screen)
+        yield Outputs(status=_status(final if final.endswith(".") else final + ".", kind),
+                      explainer=session.text if started else gr.skip(),
                       files=ctx.files.write(traces) if traces else None).values(RUN_OUTPUTS)
 
     @staticmethod

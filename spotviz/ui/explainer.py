@@ -730,12 +730,23 @@ function paint() {
 }
 
 // ------------------------------------------------------------------------------------------- run / stop
+let before = 'idle';   // the state to go back to if the run is refused before it starts
 window.__svStart = () => {
   stopPlay();
+  before = S ? S.state : 'idle';
   if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
   root.dataset.state = 'starting';
   setStatus('Starting… (the first run loads the model)', 'info');
 };
+const gradioStatus = document.querySelector('#sv-status');
+if (gradioStatus && window.MutationObserver) {   // "Cannot run: ..." (bad input, no model): keep the views as they were
+  new MutationObserver(() => {
+    if (root.dataset.state === 'starting' && gradioStatus.innerText.trim().startsWith('Cannot run')) {
+      if (S && S.state === 'starting') S.state = before;
+      root.dataset.state = S ? S.state : before;
+    }
+  }).observe(gradioStatus, {subtree: true, childList: true, characterData: true});
+}
 window.__svStop = () => {
   stopPlay();
   if (!S || S.source !== 'live' || S.state !== 'live') { if (root.dataset.state === 'starting') { root.dataset.state = 'stopped'; setStatus('Stopped.', 'info'); } return; }

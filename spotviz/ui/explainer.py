@@ -673,7 +673,11 @@ function paintHeadline() {
   if (sum && sum.saved != null) {
     headEl.appendChild(kpi(sum.saved + ' target passes saved', sum.passes + ' instead of ' + sum.base_passes + ' (' + sum.ratio.toFixed(2) + '× fewer)', 'sve-good'));
     if (sum.wall_ratio != null) headEl.appendChild(kpi(sum.wall_ratio.toFixed(2) + '× wall-clock', sum.wall.toFixed(2) + ' s vs ' + sum.base_wall.toFixed(2) + ' s', sum.wall_ratio >= 1 ? 'sve-good' : ''));
-    if (sum.identical != null) headEl.appendChild(kpi(sum.identical ? '✓ identical output' : '✗ output differs', 'lossless: the same tokens as the standard decoder', sum.identical ? 'sve-good' : 'sve-bad'));
+    if (sum.identical != null) headEl.appendChild(kpi(sum.identical ? '✓ identical output' : '✗ output differs',
+      sum.guaranteed === false ? (sum.identical ? 'the same tokens this time; ' : '') +
+        "this model's batched passes are not bit-exact, so identity is not guaranteed"
+        : (sum.identical ? 'lossless: the same tokens as the standard decoder' : 'not the standard decoder\'s tokens'),
+      sum.identical ? 'sve-good' : 'sve-bad'));
     const hint = document.createElement('div'); hint.className = 'sve-hint';
     hint.textContent = (sum.device || 'cpu').startsWith('cuda')
       ? 'A GPU checks the whole tree in one batch for about the cost of one pass, so passes saved become time saved.'
@@ -737,16 +741,20 @@ window.__svStart = () => {
   if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
   root.dataset.state = 'starting';
   setStatus('Starting… (the first run loads the model)', 'info');
-};
-const gradioStatus = document.querySelector('#sv-status');
-if (gradioStatus && window.MutationObserver) {   // "Cannot run: ..." (bad input, no model): keep the views as they were
-  new MutationObserver(() => {
-    if (root.dataset.state === 'starting' && gradioStatus.innerText.trim().startsWith('Cannot run')) {
+  // "Cannot run: ..." (bad input, no model) arrives without a timeline: keep the views as they were. (Polled
+  // while starting: Gradio may replace the status element, which an observer would not follow.)
+  clearInterval(window.__svRefused);
+  window.__svRefused = setInterval(() => {
+    if (root.dataset.state !== 'starting') { clearInterval(window.__svRefused); return; }
+    const st = document.querySelector('#sv-status');
+    if (st && st.innerText.trim().startsWith('Cannot run')) {
+      clearInterval(window.__svRefused);
       if (S && S.state === 'starting') S.state = before;
       root.dataset.state = S ? S.state : before;
     }
-  }).observe(gradioStatus, {subtree: true, childList: true, characterData: true});
-}
+  }, 150);
+};
+
 window.__svStop = () => {
   stopPlay();
   if (!S || S.source !== 'live' || S.state !== 'live') { if (root.dataset.state === 'starting') { root.dataset.state = 'stopped'; setStatus('Stopped.', 'info'); } return; }

@@ -165,7 +165,8 @@ def summary(main, base=None) -> dict:
     """The headline: target passes saved against the standard decoder, the wall-clock ratio next to it, and
     whether the outputs are identical."""
     out = {"t": "sum", "passes": main.counters.target_passes, "drafter": main.meta.drafter,
-           "device": main.meta.device, "wall": round(main.counters.wall_s, 4)}
+           "device": main.meta.device, "wall": round(main.counters.wall_s, 4),
+           "guaranteed": bool(getattr(main.meta, "identity_guaranteed", True))}
     if base is not None and same_run(main, base) and main.meta.drafter != "none":
         b = base.counters
         out.update({"base_passes": b.target_passes, "saved": b.target_passes - main.counters.target_passes,

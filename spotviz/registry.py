@@ -9,6 +9,7 @@ from .paths import ASSETS
 from .targets.base import ModelLoadError, pick_device  # noqa: F401  (part of this module's interface)
 
 EMBEDDED = {
+    "python-bd": ASSETS / "models" / "python-bd",
     "shakespeare-bd": ASSETS / "models" / "shakespeare-bd",
     "shakespeare-mdlm": ASSETS / "models" / "shakespeare-mdlm",
 }

@@ -16,8 +16,7 @@ from spotviz.decision import DecisionRule
 from spotviz.drafter.features import RootView
 from spotviz.drafter.model import DrafterConfig, SpotDrafter
 from spotviz.drafter.proposers import Calibrated, SpotProposer, TrainingFree
-from spotviz.drafter.registry import learned_drafter
-from spotviz.drafter.store import load_proposer
+from spotviz.drafter.registry import learned_drafter, load_proposer
 from spotviz.drafter.tree import Proposer, build_tree, node_states
 from spotviz.noise import GumbelNoise
 from spotviz.samplers.common import DecodeConfig, DecodeError

@@ -348,8 +348,6 @@ class ScriptedProposer(Proposer):
     token); every true node also gets a wrong-token sibling when `siblings` is set. Only main-chain nodes are
     expanded. Probabilities 0.9 (chain) and 0.05 (sibling) make the best-first ids of the chain 1, 2, 3, ..."""
 
-    name = "scripted"
-
     def __init__(self, decisions: list[tuple], script: str, siblings: bool = False, vocab: int = 300):
         self.dec, self.script, self.siblings, self.vocab = decisions, script, siblings, vocab
         self.labels: dict = {}

@@ -9,7 +9,7 @@ import torch
 
 from .. import __version__
 from ..decision import DecisionRule
-from ..errors import DecodeError  # noqa: F401 (re-exported: front ends import it from here)
+from ..errors import DecodeError  # defined in the core; front ends import it from here
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
 from ..trace import Commit, Counters, PassRecord, RunMeta, Trace

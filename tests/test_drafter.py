@@ -158,7 +158,7 @@ def test_calibrate_template(data, tiny_block_target):
 def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, monkeypatch):
     """`train-drafter` on the micro model: files written, loadable through the store, lossless decodes."""
     from spotviz.drafter import train
-    from spotviz.drafter.store import load_proposer
+    from spotviz.drafter.registry import load_proposer
 
     monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0, corpus="shakespeare": (PROMPTS * n)[:n])
     cfg = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "dr"), n_prompts=2,

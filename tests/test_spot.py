@@ -16,8 +16,7 @@ from spotviz.decision import DecisionRule
 from spotviz.drafter.features import RootView
 from spotviz.drafter.model import DrafterConfig, SpotDrafter
 from spotviz.drafter.proposers import Calibrated, SpotProposer, TrainingFree
-from spotviz.drafter.registry import learned_drafter
-from spotviz.drafter.store import load_proposer
+from spotviz.drafter.registry import learned_drafter, load_proposer
 from spotviz.drafter.tree import Proposer, build_tree, node_states
 from spotviz.noise import GumbelNoise
 from spotviz.samplers.common import DecodeConfig, DecodeError
@@ -348,8 +347,6 @@ class ScriptedProposer(Proposer):
     The main chain follows `script` ("T": the true decision at that depth, "W": the true position(s) with a wrong
     token); every true node also gets a wrong-token sibling when `siblings` is set. Only main-chain nodes are
     expanded. Probabilities 0.9 (chain) and 0.05 (sibling) make the best-first ids of the chain 1, 2, 3, ..."""
-
-    name = "scripted"
 
     def __init__(self, decisions: list[tuple], script: str, siblings: bool = False, vocab: int = 300):
         self.dec, self.script, self.siblings, self.vocab = decisions, script, siblings, vocab

@@ -188,14 +188,6 @@ class SpotDrafter(nn.Module):
         return model.to(device or "cpu").eval()
 
 
-def path_scores(out: DrafterOutput, row: int, depth_index: int, path: list[int]) -> torch.Tensor:
-    """Pointer scores [W] at one depth given the window offsets already committed on the path (drafted only)."""
-    s = out["base"][row, depth_index]
-    if path:
-        s = s + out["pair"][row][:, path].sum(-1)
-    return s
-
-
 def stale_ranks(logc: torch.Tensor, remaining: torch.Tensor) -> torch.Tensor:
     """Rank (0 = most confident) of each position's coupled-token root confidence among the remaining positions
     (ties: lowest position first); positions not remaining rank last."""

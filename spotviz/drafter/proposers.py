@@ -111,8 +111,6 @@ class TrainingFree(Proposer):
     the two stale probabilities are close; threshold mode: the next set is the positions whose stale confidence
     clears tau (else the top one), with single flips as alternatives."""
 
-    name = "training-free"
-
     def __init__(self, token_branching: bool = True):
         self.token_branching = token_branching
 
@@ -135,8 +133,6 @@ class Calibrated(Proposer):
     remaining position (by stale confidence) with the stale token, calibrated offline on calibration prompts.
     Best-first growth with these static probabilities maximises the expected accepted length under the budget
     (assuming independent acceptances). Threshold mode: inclusion q = sigmoid(a_d * (log c - log tau) + b_d)."""
-
-    name = "calibrated"
 
     def __init__(self, table: dict):
         self.rank_probs = [np.asarray(r, dtype=np.float64) for r in table["rank_probs"]]  # [depth][rank]
@@ -175,8 +171,6 @@ class SpotProposer(Proposer):
 
     One drafter forward per pass; a node's scores are the depth's base scores plus the pairwise terms of the
     drafted commits on its path (summed once per node, kept in node.memo)."""
-
-    name = "spot"
 
     def __init__(self, drafter: SpotDrafter, token_branching: bool = True, fast: NumpyDrafter | None = None):
         self.drafter = drafter

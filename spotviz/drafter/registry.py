@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import DecodeError
+
 
 @dataclass(frozen=True)
 class ProposerSpec:
@@ -53,8 +55,6 @@ PROPOSERS: dict[str, ProposerSpec] = {p.name: p for p in (
 
 def check_drafter(name: str, mode: str) -> ProposerSpec:
     """The spec of `name`, or a DecodeError saying which drafter serves `mode`."""
-    from ..samplers.common import DecodeError
-
     spec = PROPOSERS.get(name)
     if spec is None:
         raise DecodeError(f"unknown drafter {name!r}; choose one of none, {', '.join(PROPOSERS)}")

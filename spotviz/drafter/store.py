@@ -4,6 +4,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import DecodeError
 from ..paths import ASSETS
 from .proposers import Calibrated, SpotProposer
 
@@ -17,16 +18,7 @@ def drafter_folder(target_name: str) -> Path:
     return own if own.is_dir() else DRAFTER_DIR / FALLBACK_TARGET
 
 
-def load_proposer(name: str, target, mode: str, folder: str | Path | None = None):
-    """A ready proposer by name (see drafter/registry.py, the table of drafters)."""
-    from .registry import load_proposer as load
-
-    return load(name, target, mode, folder)
-
-
 def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:
-    from ..samplers.common import DecodeError
-
     f = (Path(folder) if folder else drafter_folder(target.info.name)) / "calibrated.json"
     if not f.is_file():
         raise DecodeError(f"no calibrated template at {f}; run: python -m spotviz train-drafter --model "
@@ -36,8 +28,6 @@ def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:
 
 def load_learned(name: str, target, folder: str | Path | None = None) -> SpotProposer:
     """A trained SPOT drafter: <folder or the target's drafter folder>/<name>/drafter.{json,safetensors}."""
-    from ..samplers.common import DecodeError
-
     sub = (Path(folder) if folder else drafter_folder(target.info.name)) / name
     try:
         drafter, fast = _load_drafter(str(sub), _mtime(sub / "drafter.safetensors"), _mtime(sub / "drafter.json"))

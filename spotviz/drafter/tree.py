@@ -33,7 +33,6 @@ class DraftNode:
 class Proposer:
     """A candidate generator: proposes the children of a node. Subclasses: training-free, calibrated, SPOT."""
 
-    name = "proposer"
     branch_positions = 4  # children considered per node (positions or sets)
 
     def prepare(self, view: RootView, max_depth: int) -> object:

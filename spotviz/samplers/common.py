@@ -9,6 +9,7 @@ import torch
 
 from .. import __version__
 from ..decision import DecisionRule
+from ..errors import DecodeError  # defined in the core; front ends import it from here
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
 from ..trace import Commit, Counters, PassRecord, RunMeta, Trace
@@ -19,10 +20,6 @@ BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_BUDGET = 256
 MAX_TEMPERATURE = 10.0
 AUTO = "auto"  # budget chosen per pass from the target's cost curve (samplers/cost.py)
-
-
-class DecodeError(ValueError):
-    """Bad input to a decode, with a message meant for the user."""
 
 
 @dataclass(frozen=True)

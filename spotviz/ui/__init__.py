@@ -1,1 +1,1 @@
-"""The Gradio UI: the app factory (app.build_app), the Plotly player component, and the decode runner."""
+"""The Gradio UI: the app factory (app.build_app), the explainer component, the live session, the decode runner."""

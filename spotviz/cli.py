@@ -47,6 +47,16 @@ def _budget(s: str):
         raise argparse.ArgumentTypeError(f"must be auto or a whole number, got {s!r}") from None
 
 
+def _topk(s: str) -> int:
+    try:
+        k = int(s)
+    except ValueError:
+        k = 0
+    if not 2 <= k <= 64:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 2 to 64, got {s!r}")
+    return k
+
+
 def _add_threads(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: $SPOTVIZ_THREADS, else 1: these models are small)")
@@ -162,7 +172,7 @@ def cmd_train_drafter(a) -> int:
 
     out = a.out or str(ASSETS / "drafters" / a.model)
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.prompts, gen_length=a.gen_length,
-                             threshold=a.threshold, epochs=a.epochs)
+                             threshold=a.threshold, epochs=a.epochs, topk=a.topk)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
     return 0
@@ -253,13 +263,16 @@ def main(argv=None) -> int:
     d.add_argument("--gen-length", type=int, default=128)
     d.add_argument("--threshold", type=float, default=0.9)
     d.add_argument("--epochs", type=int, default=12)
+    d.add_argument("--topk", type=_topk, default=8,
+                   help="how many of the root's top probabilities per position the drafter reads (2-64; the paper's "
+                        "drafter reads 32)")
     d.add_argument("--calibrate", default=None, metavar="DRAFTER_DIR",
                    help="light calibration: refit the scalar heads of an existing drafter on this target")
     _add_threads(d)
 
     b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")
     b.add_argument("--model", default="shakespeare-bd")
-    b.add_argument("--prompts", default=None, help="prompt file (JSON list); default assets/prompts/heldout.json")
+    b.add_argument("--prompts", default=None, help="prompt file (JSON list); default: the model's held-out set in assets/prompts")
     b.add_argument("--n-prompts", type=int, default=20)
     b.add_argument("--gen-length", type=int, default=128)
     b.add_argument("--budgets", default="auto,2,4,8,16,32",

@@ -186,6 +186,51 @@ def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, m
     assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in frozen)
 
 
+def test_topk_features_widen_only_the_probability_block(tiny_block_target):
+    """A top-32 drafter reads the same features as a top-8 one plus 24 more sorted probabilities."""
+    from spotviz.decision import DecisionRule
+    from spotviz.drafter.features import TEMPERATURE_FEATURE, n_features
+
+    torch.manual_seed(1)
+    w, V = 16, tiny_block_target.info.vocab_size
+    view = RootView(lo=0, hi=w, state=torch.zeros(w, dtype=torch.long), logp=torch.log_softmax(torch.randn(w, V), -1),
+                    masked=torch.rand(w) > 0.3, first=[2], step=1, rule=DecisionRule("exact", 1.0, 0.9), noise=None)
+    f8, f32 = position_features(view, 8), position_features(view, 32)
+    assert f8.shape == (w, n_features(8)) and f32.shape == (w, n_features(32)) == (w, 47)
+    assert torch.equal(f32[:, :8], f8[:, :8]) and torch.equal(f32[:, 32:], f8[:, 8:])
+    assert torch.all(f32[:, 8:32] <= f32[:, 7:8]) and torch.all(f32[:, TEMPERATURE_FEATURE] == 1.0)
+
+
+def test_train_topk32_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, monkeypatch):
+    """`train-drafter --topk 32`: the drafter records its width, loads back, drafts losslessly, and a calibration
+    from it keeps reading the top 32."""
+    from spotviz.drafter import train
+    from spotviz.drafter.registry import load_proposer
+
+    monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0, corpus="shakespeare": (PROMPTS * n)[:n])
+    cfg = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "dr"), n_prompts=2, gen_length=24,
+                                   epochs=1, batch_size=64, val_fraction=0.5, topk=32)
+    report = train.train_drafter(cfg, log=lambda *a: None)
+    assert report["topk"] == 32 and 558_000 <= report["n_params"] <= 682_000
+    assert SpotDrafter.load(tmp_path / "dr" / "spot").cfg.topk == 32
+    prop = load_proposer("spot", tiny_block_target, "exact", folder=tmp_path / "dr")
+    c = DecodeConfig(mode="exact", temperature=1.0, seed=3, gen_length=24, budget=8)
+    assert decode_spot(tiny_block_target, PROMPTS[1], c, prop).tokens == \
+        decode_standard(tiny_block_target, PROMPTS[1], c).tokens
+    cal = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "cal"), n_prompts=2, gen_length=24,
+                                   epochs=1, batch_size=64, val_fraction=0.5)  # topk 8 asked, the drafter's 32 wins
+    assert train.train_drafter(cal, calibrate_from=str(tmp_path / "dr"), log=lambda *a: None)["topk"] == 32
+    assert SpotDrafter.load(tmp_path / "cal" / "spot").cfg.n_features == 47
+
+
+def test_drafter_with_an_unknown_feature_count_is_refused(tmp_path):
+    SpotDrafter(DrafterConfig()).save(tmp_path / "d")
+    meta = json.loads((tmp_path / "d" / "drafter.json").read_text())
+    (tmp_path / "d" / "drafter.json").write_text(json.dumps(meta | {"n_features": 12}))
+    with pytest.raises(ValueError, match="features per position"):
+        SpotDrafter.load(tmp_path / "d")
+
+
 def test_tune_mix_picks_a_weight_per_temperature(tiny_block_target):
     """tune_mix sets sigmoid(mix0 + mix1 * T) to the weight it chose for each temperature in the data."""
     from spotviz.drafter.features import TEMPERATURE_FEATURE

@@ -15,9 +15,20 @@ import torch
 from ..decision import DecisionRule
 from ..noise import GumbelNoise
 
-N_FEATURES = 23
-TOPK = 8
-TEMPERATURE_FEATURE = N_FEATURES - 1  # column holding the decoding temperature (clipped to [0, 2])
+TOPK = 8  # the root's top-k probabilities a drafter reads by default (the paper's drafter reads the top 32)
+N_SHAPE_FEATURES = 15  # the features after the top-k probabilities
+N_FEATURES = TOPK + N_SHAPE_FEATURES
+TEMPERATURE_FEATURE = -1  # the last column holds the decoding temperature (clipped to [0, 2])
+
+
+def n_features(topk: int = TOPK) -> int:
+    """Features per position for a drafter that reads the root's top-`topk` probabilities."""
+    return topk + N_SHAPE_FEATURES
+
+
+def topk_of(n: int) -> int:
+    """The top-k a drafter with `n` features per position reads (inverse of n_features)."""
+    return n - N_SHAPE_FEATURES
 
 
 @dataclass
@@ -39,24 +50,24 @@ class RootView:
         return self.hi - self.lo
 
 
-def position_features(view: RootView) -> torch.Tensor:
-    """[w, N_FEATURES] per-position features of a root view (a tensor; see np_position_features)."""
-    return torch.from_numpy(np_position_features(view))
+def position_features(view: RootView, topk: int = TOPK) -> torch.Tensor:
+    """[w, n_features(topk)] per-position features of a root view (a tensor; see np_position_features)."""
+    return torch.from_numpy(np_position_features(view, topk))
 
 
-def np_position_features(view: RootView) -> np.ndarray:
-    """[w, N_FEATURES] float32 per-position features of a root view, in numpy (the same function at training
-    and inference time): the root's top-8 probabilities, normalised entropy, top-2 margin, log top-1, masked,
+def np_position_features(view: RootView, topk: int = TOPK) -> np.ndarray:
+    """[w, n_features(topk)] float32 per-position features of a root view, in numpy (the same function at
+    training and inference time): the root's top-`topk` probabilities (zero-padded past the vocabulary), normalised entropy, top-2 margin, log top-1, masked,
     free-decision flag, relative position, signed distance to the free decision, its neighbour flag, committed
     left / right neighbours, masked fraction, stale-confidence rank among masked positions, top-1 >= tau,
     top-1 - tau, and the temperature (clipped to [0, 2])."""
     logp = view.logp.detach().float().cpu().numpy()
     w, v = logp.shape
     p = np.exp(logp)
-    k = min(TOPK, v)
+    k = min(topk, v)
     top = -np.sort(np.partition(-p, k - 1, axis=-1)[:, :k], axis=-1)
-    if k < TOPK:
-        top = np.concatenate([top, np.zeros((w, TOPK - k), np.float32)], -1)
+    if k < topk:
+        top = np.concatenate([top, np.zeros((w, topk - k), np.float32)], -1)
     ent = -(p * np.maximum(logp, -1e4)).sum(-1) / math.log(v)
     masked_b = view.masked.cpu().numpy()
     masked = masked_b.astype(np.float32)

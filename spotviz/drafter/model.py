@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .features import N_FEATURES, TEMPERATURE_FEATURE
+from .features import N_FEATURES, TEMPERATURE_FEATURE, n_features, topk_of
 
 
 @dataclass
@@ -41,6 +41,11 @@ class DrafterConfig:
     target: str = ""  # the target model it was trained on (informational)
     vocab_size: int = 0  # informational: the drafter does not depend on the vocabulary
     block_size: int = 16  # window it was trained on
+
+    @property
+    def topk(self) -> int:
+        """How many of the root's top probabilities per position the drafter reads (n_features = topk + 15)."""
+        return topk_of(self.n_features)
 
 
 class DrafterOutput(dict):
@@ -166,9 +171,11 @@ class SpotDrafter(nn.Module):
         if not isinstance(raw, dict):
             raise ValueError(f"drafter config {cfg_file} must be a JSON object, got {type(raw).__name__}")
         fields = set(DrafterConfig.__dataclass_fields__)
-        if raw.get("n_features", N_FEATURES) != N_FEATURES:
-            raise ValueError(f"drafter at {folder} reads {raw['n_features']} features per position but this version "
-                             f"of spotviz computes {N_FEATURES}; retrain it with `python -m spotviz train-drafter`")
+        nf = raw.get("n_features", N_FEATURES)
+        if not isinstance(nf, int) or not n_features(2) <= nf <= n_features(64):
+            raise ValueError(f"drafter at {folder} reads {nf!r} features per position but this version of spotviz "
+                             f"computes {n_features(2)}..{n_features(64)} (the root's top 2..64 probabilities and "
+                             f"{n_features(0)} others); retrain it with `python -m spotviz train-drafter`")
         try:
             cfg = DrafterConfig(**{k: v for k, v in raw.items() if k in fields})
             model = cls(cfg)

@@ -179,7 +179,7 @@ class SpotProposer(Proposer):
 
     def prepare(self, view, max_depth):
         ctx = _Context(view, max_depth)
-        out = self.fast(np_position_features(view), view.rule.mode)
+        out = self.fast(np_position_features(view, self.drafter.cfg.topk), view.rule.mode)
         if view.rule.mode == "threshold":  # set inclusion does not depend on the path: every depth computed so far
             ctx.set_q = np_set_inclusion(out, ctx.logc, view.rule.threshold)
 

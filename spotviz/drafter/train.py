@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
-from .features import TEMPERATURE_FEATURE, RootView, coupled_candidates, position_features
+from .features import TEMPERATURE_FEATURE, TOPK, RootView, coupled_candidates, n_features, position_features
 from .model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
                     teacher_forced_pointer, teacher_forced_scores)
 
@@ -49,11 +49,12 @@ class DrafterTrainConfig:
     lr: float = 2e-3
     seed: int = 0
     val_fraction: float = 0.1
+    topk: int = TOPK  # the root's top-k probabilities per position the drafter reads
 
 
 # ------------------------------------------------------------------------------------------ collect
 def collect(target, prompts: list[str], mode: str, temperature: float, threshold: float, gen_length: int,
-            seed: int = 0, log=print) -> dict:
+            seed: int = 0, log=print, topk: int = TOPK) -> dict:
     """Per-pass drafter inputs and labels from standard-decoder trajectories (tensors stacked over passes)."""
     W = target.info.block_size
     feats, logcs, valid, orders, keeps, seconds, sets, depth_valid = [], [], [], [], [], [], [], []
@@ -75,7 +76,7 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
                             first=[c.position - lo for c in pr.record.commits], step=pr.extra["step"] + 1,
                             rule=cfg.rule, noise=noise)
             tok1, tok2, logc = coupled_candidates(view, MAX_DEPTH)
-            records.append((view, position_features(view), tok1, tok2, logc, pr.record))
+            records.append((view, position_features(view, topk), tok1, tok2, logc, pr.record))
         # labels: the decisions of the following passes in the same window
         for k, (view, f, tok1, tok2, logc, _) in enumerate(records):
             w = view.width
@@ -304,6 +305,9 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     target = load_target(cfg.model)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    topk = SpotDrafter.load(Path(calibrate_from) / "spot").cfg.topk if calibrate_from else cfg.topk
+    if not 2 <= topk <= 64:
+        raise ValueError(f"topk must be 2..64, got {topk}")
     prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17, corpus=corpus_of(target))
     random.Random(cfg.seed).shuffle(prompts)
     data = {}
@@ -311,7 +315,8 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         parts = []
         for j, t in enumerate(cfg.temperatures):
             log(f"collecting {mode} trajectories at T={t} on {len(prompts)} prompts")
-            parts.append(collect(target, prompts, mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log))
+            parts.append(collect(target, prompts, mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log,
+                                 topk=topk))
         d = _cat(parts)
         d["tau"] = cfg.threshold
         n = d["feats"].shape[0]
@@ -320,7 +325,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         data[mode] = ({k: (v[perm[n_val:]] if torch.is_tensor(v) else v) for k, v in d.items()},
                       {k: (v[perm[:n_val]] if torch.is_tensor(v) else v) for k, v in d.items()})
         log(f"{mode}: {n} training passes")
-    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "gen_length": cfg.gen_length}
+    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "gen_length": cfg.gen_length, "topk": topk}
     for mode, sub in (("exact", "spot"), ("threshold", "spot-sets")):
         train, val = data[mode]
         if calibrate_from:
@@ -337,8 +342,9 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
                 res = evaluate_drafter(model, val, mode) | {"mix": mix}
             report[sub] = {"before_calibration": before, "after_calibration": res}
         else:
-            model = SpotDrafter(DrafterConfig(target=cfg.model, vocab_size=target.info.vocab_size,
-                                              block_size=target.info.block_size, max_depth=MAX_DEPTH))
+            model = SpotDrafter(DrafterConfig(n_features=n_features(topk), target=cfg.model,
+                                              vocab_size=target.info.vocab_size, block_size=target.info.block_size,
+                                              max_depth=MAX_DEPTH))
             log(f"drafter {sub}: {model.n_params():,} parameters")
             res = fit(model, train, val, mode, cfg.epochs, cfg.lr, cfg.batch_size, log=log)
             if mode == "exact":  # then pick the tree's mixture weight per temperature
@@ -349,6 +355,6 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         log(f"{sub}: validation {res}")
     template = calibrate_template(_cat(list(data["exact"])), _cat(list(data["threshold"])))
     (out / "calibrated.json").write_text(json.dumps(template, indent=1))
-    report["n_params"] = SpotDrafter(DrafterConfig()).n_params()
+    report["n_params"] = SpotDrafter(DrafterConfig(n_features=n_features(topk))).n_params()
     (out / "training.json").write_text(json.dumps(report, indent=1))
     return report

@@ -203,9 +203,9 @@ def one_session(url: str, i: int, seed: int, a, refs: dict, markers: list[str]) 
             return res
         if own not in json.dumps(final[1], default=str):
             res["errors"].append("the final timeline does not show this session's prompt")
-        files = final[2] or []  # outputs of /run: status, explainer timeline, trace files
+        files = final[2] or []  # outputs of /run: status, explainer timeline, trace files (+ the figures page)
         traces = {}
-        for f in files:
+        for f in (f for f in files if str(f).endswith(".json")):
             t = Trace.load(f)
             traces[t.meta.drafter] = t
         if set(traces) != set(refs):

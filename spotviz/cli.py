@@ -129,6 +129,16 @@ def cmd_trace(a) -> int:
 
     trace = Trace.load(a.file)
     m, c = trace.meta, trace.counters
+    if a.baseline and not a.html:
+        raise ValueError("--baseline is used only with --html")
+    if a.html:
+        from pathlib import Path
+
+        from .views.report import report_html
+
+        baseline = Trace.load(a.baseline) if a.baseline else None
+        Path(a.html).write_text(report_html(trace, baseline), encoding="utf-8")
+        print(f"wrote {a.html}", file=sys.stderr)
     if a.json:
         print(json.dumps({"model": m.model, "drafter": m.drafter, "mode": m.mode, "seed": m.seed,
                           "prompt": m.prompt, "text": trace.text, "tokens": trace.tokens,
@@ -222,9 +232,16 @@ def main(argv=None) -> int:
     ap = _Parser(prog="python -m spotviz", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_decode_args(sub.add_parser("decode", help="decode a prompt (standard or speculative)"))
-    tr = sub.add_parser("trace", help="check a trace file (as the app's Replay does) and summarise it")
+    tr = sub.add_parser("trace", help="check a trace file (as the app's Replay does), summarise it, or render it as "
+                                      "a page of animated Plotly figures")
     tr.add_argument("file", help="a trace written by decode --trace-out or downloaded from the app")
     tr.add_argument("--json", action="store_true", help="print one JSON object")
+    tr.add_argument("--html", default=None, metavar="OUT.html",
+                    help="write a standalone page: counters, token canvas and the animated commit order, draft trees "
+                         "and speed-up (plotly.js embedded: opens offline)")
+    tr.add_argument("--baseline", default=None, metavar="STANDARD_TRACE",
+                    help="with --html: the standard run's trace of the same prompt and seed, for the speed-up and the "
+                         "identity check")
     cc = sub.add_parser("cost-curve", help="measure the target's forward cost f(N) for N states (used by --budget auto)")
     cc.add_argument("--model", default="shakespeare-bd")
     cc.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")

@@ -78,8 +78,10 @@ def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_
     final = updates[-1]
     assert "Done" in final[0], final[0]
     files = final[2]
-    assert files and len(files) == 2
-    traces = [Trace.load(f) for f in files]
+    assert files and len(files) == 3  # the two traces and the run's page of Plotly figures
+    traces = [Trace.load(f) for f in files if f.endswith(".json")]
+    page = next(open(f, encoding="utf-8").read() for f in files if f.endswith(".html"))
+    assert all(f'id="sv-{k}"' in page for k in ("order", "tree", "speedup")) and "identical to the standard" in page
     main = next(t for t in traces if t.meta.drafter == drafter)
     direct = decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=GEN, seed=1, drafter=drafter, budget=8))
     assert main.tokens == direct.tokens

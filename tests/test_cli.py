@@ -237,3 +237,18 @@ def test_python_m_spotviz_error(tmp_path):
     assert r.returncode == 2
     assert r.stdout == ""
     assert r.stderr.strip().startswith("error:") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_trace_html_page_and_baseline_checks(capsys, tiny_block_dir, tmp_path):
+    spot, std = tmp_path / "spot.json", tmp_path / "std.json"
+    for path, drafter in ((spot, "training-free"), (std, "none")):
+        code, _, _ = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", "--gen-length",
+                              "12", "--drafter", drafter, "--budget", "4", "--trace-out", str(path))
+        assert code == 0
+    page = tmp_path / "run.html"
+    code, out, err = run_main(capsys, "trace", str(spot), "--html", str(page), "--baseline", str(std))
+    assert code == 0 and "target passes" in out and "wrote" in err
+    html = page.read_text(encoding="utf-8")
+    assert 'id="sv-order"' in html and 'id="sv-speedup"' in html and "identical to the standard decoder" in html
+    code, _, err = run_main(capsys, "trace", str(spot), "--baseline", str(std))
+    assert code == 2 and err.strip() == "error: --baseline is used only with --html"

@@ -325,3 +325,29 @@ def test_live_session_lines_equal_the_replayed_trace(tiny_block_target, tiny_pro
         a.pop("wall"), b.pop("wall")
     assert live == json.loads(json.dumps(replayed))
     assert _lines(session.text)[-1]["final"] is True
+
+
+# --------------------------------------------------------------------------------------------- report page
+def test_report_page_holds_every_view_escaped_and_plotly_once(real_traces):
+    from spotviz.views.report import report_html
+
+    spot, base = real_traces
+    page = report_html(spot, base)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    for key in ("order", "tree", "speedup"):
+        assert page.count(f'id="sv-{key}"') == 1
+    assert page.count("plotly.js v") == 1  # plotly.js embedded once (the page opens offline)
+    assert "identical to the standard decoder" in page and 'class="sv-canvas"' in page
+    assert page.count("Plotly.addFrames") == 3  # every figure animated
+    linked = report_html(base, plotlyjs="cdn")
+    assert "cdn.plot.ly" in linked and "plotly.js v" not in linked and 'id="sv-tree"' not in linked
+    with pytest.raises(ValueError, match="plotlyjs"):
+        report_html(base, plotlyjs="web")
+
+
+def test_report_page_escapes_labels():
+    from spotviz.views.report import report_html
+
+    page = report_html(_tree_trace(model="<b>model</b>", prompt="<script>p()</script>\n"), plotlyjs="cdn")
+    assert "<script>p()" not in page and "<b>model" not in page and EVIL not in page and EVIL_IMG not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page

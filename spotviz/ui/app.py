@@ -152,8 +152,9 @@ def compact_session(demo: gr.Blocks, request: gr.Request | None) -> int:
 
 
 class TraceFiles:
-    """Trace downloads: JSON files in per-run subfolders of one temporary folder; files older than
-    `max_age_s` (and the subfolders they leave empty) are removed whenever new ones are written."""
+    """Run downloads in per-run subfolders of one temporary folder: the traces (JSON) and a page of the run's
+    animated Plotly figures (views/report.py, plotly.js linked from its CDN); files older than `max_age_s` (and the
+    subfolders they leave empty) are removed whenever new ones are written."""
 
     def __init__(self, folder: str | Path | None = None, max_age_s: float = 3600):
         self.folder = Path(folder) if folder else Path(tempfile.gettempdir()) / "spotviz-traces"
@@ -161,7 +162,7 @@ class TraceFiles:
 
     def cleanup(self) -> None:
         now = time.time()
-        for old in list(self.folder.glob("*.json")) + list(self.folder.glob("*/*.json")):
+        for old in [p for p in list(self.folder.glob("*")) + list(self.folder.glob("*/*")) if p.is_file()]:
             try:
                 if now - old.stat().st_mtime > self.max_age_s:
                     old.unlink()
@@ -188,6 +189,13 @@ class TraceFiles:
             p = sub / f"spotviz-{safe_model}-{safe_drafter}-seed{m.seed}.json"
             t.save(p)
             paths.append(str(p))
+        if traces:  # the first trace is the run shown; a second one is its standard run
+            from ..views.report import report_html
+
+            page = Path(paths[0]).with_suffix(".html")
+            page.write_text(report_html(traces[0], traces[1] if len(traces) > 1 else None, plotlyjs="cdn"),
+                            encoding="utf-8")
+            paths.append(str(page))
         return paths
 
 
@@ -522,7 +530,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     upload = gr.File(label="Replay trace file(s) (.json; add the standard run's trace to compare)",
                                      file_count="multiple", file_types=[".json"], type="filepath",
                                      elem_id="sv-upload")
-                    files_out = gr.File(label="This run's traces (JSON)", file_count="multiple",
+                    files_out = gr.File(label="This run's traces (JSON) and animated figures (HTML)", file_count="multiple",
                                         interactive=False, elem_id="sv-download")
             with gr.Column(scale=3, min_width=320, elem_id="sv-out"):
                 status = gr.HTML(_status("Loading the example…" if ctx.examples else

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 import torch
@@ -211,16 +212,29 @@ def test_train_topk32_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_ta
     cfg = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "dr"), n_prompts=2, gen_length=24,
                                    epochs=1, batch_size=64, val_fraction=0.5, topk=32)
     report = train.train_drafter(cfg, log=lambda *a: None)
-    assert report["topk"] == 32 and 558_000 <= report["n_params"] <= 682_000
+    assert report["topk"] == {"spot": 32, "spot-sets": 32} and 558_000 <= report["n_params"] <= 682_000
     assert SpotDrafter.load(tmp_path / "dr" / "spot").cfg.topk == 32
     prop = load_proposer("spot", tiny_block_target, "exact", folder=tmp_path / "dr")
     c = DecodeConfig(mode="exact", temperature=1.0, seed=3, gen_length=24, budget=8)
     assert decode_spot(tiny_block_target, PROMPTS[1], c, prop).tokens == \
         decode_standard(tiny_block_target, PROMPTS[1], c).tokens
+    # a source whose two heads read different widths (as python-bd's do): each calibrated head keeps its own
+    other = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "top8"), n_prompts=2,
+                                     gen_length=24, epochs=1, batch_size=64, val_fraction=0.5)
+    train.train_drafter(other, log=lambda *a: None)
+    shutil.rmtree(tmp_path / "dr" / "spot-sets")
+    shutil.copytree(tmp_path / "top8" / "spot-sets", tmp_path / "dr" / "spot-sets")
     cal = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "cal"), n_prompts=2, gen_length=24,
-                                   epochs=1, batch_size=64, val_fraction=0.5)  # topk 8 asked, the drafter's 32 wins
-    assert train.train_drafter(cal, calibrate_from=str(tmp_path / "dr"), log=lambda *a: None)["topk"] == 32
+                                   epochs=1, batch_size=64, val_fraction=0.5, topk=16)  # the source's widths win
+    rep = train.train_drafter(cal, calibrate_from=str(tmp_path / "dr"), log=lambda *a: None)
+    assert rep["topk"] == {"spot": 32, "spot-sets": 8}
     assert SpotDrafter.load(tmp_path / "cal" / "spot").cfg.n_features == 47
+    assert SpotDrafter.load(tmp_path / "cal" / "spot-sets").cfg.n_features == 23
+    for mode, name in (("exact", "spot"), ("threshold", "spot-sets")):
+        prop = load_proposer(name, tiny_block_target, mode, folder=tmp_path / "cal")
+        c = DecodeConfig(mode=mode, threshold=0.05, temperature=1.0, seed=4, gen_length=24, budget=8)
+        assert decode_spot(tiny_block_target, PROMPTS[0], c, prop).tokens == \
+            decode_standard(tiny_block_target, PROMPTS[0], c).tokens
 
 
 def test_drafter_with_an_unknown_feature_count_is_refused(tmp_path):

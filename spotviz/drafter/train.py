@@ -305,9 +305,12 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     target = load_target(cfg.model)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    topk = SpotDrafter.load(Path(calibrate_from) / "spot").cfg.topk if calibrate_from else cfg.topk
-    if not 2 <= topk <= 64:
-        raise ValueError(f"topk must be 2..64, got {topk}")
+    subs = {"exact": "spot", "threshold": "spot-sets"}
+    # the input width per mode: a calibrated drafter keeps its source's (which may differ between the two heads)
+    topk = {m: SpotDrafter.load(Path(calibrate_from) / sub).cfg.topk if calibrate_from else cfg.topk
+            for m, sub in subs.items()}
+    if not all(2 <= k <= 64 for k in topk.values()):
+        raise ValueError(f"topk must be 2..64, got {cfg.topk}")
     prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17, corpus=corpus_of(target))
     random.Random(cfg.seed).shuffle(prompts)
     data = {}
@@ -316,7 +319,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         for j, t in enumerate(cfg.temperatures):
             log(f"collecting {mode} trajectories at T={t} on {len(prompts)} prompts")
             parts.append(collect(target, prompts, mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log,
-                                 topk=topk))
+                                 topk=topk[mode]))
         d = _cat(parts)
         d["tau"] = cfg.threshold
         n = d["feats"].shape[0]
@@ -325,8 +328,9 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         data[mode] = ({k: (v[perm[n_val:]] if torch.is_tensor(v) else v) for k, v in d.items()},
                       {k: (v[perm[:n_val]] if torch.is_tensor(v) else v) for k, v in d.items()})
         log(f"{mode}: {n} training passes")
-    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "gen_length": cfg.gen_length, "topk": topk}
-    for mode, sub in (("exact", "spot"), ("threshold", "spot-sets")):
+    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "gen_length": cfg.gen_length,
+              "topk": {sub: topk[m] for m, sub in subs.items()}}
+    for mode, sub in subs.items():
         train, val = data[mode]
         if calibrate_from:
             model = SpotDrafter.load(Path(calibrate_from) / sub)
@@ -342,7 +346,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
                 res = evaluate_drafter(model, val, mode) | {"mix": mix}
             report[sub] = {"before_calibration": before, "after_calibration": res}
         else:
-            model = SpotDrafter(DrafterConfig(n_features=n_features(topk), target=cfg.model,
+            model = SpotDrafter(DrafterConfig(n_features=n_features(topk[mode]), target=cfg.model,
                                               vocab_size=target.info.vocab_size, block_size=target.info.block_size,
                                               max_depth=MAX_DEPTH))
             log(f"drafter {sub}: {model.n_params():,} parameters")
@@ -355,6 +359,6 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         log(f"{sub}: validation {res}")
     template = calibrate_template(_cat(list(data["exact"])), _cat(list(data["threshold"])))
     (out / "calibrated.json").write_text(json.dumps(template, indent=1))
-    report["n_params"] = SpotDrafter(DrafterConfig(n_features=n_features(topk))).n_params()
+    report["n_params"] = SpotDrafter(DrafterConfig(n_features=n_features(topk["exact"]))).n_params()
     (out / "training.json").write_text(json.dumps(report, indent=1))
     return report

@@ -213,7 +213,9 @@ def one_session(url: str, i: int, seed: int, a, refs: dict, markers: list[str]) 
         for name, want in refs.items():
             if name in traces:
                 res["errors"] += [f"{name} run: {e}" for e in compare(traces[name], want)]
-        res["files"] = sorted(str(f) for f in files)
+        res["files"] = sorted(str(f) for f in files if str(f).endswith(".json"))  # the traces
+        if sum(str(f).endswith(".html") for f in files) != 1:
+            res["errors"].append("expected one page of the run's figures (.html) next to the traces")
         if res["updates"] < 3:
             res["errors"].append(f"only {res['updates']} streamed updates")
     except Exception as e:  # noqa: BLE001 - every failure is a finding

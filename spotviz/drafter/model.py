@@ -188,7 +188,8 @@ class SpotDrafter(nn.Module):
         try:
             missing, unexpected = model.load_state_dict(state, strict=False)
         except RuntimeError as e:  # tensor shapes that do not match the config
-            raise ValueError(f"drafter weights {w_file} do not match its config: {e}") from None
+            raise ValueError(f"drafter weights {w_file} do not match its config (retrain it with "
+                             f"`python -m spotviz train-drafter`): {e}") from None
         if missing or unexpected:
             raise ValueError(f"drafter weights {w_file} do not match its config "
                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")

@@ -47,6 +47,7 @@ def main() -> None:
     temps = [float(t) for t in a.temperatures.split(",")]
     names = [Path(d).as_posix() for d in a.drafters]
     drafters = [SpotDrafter.load(Path(d) / "spot") for d in a.drafters]
+    proposers = [load_proposer("spot", target, "exact", folder=Path(d)) for d in a.drafters]
     t0 = time.time()
     lines = [f"### Drafter input width on {a.model}: {len(prompts)} held-out prompts x {a.gen_length} tokens, exact mode",
              "", "| drafter | top-k | parameters | " + " | ".join(VALIDATION_KEYS) + " |",
@@ -65,8 +66,7 @@ def main() -> None:
         n_std = sum(s.counters.target_passes for s in std)
         for budget in budgets:
             row, same = [], 0
-            for folder in a.drafters:
-                prop = load_proposer("spot", target, "exact", folder=Path(folder))
+            for prop in proposers:
                 n = 0
                 for i, p in enumerate(prompts):
                     cfg = DecodeConfig(mode="exact", temperature=T, seed=i, gen_length=a.gen_length, budget=budget)

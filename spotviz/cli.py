@@ -47,16 +47,6 @@ def _budget(s: str):
         raise argparse.ArgumentTypeError(f"must be auto or a whole number, got {s!r}") from None
 
 
-def _topk(s: str) -> int:
-    try:
-        k = int(s)
-    except ValueError:
-        k = 0
-    if not 2 <= k <= 64:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 2 to 64, got {s!r}")
-    return k
-
-
 def _add_threads(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: $SPOTVIZ_THREADS, else 1: these models are small)")
@@ -280,7 +270,7 @@ def main(argv=None) -> int:
     d.add_argument("--gen-length", type=int, default=128)
     d.add_argument("--threshold", type=float, default=0.9)
     d.add_argument("--epochs", type=int, default=12)
-    d.add_argument("--topk", type=_topk, default=8,
+    d.add_argument("--topk", type=int, default=8,
                    help="how many of the root's top probabilities per position the drafter reads (2-64; the paper's "
                         "drafter reads 32)")
     d.add_argument("--calibrate", default=None, metavar="DRAFTER_DIR",

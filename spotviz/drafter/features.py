@@ -21,6 +21,16 @@ N_FEATURES = TOPK + N_SHAPE_FEATURES
 TEMPERATURE_FEATURE = -1  # the last column holds the decoding temperature (clipped to [0, 2])
 
 
+TOPK_RANGE = (2, 64)  # the input widths a drafter may have
+
+
+def check_topk(topk) -> int:
+    """`topk` if it is a valid input width, else ValueError (the one place the range is checked)."""
+    if isinstance(topk, bool) or not isinstance(topk, int) or not TOPK_RANGE[0] <= topk <= TOPK_RANGE[1]:
+        raise ValueError(f"topk must be a whole number from {TOPK_RANGE[0]} to {TOPK_RANGE[1]}, got {topk!r}")
+    return topk
+
+
 def n_features(topk: int = TOPK) -> int:
     """Features per position for a drafter that reads the root's top-`topk` probabilities."""
     return topk + N_SHAPE_FEATURES
@@ -57,8 +67,8 @@ def position_features(view: RootView, topk: int = TOPK) -> torch.Tensor:
 
 def np_position_features(view: RootView, topk: int = TOPK) -> np.ndarray:
     """[w, n_features(topk)] float32 per-position features of a root view, in numpy (the same function at
-    training and inference time): the root's top-`topk` probabilities (zero-padded past the vocabulary), normalised entropy, top-2 margin, log top-1, masked,
-    free-decision flag, relative position, signed distance to the free decision, its neighbour flag, committed
+    training and inference time): the root's top-`topk` probabilities (zero-padded past the vocabulary),
+    normalised entropy, top-2 margin, log top-1, masked, free-decision flag, relative position, signed distance to the free decision, its neighbour flag, committed
     left / right neighbours, masked fraction, stale-confidence rank among masked positions, top-1 >= tau,
     top-1 - tau, and the temperature (clipped to [0, 2])."""
     logp = view.logp.detach().float().cpu().numpy()

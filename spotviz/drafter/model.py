@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .features import N_FEATURES, TEMPERATURE_FEATURE, n_features, topk_of
+from .features import N_FEATURES, TEMPERATURE_FEATURE, check_topk, n_features, topk_of
 
 
 @dataclass
@@ -172,10 +172,12 @@ class SpotDrafter(nn.Module):
             raise ValueError(f"drafter config {cfg_file} must be a JSON object, got {type(raw).__name__}")
         fields = set(DrafterConfig.__dataclass_fields__)
         nf = raw.get("n_features", N_FEATURES)
-        if not isinstance(nf, int) or not n_features(2) <= nf <= n_features(64):
-            raise ValueError(f"drafter at {folder} reads {nf!r} features per position but this version of spotviz "
-                             f"computes {n_features(2)}..{n_features(64)} (the root's top 2..64 probabilities and "
-                             f"{n_features(0)} others); retrain it with `python -m spotviz train-drafter`")
+        try:
+            check_topk(topk_of(nf) if isinstance(nf, int) and not isinstance(nf, bool) else None)
+        except ValueError:
+            raise ValueError(f"drafter at {folder} reads {nf!r} features per position, which this version of spotviz "
+                             f"does not compute (the root's top-k probabilities and {n_features(0)} others); retrain "
+                             f"it with `python -m spotviz train-drafter`") from None
         try:
             cfg = DrafterConfig(**{k: v for k, v in raw.items() if k in fields})
             model = cls(cfg)

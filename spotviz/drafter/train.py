@@ -26,7 +26,8 @@ import torch.nn.functional as F
 from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
-from .features import TEMPERATURE_FEATURE, TOPK, RootView, coupled_candidates, n_features, position_features
+from .features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
+                       position_features)
 from .model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
                     teacher_forced_pointer, teacher_forced_scores)
 
@@ -301,6 +302,8 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     from ..embedded.prompts import corpus_of, training_prompts
     from ..registry import load_target
 
+    if not calibrate_from:
+        check_topk(cfg.topk)
     torch.manual_seed(cfg.seed)
     target = load_target(cfg.model)
     out = Path(cfg.out)
@@ -309,8 +312,6 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     # the input width per mode: a calibrated drafter keeps its source's (which may differ between the two heads)
     topk = {m: SpotDrafter.load(Path(calibrate_from) / sub).cfg.topk if calibrate_from else cfg.topk
             for m, sub in subs.items()}
-    if not all(2 <= k <= 64 for k in topk.values()):
-        raise ValueError(f"topk must be 2..64, got {cfg.topk}")
     prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17, corpus=corpus_of(target))
     random.Random(cfg.seed).shuffle(prompts)
     data = {}

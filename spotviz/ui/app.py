@@ -175,7 +175,9 @@ class TraceFiles:
             except OSError:
                 pass
 
-    def write(self, traces: list[Trace]) -> list[str]:
+    def write(self, traces: list[Trace], page: bool = False) -> list[str]:
+        """Save the traces; with `page`, also the run's figures page (for a live run; examples and replays skip
+        it, so showing them costs no rendering)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         self.cleanup()
         paths = []
@@ -189,7 +191,7 @@ class TraceFiles:
             p = sub / f"spotviz-{safe_model}-{safe_drafter}-seed{m.seed}.json"
             t.save(p)
             paths.append(str(p))
-        if traces:  # the first trace is the run shown; a second one is its standard run
+        if page and traces:  # the first trace is the run shown; a second one is its standard run
             from ..views.report import report_html
 
             page = Path(paths[0]).with_suffix(".html")
@@ -330,7 +332,7 @@ class Handlers:
         started = bool(session.passes)  # a run's start event arrived (its header is on screen)
         yield Outputs(status=_status(final if final.endswith(".") else final + ".", kind),
                       explainer=session.text if started else gr.skip(),
-                      files=ctx.files.write(traces) if traces else None).values(RUN_OUTPUTS)
+                      files=ctx.files.write(traces, page=True) if traces else None).values(RUN_OUTPUTS)
 
     @staticmethod
     def stop():

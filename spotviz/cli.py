@@ -143,7 +143,7 @@ def cmd_trace(a) -> int:
 
 
 def cmd_train_target(a) -> int:
-    from .embedded.training import TrainTargetConfig, train_target
+    from .training.target import TrainTargetConfig, train_target
 
     cfg = TrainTargetConfig(out=a.out, attention=a.attention, hidden_size=a.hidden_size,
                             num_hidden_layers=a.layers, num_attention_heads=a.heads,
@@ -168,7 +168,7 @@ def cmd_train_target(a) -> int:
 
 
 def cmd_train_drafter(a) -> int:
-    from .drafter.train import DrafterTrainConfig, train_drafter
+    from .training.drafter import DrafterTrainConfig, train_drafter
     from .paths import ASSETS
 
     out = a.out or str(ASSETS / "drafters" / a.model)

@@ -101,7 +101,7 @@ def test_prompt_template_wraps_a_bare_question_once():
 
 @pytest.fixture(scope="module")
 def tiny_math_dir(tmp_path_factory):
-    from spotviz.embedded.training import TrainTargetConfig, train_target
+    from spotviz.training.target import TrainTargetConfig, train_target
 
     out = tmp_path_factory.mktemp("tiny-math") / "m"
     cfg = TrainTargetConfig(out=str(out), corpus="math", problems=600, vocab_size=300, hidden_size=48,
@@ -117,7 +117,7 @@ def test_row_corpus_noises_only_answer_positions_and_keeps_the_template(tiny_mat
     import numpy as np
     import torch
 
-    from spotviz.embedded.training import noise_block, prepare_problem_data, TrainTargetConfig
+    from spotviz.training.target import noise_block, prepare_problem_data, TrainTargetConfig
 
     cfg = TrainTargetConfig(out=str(tiny_math_dir), corpus="math", seq_len=128)
     tok, (rows, start, blocks), _ = prepare_problem_data(cfg, tiny_math_dir)

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from .modeling import SpotDLMConfig, SpotDLMForMaskedLM, block_causal_mask
+from ..embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM, block_causal_mask
 
 
 @dataclass
@@ -97,8 +97,8 @@ def prepare_data(cfg: TrainTargetConfig, out: Path):
     With `init_from` the tokenizer of that model folder is reused (its embeddings are tied to it)."""
     from transformers import AutoTokenizer
 
-    from .corpus import split_named_corpus
-    from .tokenizer import encode_corpus, train_tokenizer
+    from ..embedded.corpus import split_named_corpus
+    from ..embedded.tokenizer import encode_corpus, train_tokenizer
 
     if cfg.corpus == "math":
         return prepare_problem_data(cfg, out)
@@ -126,9 +126,9 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
     Returns (tokenizer, train, val) where train / val are (rows, answer_start, blocks) triples of tensors."""
     from transformers import AutoTokenizer
 
-    from .corpus import EOT
-    from .tokenizer import train_tokenizer
-    from .wordproblems import CHAT_TEMPLATE, HELDOUT_FAMILIES, generate
+    from ..embedded.corpus import EOT
+    from ..embedded.tokenizer import train_tokenizer
+    from ..embedded.wordproblems import CHAT_TEMPLATE, HELDOUT_FAMILIES, generate
 
     tok_dir = out / "tokenizer"
     if not (out / "train_rows.npy").exists():

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import torch
 
-from .base import DiffusionTarget, ForwardOutput, ModelLoadError, PrefixCache, TargetInfo, pick_device
+from .base import (DiffusionTarget, ForwardOutput, ModelLoadError, PrefixCache, TargetInfo, apply_chat_template,
+                   pick_device)
 
 DEFAULT_WINDOW = 32  # block/window size when neither the caller nor the model's config gives one
 LLADA_MASK_ID = 126336
@@ -144,8 +145,7 @@ class PublishedTarget(DiffusionTarget):
         """Token ids of a prompt: through the chat template for chat models (the template holds any BOS),
         else the plain text, after the BOS token where the model expects one."""
         if self.chat_template:
-            text = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                                      add_generation_prompt=True)
+            text = apply_chat_template(self.tokenizer, text)
         ids = super().encode(text)
         bos = self.tokenizer.bos_token_id
         if self.prepend_bos and not self.chat_template and bos is not None and ids[:1] != [bos]:

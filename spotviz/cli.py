@@ -107,7 +107,7 @@ def cmd_decode(a) -> int:
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
-        print(trace.meta.prompt + trace.text)
+        print(target.format_prompt(trace.meta.prompt) + trace.text)
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
               f"{c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)

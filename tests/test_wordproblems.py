@@ -143,3 +143,11 @@ def test_embedded_target_applies_the_stored_template(tiny_math_dir):
     q = "Mia has 12 apples. She finds 3 more. How many apples does Mia have now?"
     assert target.decode(target.encode(q)) == f"Question: {q}\nAnswer:"
     assert target.encode(f"Question: {q}\nAnswer:") == target.encode(q)
+
+
+def test_cli_decode_takes_the_bare_question_and_shows_the_template(tiny_math_dir, capsys):
+    from spotviz.cli import main
+
+    q = "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?"
+    assert main(["decode", "--model", str(tiny_math_dir / "final"), "--prompt", q, "--gen-length", "16"]) == 0
+    assert capsys.readouterr().out.startswith(f"Question: {q}\nAnswer:")

@@ -120,6 +120,10 @@ class DiffusionTarget(ABC):
         return cache
 
     # -------------------------------------------------------------- text
+    def format_prompt(self, text: str) -> str:
+        """A prompt as the model is given it (chat models: inside their template); plain text by default."""
+        return text
+
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 

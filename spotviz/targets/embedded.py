@@ -62,10 +62,14 @@ class EmbeddedTarget(DiffusionTarget):
         self._empty = tuple(torch.zeros(1, cfg.num_attention_heads, 0, hd, dtype=dtype, device=self.device)
                             for _ in range(2 * cfg.num_hidden_layers))
 
+    def format_prompt(self, text: str) -> str:
+        """The model's prompt template applied where its tokenizer has one (math-bd: a bare question becomes
+        "Question: ...\nAnswer:"; a prompt already in that form is kept as it is)."""
+        return apply_chat_template(self.tokenizer, text)
+
     def encode(self, text: str) -> list[int]:
-        """Token ids of a prompt, through the model's prompt template where its tokenizer has one (math-bd: a
-        bare question becomes "Question: ...\nAnswer:"; a prompt already in that form is kept as it is)."""
-        return super().encode(apply_chat_template(self.tokenizer, text))
+        """Token ids of a prompt, through the model's prompt template (format_prompt)."""
+        return super().encode(self.format_prompt(text))
 
     # ------------------------------------------------------------------ the forward
     def _inputs(self, start: int, hi: int):

@@ -141,11 +141,13 @@ class PublishedTarget(DiffusionTarget):
         self.chat_template = chat_template  # wrap prompts as one user turn of the model's chat template
         self.prepend_bos = prepend_bos  # start plain prompts with the tokenizer's BOS (LLaDA base)
 
+    def format_prompt(self, text: str) -> str:
+        return apply_chat_template(self.tokenizer, text) if self.chat_template else text
+
     def encode(self, text: str) -> list[int]:
         """Token ids of a prompt: through the chat template for chat models (the template holds any BOS),
         else the plain text, after the BOS token where the model expects one."""
-        if self.chat_template:
-            text = apply_chat_template(self.tokenizer, text)
+        text = self.format_prompt(text)
         ids = super().encode(text)
         bos = self.tokenizer.bos_token_id
         if self.prepend_bos and not self.chat_template and bos is not None and ids[:1] != [bos]:

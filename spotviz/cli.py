@@ -39,7 +39,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _budget(s: str):
-    if s == "auto":
+    from .samplers.common import AUTO
+
+    if s == AUTO:
         return s
     try:
         return int(s)
@@ -85,7 +87,7 @@ def cmd_decode(a) -> int:
         raise ValueError(f"unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
     cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                        gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
-                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob).validate()
+                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob)
     target = load_target(a.model, device=a.device)
     trace = decode(target, a.prompt, cfg)
     if a.trace_out:

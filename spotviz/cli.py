@@ -48,8 +48,9 @@ def _budget(s: str):
 
 
 def _add_threads(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: $SPOTVIZ_THREADS, else 1: these models are small)")
+    p.add_argument("--threads", default=None, metavar="N",
+                   help="torch CPU threads: 1 to this machine's cores, 0 = all of them (default: $SPOTVIZ_THREADS, "
+                        "else 1: these models are small)")
 
 
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
@@ -257,11 +258,11 @@ def main(argv=None) -> int:
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--minutes", type=float, default=0.0, help="time budget (the schedule follows it)")
-    t.add_argument("--threads", type=int, default=0, help="torch CPU threads for training (0: all cores)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--corpus-fraction", type=float, default=1.0)
     t.add_argument("--eval-prompts", type=int, default=20)
     t.add_argument("--skip-eval", action="store_true")
+    _add_threads(t)
 
     d = sub.add_parser("train-drafter", help="train the SPOT / SPOT-Sets drafters (or --calibrate one for a new target)")
     d.add_argument("--model", default="shakespeare-bd")
@@ -303,10 +304,10 @@ def main(argv=None) -> int:
     from .trace import TraceError
 
     try:
-        if a.cmd not in ("train-target", "trace"):  # training sets its own threads
-            from .engine import set_threads
+        if a.cmd != "trace":  # one thread policy for every command (spotviz/threads.py), before anything loads
+            from .threads import set_threads
 
-            set_threads(a.threads)
+            a.threads = set_threads(a.threads)
         return handlers[a.cmd](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several

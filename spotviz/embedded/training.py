@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from ..threads import set_threads
 from .modeling import SpotDLMConfig, SpotDLMForMaskedLM, block_causal_mask
 
 
@@ -48,7 +49,7 @@ class TrainTargetConfig:
     minutes: float = 0.0  # 0: only max_steps ends training
     eval_every: int = 200
     checkpoint_every: int = 100
-    threads: int = 0
+    threads: int | None = None  # spotviz/threads.py: None = $SPOTVIZ_THREADS, else 1; 0 = all cores
     seed: int = 0
     corpus_fraction: float = 1.0  # tests train on a slice
     save_dtype: str = "bfloat16"
@@ -210,8 +211,7 @@ def export_model(model: SpotDLMForMaskedLM, tok, folder: Path, dtype: str) -> No
 def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    set_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     dtype = training_dtype(cfg.amp)
     amp = dtype == "bfloat16"

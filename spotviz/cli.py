@@ -387,6 +387,9 @@ def main(argv=None) -> int:
             from .threads import set_threads
 
             a.threads = set_threads(a.threads)
+            from .samplers import cost
+
+            cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)
         return handlers[a.cmd](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several

@@ -259,6 +259,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         f"{len(train)} training tokens; matmuls in {dtype}"
         f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this CPU)'}"
         f"{'; initialised from ' + cfg.init_from if cfg.init_from and not state['step'] else ''}")
+    limits = [f"{cfg.minutes:g} min" if cfg.minutes else "", f"{cfg.max_steps} steps" if cfg.max_steps else ""]
+    log(f"estimate: stops after {' or '.join(x for x in limits if x)}{' (the first reached)' if all(limits) else ''}, "
+        f"then exports and "
+        f"evaluates; a validation line every {cfg.eval_every} steps with the ETA")
 
     def progress() -> float:
         fr = []
@@ -308,8 +312,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
             vl = evaluate(model, val, cfg, amp=amp)
             state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
                                      "val_loss": vl})
+            done = max(progress(), 1e-9)
             log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"
-                f"  ({vl / math.log(2):.2f} bits/token)")
+                f"  ({vl / math.log(2):.2f} bits/token)  [{100 * min(done, 1):.0f}% done, ETA "
+                f"{state['elapsed'] * (1 - min(done, 1)) / done / 60:.1f} min]")
             t_last = time.time()
         if state["step"] % cfg.checkpoint_every == 0:
             save_checkpoint()

@@ -27,22 +27,22 @@ for m in "${models[@]}"; do
   fi
 done
 for m in "${models[@]}"; do
-  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --prompts "$n_prompts" --threads 1 \
-    > "runs/release/drafter-$m.log" 2>&1 &
+  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --n-prompts "$n_prompts" --threads 1 \
+    --out "assets/drafters/$m" --force > "runs/release/drafter-$m.log" 2>&1 &
 done
 wait
 # python-bd's SPOT drafter reads the top-32 probabilities (measured better there: docs/drafter-topk-python-bd.md);
 # its SPOT-Sets drafter keeps the top 8
 case " ${models[*]} " in *" python-bd "*)
-  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model python-bd --prompts "$n_prompts" --threads 1 --topk 32 \
+  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model python-bd --n-prompts "$n_prompts" --threads 1 --topk 32 \
     --out runs/release/python-bd-top32 > runs/release/drafter-python-bd-top32.log 2>&1
   cp runs/release/python-bd-top32/spot/* assets/drafters/python-bd/spot/ ;;
 esac
 for pair in "${pairs[@]}"; do
   read -r src dst <<< "$pair"
   case " ${models[*]} " in *" $src "*|*" $dst "*) ;; *) continue ;; esac
-  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$dst" --prompts 6 --threads 1 \
-    --calibrate "assets/drafters/$src" --out "assets/drafters/$dst/from-$src" > "runs/release/calibrate-$dst-from-$src.log" 2>&1 &
+  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$dst" --n-prompts 6 --threads 1 \
+    --calibrate "assets/drafters/$src" --out "assets/drafters/$dst/from-$src" --force > "runs/release/calibrate-$dst-from-$src.log" 2>&1 &
 done
 wait
 for m in "${models[@]}"; do

@@ -13,22 +13,22 @@ from __future__ import annotations
 from typing import Iterator
 
 from .drafter.registry import PROPOSERS
-from .samplers.common import DecodeConfig, DecodeError, Limits, Progress, run_to_end
+from .samplers.common import DecodeConfig, DecodeError, Progress, run_to_end
 from .targets.base import DiffusionTarget
 from .threads import THREADS_ENV, ensure_threads, set_threads  # noqa: F401  (part of this module's interface)
 
 DRAFTERS = ("none", *PROPOSERS)
 
 
-def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig, start_event: bool = False,
-                  limits: Limits = Limits()) -> Iterator[Progress]:
-    """Yield a Progress after every target pass; the last one carries the finished Trace."""
+def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
+                  start_event: bool = False) -> Iterator[Progress]:
+    """Yield a Progress after every target pass; the last one carries the finished Trace. `cfg` was checked when
+    it was made (DecodeConfig is frozen)."""
     ensure_threads()
     if isinstance(target, str):
         from .registry import load_target
 
         target = load_target(target)
-    cfg.validate(limits)
     if cfg.drafter == "none":
         from .samplers.standard import decode_standard_stream
 

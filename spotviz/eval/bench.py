@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -74,7 +74,7 @@ def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: N
     `tick(units)` is called after each decode (eval/progress.py's units)."""
     traces, base = [], []
     for i, p in enumerate(prompts):
-        c = DecodeConfig(**{**asdict(cfg), "seed": cfg.seed + i})
+        c = replace(cfg, seed=cfg.seed + i)
         before = decode_standard(target, p, c)
         base.append(before)
         tick(1)
@@ -179,24 +179,24 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
                 dname = learned_drafter(mode) if name == "spot" else name
                 prop = load_proposer(dname, target, mode)
                 for b in sweep:
-                    c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b})
+                    c = replace(cfg, drafter=dname, budget=b)
                     row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
                                   base))
                     if prune > 0 and name == "spot" and b != AUTO and b > 2:
-                        c = DecodeConfig(**{**asdict(c), "min_path_prob": prune})
+                        c = replace(c, min_path_prob=prune)
                         row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
                                       base, note=f"pruned below path prob {prune:g}"))
             if t > 0:  # coupled-noise ablation
                 dname = learned_drafter(mode)
                 prop = load_proposer(dname, target, mode)
-                c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near, "coupled_noise": False})
+                c = replace(cfg, drafter=dname, budget=near, coupled_noise=False)
                 row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick, spec_units(near)),
                               base, note="independent noise (ablation)"))
             if t == temperatures[0]:
                 for label, folder in transfers:
                     dname = learned_drafter(mode)
                     prop = load_proposer(dname, target, mode, folder=folder)
-                    c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near})
+                    c = replace(cfg, drafter=dname, budget=near)
                     row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick,
                                                              spec_units(near)), base, note=f"transfer {label}"))
     progress.close()

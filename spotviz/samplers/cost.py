@@ -124,8 +124,8 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
             except (ValueError, TypeError, OSError):
                 pass  # unreadable cache: measure again
     if log or NOTICE:
-        (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} for --budget auto (first "
-                        f"run with {torch.get_num_threads()} thread(s); cached afterwards, a few seconds) ...")
+        (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
+                        f"{torch.get_num_threads()} thread(s) for --budget auto (a few seconds, then cached) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
     if _cacheable(target):

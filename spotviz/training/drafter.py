@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
-from .features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
+from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
                        position_features)
-from .model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
+from ..drafter.model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
                     teacher_forced_pointer, teacher_forced_scores)
 
 MAX_DEPTH = 16

@@ -29,8 +29,8 @@ for m in "${models[@]}"; do
 done
 for m in "${models[@]}"; do
   n=$([ "$m" = math-bd ] && echo "${N_PROMPTS:-240}" || echo "$n_prompts")
-  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --prompts "$n" --threads 1 \
-    > "runs/release/drafter-$m.log" 2>&1 &
+  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --n-prompts "$n" --threads 1 \
+    --out "assets/drafters/$m" --force > "runs/release/drafter-$m.log" 2>&1 &
 done
 wait
 # python-bd's and math-bd's SPOT drafters read the top-32 probabilities (measured better on python-bd:
@@ -38,7 +38,7 @@ wait
 for m in python-bd math-bd; do
   case " ${models[*]} " in *" $m "*)
     n=$([ "$m" = math-bd ] && echo "${N_PROMPTS:-240}" || echo "$n_prompts")
-    OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --prompts "$n" --threads 1 --topk 32 \
+    OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$m" --n-prompts "$n" --threads 1 --topk 32 \
       --out "runs/release/$m-top32" > "runs/release/drafter-$m-top32.log" 2>&1
     cp "runs/release/$m-top32/spot/"* "assets/drafters/$m/spot/" ;;
   esac
@@ -46,8 +46,8 @@ done
 for pair in "${pairs[@]}"; do
   read -r src dst <<< "$pair"
   case " ${models[*]} " in *" $src "*|*" $dst "*) ;; *) continue ;; esac
-  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$dst" --prompts 6 --threads 1 \
-    --calibrate "assets/drafters/$src" --out "assets/drafters/$dst/from-$src" > "runs/release/calibrate-$dst-from-$src.log" 2>&1 &
+  OMP_NUM_THREADS=1 python -m spotviz train-drafter --model "$dst" --n-prompts 6 --threads 1 \
+    --calibrate "assets/drafters/$src" --out "assets/drafters/$dst/from-$src" --force > "runs/release/calibrate-$dst-from-$src.log" 2>&1 &
 done
 wait
 for m in "${models[@]}"; do

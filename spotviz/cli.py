@@ -96,7 +96,7 @@ def _add_threads(p: argparse.ArgumentParser) -> None:
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True, help="text to continue")
     p.add_argument("--model", default=None, help="embedded model name, published model name or local folder "
-                                                 "(default: shakespeare-bd)")
+                                                 "(default: math-bd)")
     p.add_argument("--mode", choices=["exact", "threshold"], default="exact",
                    help="exact: one position per pass; threshold: every position whose confidence reaches tau")
     p.add_argument("--threshold", type=float, default=0.9, help="tau for threshold mode")
@@ -325,7 +325,8 @@ def main(argv=None) -> int:
                     help="with --html: the standard run's trace of the same prompt and seed, for the speed-up and the "
                          "identity check")
     cc = sub.add_parser("cost-curve", help="measure the target's forward cost f(N) for N states (used by --budget auto)")
-    cc.add_argument("--model", default="shakespeare-bd", help="embedded model name, published model name or folder")
+    cc.add_argument("--model", default=None, help="embedded model name, published model name or folder "
+                    "(default: math-bd)")
     cc.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
     cc.add_argument("--json", action="store_true", help="print one JSON object")
     _add_threads(cc)
@@ -363,7 +364,7 @@ def main(argv=None) -> int:
     _add_threads(t)
 
     d = sub.add_parser("train-drafter", help="train the SPOT / SPOT-Sets drafters (or --calibrate one for a new target)")
-    d.add_argument("--model", default="shakespeare-bd", help="the target whose decoding the drafters learn")
+    d.add_argument("--model", default=None, help="the target whose decoding the drafters learn (default: math-bd)")
     d.add_argument("--out", default=None, metavar="DIR", help="output folder (required; e.g. runs/drafters/MODEL)")
     d.add_argument("--force", action="store_true",
                    help="allow --out to overwrite the shipped drafters in assets/drafters/MODEL")
@@ -380,7 +381,8 @@ def main(argv=None) -> int:
     _add_threads(d)
 
     b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")
-    b.add_argument("--model", default="shakespeare-bd", help="embedded model name, published model name or folder")
+    b.add_argument("--model", default=None, help="embedded model name, published model name or folder "
+                   "(default: math-bd)")
     b.add_argument("--prompts", default=None, metavar="FILE",
                    help="prompt file: a JSON list of strings (.json), or text with one prompt per blank-line-separated "
                         "paragraph; default: the model's held-out set in assets/prompts")
@@ -401,7 +403,7 @@ def main(argv=None) -> int:
     _add_threads(b)
 
     ac = sub.add_parser("accuracy", help="answer accuracy of a word-problem model (math-bd) on held-out problems")
-    ac.add_argument("--model", default="math-bd")
+    ac.add_argument("--model", default=None, help="a word-problem model (default: math-bd)")
     ac.add_argument("--per-family", type=int, default=4, help="problems per family in each held-out split")
     ac.add_argument("--seed", type=int, default=1, help="seed of the generated held-out problems")
     ac.add_argument("--gen-length", type=int, default=128)
@@ -412,9 +414,12 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
                 "bench": cmd_bench, "cost-curve": cmd_cost_curve, "accuracy": cmd_accuracy}
-    from .registry import ModelLoadError
+    from .registry import DEFAULT_MODEL, ModelLoadError
     from .samplers.common import DecodeError
     from .trace import TraceError
+
+    if hasattr(a, "model") and a.model is None:
+        a.model = DEFAULT_MODEL
 
     try:
         if a.cmd != "trace":  # one thread policy for every command (spotviz/threads.py), before anything loads

@@ -1,7 +1,8 @@
 """The library's front door: decode a prompt with any drafter, streaming or not.
 
     from spotviz.engine import decode
-    trace = decode("shakespeare-bd", "ROMEO.", DecodeConfig(drafter="spot"))   # budget "auto" by default
+    trace = decode("math-bd", "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?",
+                   DecodeConfig(drafter="spot"))   # budget "auto" by default; the model's template wraps the question
 
 `decode_stream(..., start_event=True)` first yields a start event (Progress.kind == "start", with the run's
 RunMeta), then one Progress per target pass, then the one carrying the trace. The prompt is encoded once.

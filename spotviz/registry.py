@@ -10,11 +10,12 @@ from .threads import ensure_threads
 from .targets.base import ModelLoadError, pick_device  # noqa: F401  (part of this module's interface)
 
 EMBEDDED = {
+    "math-bd": ASSETS / "models" / "math-bd",
     "python-bd": ASSETS / "models" / "python-bd",
     "shakespeare-bd": ASSETS / "models" / "shakespeare-bd",
     "shakespeare-mdlm": ASSETS / "models" / "shakespeare-mdlm",
 }
-DEFAULT_MODEL = "shakespeare-bd"
+DEFAULT_MODEL = "math-bd"  # the confident target: worked grade-school word problems (docs/DESIGN.md section 9)
 
 
 def known_models() -> list[str]:

@@ -168,10 +168,10 @@ def test_unknown_drafter_is_one_error_line(capsys, tiny_block_dir):
 
 @pytest.mark.parametrize("command, defaults", [
     ("decode", ["(default: 128)", "(default: exact)", "(default: 0.9)", "(default: none)", "(default: auto)",
-                "(default: shakespeare-bd)"]),
-    ("bench", ["(default: shakespeare-bd)", "(default: runs/bench)", "(default: 0,1)"]),
+                "(default: math-bd)"]),
+    ("bench", ["(default: math-bd)", "(default: runs/bench)", "(default: 0,1)"]),
     ("train-target", ["(default: 256)", "(default: 0.002)", "(default: block)"]),
-    ("train-drafter", ["(default: 120)", "(default: shakespeare-bd)"]),
+    ("train-drafter", ["(default: 120)", "(default: math-bd)"]),
 ])
 def test_help_shows_the_defaults(capsys, command, defaults):
     with pytest.raises(SystemExit) as e:

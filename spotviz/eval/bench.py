@@ -107,7 +107,7 @@ def _row(mode, t, drafter, budget, runs, base, note="") -> BenchRow:
                     [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states)
 
 
-def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_prompts: int = 20,
+def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts: int = 20,
               gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=("spot", "training-free", "calibrated"), transfer: bool = True, other_budgets=None,
               prune: float = 0.0, log=print) -> BenchResult:

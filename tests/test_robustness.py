@@ -2,8 +2,9 @@
 
 * One table (CASES) holds every bad input of the issue; each row runs through the CLI (`spotviz.cli.main`: exit
   code 2 and one `error: ...` line, nothing on stdout) and through the app's API (the message is in the status
-  output, nothing raises, and the next valid run works). Per-function checks of the same inputs live in
-  test_decoders.py (DecodeConfig / encode_prompt), test_trace.py (Trace.from_json) and test_cli.py.
+  output, nothing raises, and the next valid run works): the one place for the front ends' bad-input messages.
+  The layers' own checks live with them: test_decoders.py (DecodeConfig / encode_prompt), test_trace.py
+  (Trace.from_json), test_model.py and test_published.py (the loaders), test_cli.py (argparse, devices, files).
 * Untrusted files: pickles are refused unopened (a tripwire pickle would leave a marker), remote code runs only
   for the allow-list, API values outside the menus (model paths, Hub repos) are refused before any load,
   hostile trace labels come back escaped in every output.

@@ -183,7 +183,7 @@ def _load_masked_lm(folder: Path, config: dict, repo: str | None, dtype, name: s
     known_heads = getattr(AutoModelForMaskedLM, "_model_mapping", None)  # config class -> masked-LM class
     if known_heads is not None and type(hf_config) not in known_heads:
         raise ModelLoadError(f"model {name!r}: {type(hf_config).__name__} has no masked-LM head in transformers and is "
-                     f"not a known diffusion family (sdar, llada, dream); see targets/families.py")
+                             f"not a known diffusion family (sdar, llada, dream); see targets/families.py")
     return from_pretrained(AutoModelForMaskedLM, folder, hf_config, dtype, name)
 
 

@@ -44,8 +44,8 @@ def download_snapshot(repo: str, with_code: bool) -> Path:
         return Path(snapshot_download(repo, allow_patterns=patterns))
     except Exception as e:
         raise ModelLoadError(f"model {repo!r} is not in the local Hugging Face cache and could not be downloaded "
-                     f"({type(e).__name__}: {e}); download it where there is network access, "
-                     f"or pass a folder") from None
+                             f"({type(e).__name__}: {e}); download it where there is network access, "
+                             f"or pass a folder") from None
 
 
 def read_config(folder: Path, name: str) -> dict:
@@ -102,7 +102,7 @@ def from_pretrained(cls, folder: Path, config, dtype, name: str, **kwargs):
                                             trust_remote_code=False, output_loading_info=True, **kwargs)
     except Exception as e:
         raise ModelLoadError(f"model {name!r}: could not load the weights from {folder} into {cls.__name__} "
-                     f"({type(e).__name__}: {e})") from None
+                             f"({type(e).__name__}: {e})") from None
     problems = {k: sorted(report.get(k) or ()) for k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
     problems = {k: v for k, v in problems.items() if v}
     if problems:
@@ -117,15 +117,16 @@ def load_remote_code_model(folder: Path, repo: str | None, dtype, name: str, rea
     if not remote_code_allowed(repo):
         where = f"repository {repo!r}" if repo else f"local folder {str(folder)!r}"
         raise ModelLoadError(f"model {name!r} needs trust_remote_code because {reason}. spotviz runs remote code only "
-                     f"for the allow-listed Hub repositories ({', '.join(sorted(REMOTE_CODE_ALLOWED))}), "
-                     f"not for {where}.")
+                             f"for the allow-listed Hub repositories ({', '.join(sorted(REMOTE_CODE_ALLOWED))}), "
+                             f"not for {where}.")
     check_safetensors(folder, name)
     from transformers import AutoModel
 
     try:
         return AutoModel.from_pretrained(str(folder), trust_remote_code=True, use_safetensors=True, dtype=dtype)
     except Exception as e:
-        raise ModelLoadError(f"model {name!r}: could not load {repo} with its remote code ({type(e).__name__}: {e})") from None
+        raise ModelLoadError(f"model {name!r}: could not load {repo} with its remote code "
+                             f"({type(e).__name__}: {e})") from None
 
 
 def load_tokenizer(folder: Path, name: str):

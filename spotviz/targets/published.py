@@ -115,7 +115,7 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
     if re.fullmatch(r"[\w.-]+/[\w.-]+", name) and not name.startswith((".", "/")):
         return download_snapshot(name, remote_code_allowed(name)), name, {}, name
     raise ModelLoadError(f"unknown published model {name!r}: not a known name ({', '.join(PUBLISHED)}), "
-                 f"not an existing folder, not a Hugging Face repo id")
+                         f"not an existing folder, not a Hugging Face repo id")
 
 
 def _config_block_size(config: dict) -> int | None:

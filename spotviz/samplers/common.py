@@ -206,7 +206,8 @@ class DecodeState:
                         wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
 
     def meta(self, drafter: str | None = None) -> RunMeta:
-        """The run's description (the same object for the start event and the trace)."""
+        """The run's description (the same for the start event and the trace, but for what the run's end knows:
+        forward_calls_outside and identity_guaranteed)."""
         info = self.target.info
         cfg = self.cfg
         drafter = cfg.drafter if drafter is None else drafter

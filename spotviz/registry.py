@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from .paths import ASSETS
+from .threads import ensure_threads
 from .targets.base import ModelLoadError, pick_device  # noqa: F401  (part of this module's interface)
 
 EMBEDDED = {
@@ -91,10 +92,12 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
 
 
 def load_target(name_or_path: str | None = None, device: str | None = None):
-    """An embedded model name, a published model name, or a local folder."""
+    """An embedded model name, a published model name, or a local folder. Applies the thread policy
+    (spotviz/threads.py: 1 thread unless set) the first time, unless a front end already did."""
     name = name_or_path or DEFAULT_MODEL
     if not isinstance(name, str) or not name.strip():
         raise ModelLoadError("model name is empty")
+    ensure_threads()
     if name in EMBEDDED:
         if not EMBEDDED[name].is_dir():
             raise ModelLoadError(f"embedded model {name!r} is missing at {EMBEDDED[name]}; "

@@ -107,6 +107,9 @@ def measure(target, sizes=SIZES, repeats: int = 5, log=None) -> CostCurve:
     return CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device), calls)
 
 
+NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
+
+
 def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     """The target's cost curve: from memory, else from the user cache, else measured now (and cached)."""
     key = curve_key(target)
@@ -122,6 +125,9 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
                 return curve
             except (ValueError, TypeError, OSError):
                 pass  # unreadable cache: measure again
+    if log or NOTICE:
+        (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
+                        f"{torch.get_num_threads()} thread(s) for --budget auto (a few seconds, then cached) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
     if _cacheable(target):

@@ -27,6 +27,12 @@ def noise_key(seed: int, step: int, position: int) -> int:
     return _splitmix64(_splitmix64(_splitmix64(seed & _MASK64) ^ step) ^ position) >> 1
 
 
+def gumbel_scores(logp: torch.Tensor, temperature: float, g: torch.Tensor) -> torch.Tensor:
+    """The Gumbel-max scores logp / T + g (T > 0): their argmax is a sample from softmax(logp / T). The one
+    place this formula is written (the target's decision, the drafter's coupled candidates, the measurements)."""
+    return logp / temperature + g
+
+
 class GumbelNoise:
     """Gumbel(0, 1) noise over the vocabulary for (step, position), for one seed; memoised per step."""
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..decision import DecisionRule
-from ..noise import GumbelNoise
+from ..noise import GumbelNoise, gumbel_scores
 
 TOPK = 8  # the root's top-k probabilities a drafter reads by default (the paper's drafter reads the top 32)
 N_SHAPE_FEATURES = 15  # the features after the top-k probabilities
@@ -124,7 +124,7 @@ def coupled_candidates(view: RootView, depths: int, start: int = 0) -> tuple[tor
     if offs:
         for i, d in enumerate(range(start, depths)):
             g[i, offs] = view.noise.block(view.step + d, [view.lo + o for o in offs])
-    scores = logp / view.rule.temperature + g.to(logp.device)  # [n, w, V]
+    scores = gumbel_scores(logp, view.rule.temperature, g.to(logp.device))  # [n, w, V]
     t2 = scores.topk(2, dim=-1).indices
     tok1, tok2 = t2[..., 0], t2[..., 1]
     logc = logp.unsqueeze(0).expand(n, -1, -1).gather(-1, tok1.unsqueeze(-1)).squeeze(-1)

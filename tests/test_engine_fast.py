@@ -241,11 +241,27 @@ def test_auto_budget_degrades_to_standard_passes_when_rows_are_dear(random_draft
     assert all(p.states == 1 for p in spot.passes)  # every pass is a standard-sized pass
 
 
+def test_zero_overhead_ceiling_is_commits_per_pass_over_the_pass_cost():
+    from spotviz.trace import Commit, PassRecord
+
+    f = CostCurve("test", [1, 2, 4], [0.010, 0.015, 0.020], fused_sizes=[1, 2, 4], fused_seconds=[0.02, 0.03, 0.04])
+
+    def rec(states, positions):
+        return PassRecord(index=0, kind="verify", window=[0, 16], states=states,
+                          commits=[Commit(p, 5, 0, 1.0) for p in positions])
+
+    # exact mode: 3 commits per pass at N = 2 (1.5 standard passes each): 2x
+    assert cost.ceiling(6, [rec(2, [0, 1, 2]), rec(2, [3, 4, 5])], f) == pytest.approx(2.0)
+    # N = 3 interpolates (1.75); a pass that commits past its window is fused (f at the fused width: 3.0)
+    assert cost.ceiling(7, [rec(3, [0, 1, 2]), rec(2, [15, 16, 17, 18])], f) == pytest.approx(7 / (1.75 + 3.0))
+    assert f.ratios((1, 2, 4)) == pytest.approx({1: 1.0, 2: 1.5, 4: 2.0})
+
+
 def test_cost_curve_measured_once_and_cached_outside_the_repository(tiny_block_target, tmp_path, monkeypatch):
     monkeypatch.setattr(cost, "_cacheable", lambda target: True)
     calls = []
     real = cost.measure
-    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), repeats=1))
+    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), rounds=1, per_round=1))
     t = eager_twin(tiny_block_target)
     a = cost.cost_curve(t)
     assert a.sizes == [1, 2, 4] and all(x > 0 for x in a.seconds) and a.clock == "thread"

@@ -56,7 +56,7 @@ class FixedBudget:
     def __init__(self, budget: int):
         self.budget = int(budget)
 
-    def draft_now(self, stale_conf: np.ndarray) -> bool:
+    def draft_now(self, stale_conf) -> bool:
         """Whether this pass drafts, given the stale confidences at the positions still masked in s1."""
         return True
 

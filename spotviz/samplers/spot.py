@@ -52,8 +52,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                 break
         t_start = time.perf_counter()
         nxt = next_window(st, wi)
-        stale = [d.window_conf[o] for o in masked.nonzero().flatten().tolist()] if d else []
-        if bool(masked.any()) and policy.draft_now(stale):  # 2. draft (auto: only where drafting pays)
+        stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
+        if stale and policy.draft_now(stale):  # 2. draft (auto: only where drafting pays)
             view = RootView(lo=lo, hi=hi, state=st.tokens, logp=masked_log_softmax(root, st.mask_id), masked=masked,
                             first=d.offsets if d else [], step=st.step, rule=st.rule, noise=draft_noise)
             nodes = build_tree(view, proposer, policy, cfg.min_path_prob)

@@ -88,7 +88,6 @@ def cmd_decode(a) -> int:
                        coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob).validate()
     target = load_target(a.model, device=a.device)
     trace = decode(target, a.prompt, cfg)
-    trace.meta.identity_guaranteed = target.info.batch_invariant is not False  # targets/invariance.py
     if a.trace_out:
         trace.save(a.trace_out)
     c = trace.counters
@@ -104,7 +103,7 @@ def cmd_decode(a) -> int:
         if trace.meta.prompt_truncated:
             print("note: the prompt was longer than the context allows; its beginning was dropped", file=sys.stderr)
         if not trace.meta.identity_guaranteed:
-            print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed on this device/dtype')}; "
+            print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
         print(trace.meta.prompt + trace.text)
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "

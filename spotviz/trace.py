@@ -44,8 +44,9 @@ class RunMeta:
     budget_auto: bool = False  # the tree size was chosen per pass from the cost curve (PassRecord.budget)
     cost_curve: list = field(default_factory=list)  # [[states, seconds per target pass]] used by the auto budget
     threads: int = 0  # torch CPU threads of the run (0: not recorded)
-    # False: the target's batched passes are not bit-identical to one-row passes on this device/dtype
-    # (targets/invariance.py), so speculative output is not guaranteed to equal the standard decoder's
+    # True only where proven: the target's probe found its float32 batched passes bit-identical to one-row passes
+    # (targets/invariance.py); False: not proven (failed, low precision or unchecked), so speculative output is
+    # not guaranteed to equal the standard decoder's
     identity_guaranteed: bool = True
 
 

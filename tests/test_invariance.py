@@ -1,9 +1,10 @@
 """Exactness on every device and dtype (targets/invariance.py): a batched target pass must reproduce one-row
 logits bit for bit, or SPOT's output can differ from the standard decoder's.
 
-On this CPU a bfloat16 model is not batch-invariant: the test reproduces the failure (different logits, and
-SPOT output that differs from the standard decoder's), then shows that loading checks it and upcasts to float32,
-after which SPOT equals the standard decoder on every seed. Targets that stay non-invariant are flagged.
+Whether a batched pass is bit-identical depends on the CPU's kernels and the dtype (bfloat16 passes differ in
+every row on this project's AVX-512 CPUs), so the tests assert what the library says and does about it: an
+unchecked or low-precision target is never reported as guaranteed, loading upcasts a bfloat16 model to float32
+(after which SPOT equals the standard decoder on every seed), and targets that stay non-invariant are flagged.
 """
 from __future__ import annotations
 
@@ -34,14 +35,24 @@ def bf16_unchecked(tiny_block_dir):
     return load_embedded(tiny_block_dir, dtype=torch.bfloat16, check_invariance=False)
 
 
-def test_bf16_on_this_cpu_is_not_batch_invariant_and_breaks_identity(bf16_unchecked, tiny_prompt):
+def test_an_unchecked_bf16_target_is_not_guaranteed_and_its_probe_says_what_decoding_shows(bf16_unchecked,
+                                                                                            tiny_prompt):
+    """Whether bf16 batched passes are bit-identical to one-row passes depends on the CPU's kernels (on this
+    project's AVX-512 CPUs they differ in every row); the test asserts what the library says about it, not the
+    hardware. Unchecked, the target is never reported as guaranteed; where the probe finds differences they are
+    real; where it finds none, SPOT equals the standard decoder."""
+    assert bf16_unchecked.info.batch_invariant is None
+    std = decode(bf16_unchecked, tiny_prompt, DecodeConfig(gen_length=8))
+    spot = decode(bf16_unchecked, tiny_prompt, DecodeConfig(gen_length=8, drafter="training-free", budget=4))
+    assert not std.meta.identity_guaranteed and not spot.meta.identity_guaranteed
     report = batch_invariance(bf16_unchecked)
-    assert not report.invariant and report.rows_differing > 0 and report.max_abs_diff > 0
-    differing = sum(a != b for a, b in _pairs(bf16_unchecked, tiny_prompt))
-    assert differing >= 1, "expected the unchecked bf16 target to break SPOT == standard on some seed"
+    assert report.invariant == (report.rows_differing == 0) and report.invariant == (report.max_abs_diff == 0)
+    if report.invariant:
+        assert all(a == b for a, b in _pairs(bf16_unchecked, tiny_prompt))
 
 
 def test_loading_upcasts_a_bf16_target_and_identity_holds(tiny_block_dir, tiny_prompt):
+    """A low-precision model is upcast to float32 whatever its own probe found (only float32 is guaranteed)."""
     notes = []
     target = load_embedded(tiny_block_dir, dtype=torch.bfloat16, log=notes.append)
     assert next(target.model.parameters()).dtype == torch.float32

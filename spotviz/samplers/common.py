@@ -227,7 +227,7 @@ class DecodeState:
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,
                        cost_curve=self.cost_curve if spec else [], threads=torch.get_num_threads(),
-                       identity_guaranteed=getattr(info, "batch_invariant", None) is not False)
+                       identity_guaranteed=getattr(info, "batch_invariant", None) is True)
 
     def started(self, drafter: str | None = None) -> "Progress":
         """The start event: the run's meta and the prompt row, before the first pass."""

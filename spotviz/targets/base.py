@@ -67,6 +67,7 @@ class TargetInfo:
     extra: dict = field(default_factory=dict)
     # True: a batched pass reproduces one-row logits bit for bit (probed at load, targets/invariance.py), so
     # speculative output is identical to the standard decoder's; False: not on this device/dtype; None: unchecked
+    # (not guaranteed either)
     batch_invariant: bool | None = None
 
 

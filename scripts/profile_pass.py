@@ -144,6 +144,9 @@ def main(argv=None):
     ap.add_argument("--drafter", default="spot")
     ap.add_argument("--mode", default="exact")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--ratios-only", action="store_true",
+                    help="no component timers (they cost time themselves): only each prompt's thread time, standard "
+                         "over each configuration, interleaved prompt by prompt")
     a = ap.parse_args(argv)
 
     from spotviz.embedded.prompts import heldout_prompts
@@ -156,10 +159,11 @@ def main(argv=None):
 
     set_threads(1)
     prof = Profiler()
-    prof.install()
     target = load_target(a.model)
     fwd_log: list = []
-    wrap_forward(target, prof, fwd_log)
+    if not a.ratios_only:
+        prof.install()
+        wrap_forward(target, prof, fwd_log)
     prompts = heldout_prompts(target)[: a.prompts]
     proposer = load_proposer(a.drafter, target, a.mode)
     budgets = [b if b == "auto" else int(b) for b in a.budgets.split(",")]
@@ -174,14 +178,31 @@ def main(argv=None):
     results = {}
     per_run = {name: [] for name, _ in cfgs}
     fwd_by = {name: [] for name, _ in cfgs}
+    seconds = {name: [] for name, _ in cfgs}  # thread time per prompt
     for i, p in enumerate(prompts):  # interleaved: every configuration sees the same load drift
         for name, cfg in cfgs:
             c = dataclasses.replace(cfg, seed=i)
             fwd_log.clear()
             stream = (decode_standard_stream(target, p, c) if c.drafter == "none"
                       else decode_spot_stream(target, p, c, proposer))
+            before = len(per_run[name])
             run(stream, prof, per_run[name])
+            seconds[name].append(sum(r[2] for r in per_run[name][before:]))
             fwd_by[name] += list(fwd_log)
+    print(f"{a.model}, T={a.temperature:g}, {a.prompts} prompts x {a.gen_length}: thread-time speed-up over the "
+          f"standard decoder (standard / configuration)")
+    for name in seconds:
+        r = sorted(s0 / max(s1, 1e-9) for s0, s1 in zip(seconds["standard"], seconds[name]))
+        print(f"  {name:12s} total {sum(seconds['standard']) / sum(seconds[name]):.3f}x  per prompt: worst {r[0]:.3f}x"
+              f"  median {r[len(r) // 2]:.3f}x  best {r[-1]:.3f}x  passes {len(per_run[name])}")
+        results.setdefault("speedup", {})[name] = {"total": sum(seconds["standard"]) / sum(seconds[name]),
+                                                   "per_prompt": [s0 / s1 for s0, s1 in
+                                                                  zip(seconds["standard"], seconds[name])]}
+    if a.ratios_only:
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(results, f, indent=1)
+        return
     w = target.info.block_size
     f1 = [s for n, width, s in fwd_by["standard"] if n == 1 and width == w]
     f1_mean = sum(f1) / len(f1)

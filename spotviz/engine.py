@@ -9,6 +9,7 @@ RunMeta), then one Progress per target pass, then the one carrying the trace. Th
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Iterator
 
@@ -21,7 +22,8 @@ THREADS_ENV = "SPOTVIZ_THREADS"
 
 
 def set_threads(threads: int | None = None) -> int:
-    """Set torch's CPU threads: `threads` if given (> 0), else $SPOTVIZ_THREADS, else 1.
+    """Set torch's CPU threads: `threads` if given (> 0), else $SPOTVIZ_THREADS, else 1; numpy's BLAS (the
+    drafter's forward) to one thread.
 
     The default is 1 because the targets here are small: a pass is a few milliseconds of small matrix products,
     where extra threads mostly wait on each other (and on a busy machine make every pass many times slower).
@@ -38,7 +40,30 @@ def set_threads(threads: int | None = None) -> int:
         raise DecodeError(f"threads must be at least 1, got {threads}")
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+    limit_blas_threads(1)
     return threads
+
+
+@functools.lru_cache(maxsize=None)
+def limit_blas_threads(n: int = 1) -> bool:
+    """Set numpy's OpenBLAS to n threads (its default is one per core, and on matrices this small the extra
+    threads only spin: ~10x slower on a busy machine). Works with the OpenBLAS numpy wheels ship; True if set."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {p for p in (line.split()[-1] for line in f) if "openblas" in p.lower() and ".so" in p}
+        for path in libs:
+            lib = ctypes.CDLL(path)
+            for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                         "openblas_set_num_threads64_", "openblas_set_num_threads"):
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn(int(n))
+                    return True
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig, start_event: bool = False,

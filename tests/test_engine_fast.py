@@ -11,7 +11,9 @@ import torch
 
 from spotviz.decision import DecisionRule
 from spotviz.drafter.features import RootView, np_position_features, position_features
-from spotviz.drafter.model import (DrafterConfig, NumpyDrafter, SpotDrafter, stale_ranks, teacher_forced_pointer)
+from spotviz.drafter.losses import stale_ranks, teacher_forced_pointer
+from spotviz.drafter.model import DrafterConfig, SpotDrafter
+from spotviz.drafter.numpy_forward import NumpyDrafter
 from spotviz.drafter.proposers import SpotProposer, TrainingFree
 from spotviz.drafter.registry import PROPOSERS, learned_drafter
 from spotviz.drafter.tree import DraftNode, build_tree

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-from ..decision import masked_log_softmax
 from ..drafter.features import RootView
 from ..drafter.registry import load_proposer
 from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
@@ -42,7 +41,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     if start_event:
         yield st.started()
     wi, (lo, hi) = 0, st.windows[0]
-    root, d, rec = prefill(st, lo, hi)  # a standard pass: its decision is the first free decision
+    d, rec = prefill(st, lo, hi)  # a standard pass: its decision is the first free decision
     yield st.progress(rec)
     while True:
         masked = st.masked(lo, hi)  # 1. s1 = r + d(r): the free decision is in the row
@@ -54,8 +53,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         nxt = next_window(st, wi)
         stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
         if stale and policy.draft_now(stale):  # 2. draft (auto: only where drafting pays)
-            view = RootView(lo=lo, hi=hi, state=st.tokens, logp=masked_log_softmax(root, st.mask_id), masked=masked,
-                            first=d.offsets if d else [], step=st.step, rule=st.rule, noise=draft_noise)
+            view = RootView(lo=lo, hi=hi, state=st.tokens, logp=d.logp, masked=masked, first=d.offsets, step=st.step,
+                            rule=st.rule, noise=draft_noise)  # (the root's distributions: its decision's)
             nodes = build_tree(view, proposer, policy, cfg.min_path_prob)
             rows = node_states(view, nodes)
         else:  # s1 alone: the standard decoder's pass
@@ -65,7 +64,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         stop = nodes[walk[-1]]
         st.apply(accepted)
         step = st.step + stop.depth
-        d, root, window = bonus(st, v, stop, lo, hi, nxt)
+        d, window = bonus(st, v, stop, lo, hi, nxt)
         if window[0] != lo:  # the fused pass's bonus is in the next window: the finished one enters the cache
             st.cache = target.extend_cache(st.cache, v.out, stop.id, window[0])
         free = d.commits(window[0], step) if d else []
@@ -86,9 +85,9 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
 
 def prefill(st: DecodeState, lo: int, hi: int):
     """The first pass of a run: a standard pass over the first window. Its decision is the first free decision
-    d(r); returns (the root's window logits, d(r), the pass record)."""
-    out, d, rec = standard_pass(st, lo, hi, st.masked(lo, hi))
-    return out.logits[0], d, rec
+    d(r); returns (d(r), the pass record)."""
+    _, d, rec = standard_pass(st, lo, hi, st.masked(lo, hi))
+    return d, rec
 
 
 def next_window(st: DecodeState, wi: int) -> tuple[int, int] | None:

@@ -73,14 +73,14 @@ def bonus(st, v: Verified, stop: DraftNode, lo: int, hi: int, next_window):
     """The pass's own decision at the stop node: its decision in this window, or (fused pass, window complete)
     the first decision of the next window (whose keys/values the caller then adds to the cache: a pure function).
 
-    Returns (decision or None, the logits it was made from, the window it was made in)."""
+    Returns (decision or None, the window it was made in); the decision's log-probabilities are the next root's."""
     d = v.decisions[stop.id]
     if d is not None:
-        return d, v.out.logits[stop.id, : hi - lo], (lo, hi)
+        return d, (lo, hi)
     if v.fused and not st.finished_with_eos(hi):
         nlo, nhi = next_window
         logits = v.out.logits[stop.id, hi - lo :]
         d = decide(logits.unsqueeze(0), st.masked(nlo, nhi).unsqueeze(0), [st.step + stop.depth], nlo, st.rule,
                    st.noise, st.mask_id)[0]
-        return d, logits, (nlo, nhi)
-    return None, None, (lo, hi)
+        return d, (nlo, nhi)
+    return None, (lo, hi)

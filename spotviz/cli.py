@@ -39,7 +39,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _budget(s: str):
-    if s == "auto":
+    from .samplers.common import AUTO
+
+    if s == AUTO:
         return s
     try:
         return int(s)
@@ -85,7 +87,7 @@ def cmd_decode(a) -> int:
         raise ValueError(f"unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
     cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                        gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
-                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob).validate()
+                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob)
     target = load_target(a.model, device=a.device)
     trace = decode(target, a.prompt, cfg)
     if a.trace_out:
@@ -105,7 +107,7 @@ def cmd_decode(a) -> int:
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
-        print(trace.meta.prompt + trace.text)
+        print(target.format_prompt(trace.meta.prompt) + trace.text)
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
               f"{c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
@@ -142,14 +144,15 @@ def cmd_trace(a) -> int:
 
 
 def cmd_train_target(a) -> int:
-    from .embedded.training import TrainTargetConfig, train_target
+    from .training.target import TrainTargetConfig, train_target
 
     cfg = TrainTargetConfig(out=a.out, attention=a.attention, hidden_size=a.hidden_size,
                             num_hidden_layers=a.layers, num_attention_heads=a.heads,
                             intermediate_size=a.intermediate_size, seq_len=a.seq_len, batch_size=a.batch_size,
                             lr=a.lr, max_steps=a.max_steps, minutes=a.minutes, threads=a.threads, seed=a.seed,
                             vocab_size=a.vocab_size, corpus_fraction=a.corpus_fraction, corpus=a.corpus,
-                            init_from=a.init_from or "", amp=a.amp, block_size=a.block_size)
+                            init_from=a.init_from or "", amp=a.amp, block_size=a.block_size,
+                            context=a.context, problems=a.problems)
     if not cfg.max_steps and not cfg.minutes:
         raise ValueError("give --max-steps or --minutes")
     res = train_target(cfg)
@@ -166,7 +169,7 @@ def cmd_train_target(a) -> int:
 
 
 def cmd_train_drafter(a) -> int:
-    from .drafter.train import DrafterTrainConfig, train_drafter
+    from .training.drafter import DrafterTrainConfig, train_drafter
     from .paths import ASSETS
 
     out = a.out or str(ASSETS / "drafters" / a.model)
@@ -194,6 +197,25 @@ def cmd_bench(a) -> int:
                     log=(lambda *x: print(*x, file=sys.stderr)) if a.json else print)
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
+    return 0
+
+
+def cmd_accuracy(a) -> int:
+    """Answer accuracy of a word-problem model on generated held-out problems (per split and per family)."""
+    from .eval.answers import answer_accuracy, heldout_problems, to_markdown
+    from .registry import load_target
+
+    if a.per_family < 1:
+        raise ValueError(f"--per-family must be at least 1, got {a.per_family}")
+    target = load_target(a.model)
+    res = answer_accuracy(target, heldout_problems(a.per_family, a.seed), a.gen_length,
+                          log=lambda m: print(m, file=sys.stderr))
+    if a.out:
+        from pathlib import Path
+
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(res, indent=1))
+    print(json.dumps({k: v for k, v in res.items() if k != "outputs"}) if a.json else to_markdown(res))
     return 0
 
 
@@ -249,8 +271,8 @@ def main(argv=None) -> int:
 
     t = sub.add_parser("train-target", help="train an embedded masked-diffusion model (Shakespeare or Python code)")
     t.add_argument("--out", required=True)
-    t.add_argument("--corpus", choices=["shakespeare", "python"], default="shakespeare",
-                   help="training text: Shakespeare's plays or the Python standard library")
+    t.add_argument("--corpus", choices=["shakespeare", "python", "math"], default="shakespeare",
+                   help="training text: Shakespeare's plays, the Python standard library, or generated math word problems")
     t.add_argument("--init-from", default=None, help="continue from an exported model folder (keeps its tokenizer)")
     t.add_argument("--block-size", type=int, default=16, help="block size of block-diffusion models")
     t.add_argument("--amp", choices=["auto", "bf16", "fp32"], default="auto",
@@ -261,6 +283,9 @@ def main(argv=None) -> int:
     t.add_argument("--heads", type=int, default=8)
     t.add_argument("--intermediate-size", type=int, default=704)
     t.add_argument("--seq-len", type=int, default=256)
+    t.add_argument("--context", type=int, default=0,
+                   help="the model's context (max positions); 0: the training length --seq-len")
+    t.add_argument("--problems", type=int, default=300_000, help="math corpus: generated training problems")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--vocab-size", type=int, default=1024)
     t.add_argument("--lr", type=float, default=2e-3)
@@ -304,9 +329,18 @@ def main(argv=None) -> int:
     b.add_argument("--json", action="store_true", help="print the results as one JSON object")
     _add_threads(b)
 
+    ac = sub.add_parser("accuracy", help="answer accuracy of a word-problem model (math-bd) on held-out problems")
+    ac.add_argument("--model", default="math-bd")
+    ac.add_argument("--per-family", type=int, default=4, help="problems per family in each held-out split")
+    ac.add_argument("--seed", type=int, default=1, help="seed of the generated held-out problems")
+    ac.add_argument("--gen-length", type=int, default=128)
+    ac.add_argument("--out", default=None, help="write every output and the summary (JSON) to this file")
+    ac.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    _add_threads(ac)
+
     a = ap.parse_args(argv)
     handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
-                "bench": cmd_bench, "cost-curve": cmd_cost_curve}
+                "bench": cmd_bench, "cost-curve": cmd_cost_curve, "accuracy": cmd_accuracy}
     from .registry import ModelLoadError
     from .samplers.common import DecodeError
     from .trace import TraceError

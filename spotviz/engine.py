@@ -14,7 +14,7 @@ import os
 from typing import Iterator
 
 from .drafter.registry import PROPOSERS
-from .samplers.common import DecodeConfig, DecodeError, Limits, Progress, run_to_end
+from .samplers.common import DecodeConfig, DecodeError, Progress, run_to_end
 from .targets.base import DiffusionTarget
 
 DRAFTERS = ("none", *PROPOSERS)
@@ -66,14 +66,14 @@ def limit_blas_threads(n: int = 1) -> bool:
     return False
 
 
-def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig, start_event: bool = False,
-                  limits: Limits = Limits()) -> Iterator[Progress]:
-    """Yield a Progress after every target pass; the last one carries the finished Trace."""
+def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
+                  start_event: bool = False) -> Iterator[Progress]:
+    """Yield a Progress after every target pass; the last one carries the finished Trace. `cfg` was checked when
+    it was made (DecodeConfig is frozen)."""
     if isinstance(target, str):
         from .registry import load_target
 
         target = load_target(target)
-    cfg.validate(limits)
     if cfg.drafter == "none":
         from .samplers.standard import decode_standard_stream
 

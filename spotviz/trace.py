@@ -83,7 +83,8 @@ class PassRecord:
     tree: list[TreeNode] = field(default_factory=list)
     accepted_path: list[int] = field(default_factory=list)  # node ids from the root
     wall_s: float = 0.0
-    budget: int = 0  # tree size allowed this pass (the size auto chose, or the fixed budget); 0: standard pass
+    budget: int = 0  # tree size allowed this pass (the fixed budget, or auto's largest); `states`: the size used
+                     # (chosen by auto, or fewer nodes than allowed); 0: standard pass
 
 
 @dataclass

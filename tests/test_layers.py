@@ -19,7 +19,7 @@ LAYERS = [
     ("speculation", ["spotviz.drafter"]),
     ("decoding", ["spotviz.samplers"]),
     ("engine", ["spotviz.engine"]),
-    ("training and evaluation", ["spotviz.drafter.train", "spotviz.embedded.training", "spotviz.eval"]),
+    ("training and evaluation", ["spotviz.training", "spotviz.eval"]),
     ("views", ["spotviz.views"]),
     ("ui", ["spotviz.ui"]),
     ("command line", ["spotviz.cli", "spotviz.__main__"]),

@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModelForMaskedLM
 
 from spotviz.embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM
 from spotviz.registry import ModelLoadError, load_embedded, load_target
-from spotviz.embedded.training import export_model
+from spotviz.training.target import export_model
 
 
 def random_states(target, n: int, length: int, seed: int = 0) -> torch.Tensor:

@@ -448,7 +448,7 @@ def test_no_pickle_loading_and_remote_code_only_behind_the_allow_list():
                 hits.setdefault(pat, []).append((p.relative_to(root).as_posix(), src.splitlines()[line - 1].strip()))
     assert not hits.get(r"pickle\.loads?\(") and not hits.get(r"allow_pickle\s*=\s*True")
     # the only torch.load: resuming our own training checkpoint, tensors only
-    assert all(f == "embedded/training.py" and "weights_only=True" in ln
+    assert all(f == "training/target.py" and "weights_only=True" in ln
                for f, ln in hits.get(r"torch\.load\(", [])), hits
     remote = [h for h in hits.get(r"trust_remote_code\s*=\s*True", []) if not h[1].startswith("#")]
     assert [f for f, _ in remote] == ["targets/published.py"], remote

@@ -1,5 +1,5 @@
 """The SPOT drafter's training objectives (teacher-forced): the pointer distribution and its loss, the keep head's
-logits, the set head's inclusion probabilities. Batched torch, as drafter/train.py uses them; inference computes
+logits, the set head's inclusion probabilities. Batched torch, as training/drafter.py uses them; inference computes
 the same distributions per node in numpy (drafter/proposers.py, tied to these by tests/test_engine_fast.py)."""
 from __future__ import annotations
 

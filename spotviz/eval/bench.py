@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -73,7 +73,7 @@ def _run(target, prompts, cfg: DecodeConfig, proposer=None):
     included: the paired standard time is the mean of the two. Returns (speculative traces, standard traces)."""
     traces, base = [], []
     for i, p in enumerate(prompts):
-        c = DecodeConfig(**{**asdict(cfg), "seed": cfg.seed + i})
+        c = replace(cfg, seed=cfg.seed + i)
         before = decode_standard(target, p, c)
         base.append(before)
         if proposer is not None:
@@ -141,18 +141,18 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
                 dname = learned_drafter(mode) if name == "spot" else name
                 prop = load_proposer(dname, target, mode)
                 for b in sweep:
-                    c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b})
+                    c = replace(cfg, drafter=dname, budget=b)
                     res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base, curve))
                     log(_fmt(res.rows[-1]))
                     if prune > 0 and name == "spot" and b != AUTO and b > 2:
-                        c = DecodeConfig(**{**asdict(c), "min_path_prob": prune})
+                        c = replace(c, min_path_prob=prune)
                         res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base, curve,
                                              note=f"pruned below path prob {prune:g}"))
                         log(_fmt(res.rows[-1]))
             if t > 0:  # coupled-noise ablation
                 dname = learned_drafter(mode)
                 prop = load_proposer(dname, target, mode)
-                c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near, "coupled_noise": False})
+                c = replace(cfg, drafter=dname, budget=near, coupled_noise=False)
                 res.rows.append(_row(mode, t, dname, near, _run(target, prompts, c, prop), base, curve,
                                      note="independent noise (ablation)"))
                 log(_fmt(res.rows[-1]))
@@ -166,7 +166,7 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
                             continue
                         dname = learned_drafter(mode)
                         prop = load_proposer(dname, target, mode, folder=folder)
-                        c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near})
+                        c = replace(cfg, drafter=dname, budget=near)
                         res.rows.append(_row(mode, t, dname, near, _run(target, prompts, c, prop), base, curve,
                                              note=f"transfer {label}"))
                         log(_fmt(res.rows[-1]))

@@ -8,7 +8,7 @@ from typing import Iterator
 import torch
 
 from .. import __version__
-from ..decision import DecisionRule
+from ..decision import MODES, DecisionRule
 from ..errors import DecodeError  # defined in the core; front ends import it from here
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
@@ -18,14 +18,14 @@ MAX_GEN_LENGTH = 1024
 MAX_PROMPT_CHARS = 20_000
 BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_BUDGET = 256
-MAX_TEMPERATURE = 10.0
+MAX_TEMPERATURE = 10.0  # the highest any run may use (the app allows less: its Limits)
 AUTO = "auto"  # budget chosen per pass from the target's cost curve (samplers/cost.py)
 
 
 @dataclass(frozen=True)
 class Limits:
     """The ranges a decode is checked against. The library's defaults are the widest; a front end (the app) passes
-    narrower ones, so that one validator serves every caller."""
+    narrower ones (its menus), so that one validator serves every caller."""
 
     gen_max: int = MAX_GEN_LENGTH
     temperature_max: float = MAX_TEMPERATURE
@@ -33,8 +33,11 @@ class Limits:
     drafters: tuple | None = None  # the drafters allowed (None: every registered one)
 
 
-@dataclass
+@dataclass(frozen=True)
 class DecodeConfig:
+    """One run, end to end. Checked once, when it is made (`validate`, the one validator); frozen, so it stays
+    valid: no layer checks it again or rebuilds it (dataclasses.replace makes a checked variant)."""
+
     mode: str = "exact"  # "exact" or "threshold"
     threshold: float = 0.9
     temperature: float = 0.0
@@ -44,10 +47,17 @@ class DecodeConfig:
     budget: int | str = AUTO  # draft tree size per pass: a node count, or "auto" (cost-aware, chosen per pass)
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
     min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)
+    limits: Limits = field(default=Limits(), repr=False, compare=False)  # the ranges it was checked against
 
-    def validate(self, limits: Limits = Limits()) -> "DecodeConfig":
-        """Check every field (and the drafter against the mode); raise DecodeError with a message for the user."""
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field against `limits` (and the drafter against the mode); raise DecodeError with a message
+        for the user. Called once, by the constructor."""
         from ..drafter.registry import PROPOSERS, check_drafter
+
+        limits = self.limits
 
         def num(name, kind):
             v = getattr(self, name)
@@ -58,7 +68,7 @@ class DecodeConfig:
         num("gen_length", int)
         num("seed", int)
         t, tau = num("temperature", (int, float)), num("threshold", (int, float))
-        if self.mode not in ("exact", "threshold"):
+        if self.mode not in MODES:
             raise DecodeError(f"mode must be 'exact' or 'threshold', got {self.mode!r}")
         if not 1 <= self.gen_length <= limits.gen_max:
             raise DecodeError(f"gen_length must be between 1 and {limits.gen_max}, got {self.gen_length}")
@@ -78,16 +88,13 @@ class DecodeConfig:
                                   f"got {self.budget}")
             if not 1 <= self.budget <= MAX_BUDGET:
                 raise DecodeError(f"budget must be {AUTO} or between 1 and {MAX_BUDGET} nodes, got {self.budget}")
+        if not isinstance(self.coupled_noise, bool):
+            raise DecodeError(f"coupled noise must be true or false, got {self.coupled_noise!r}")
         allowed = ("none", *PROPOSERS) if limits.drafters is None else limits.drafters
         if self.drafter not in allowed:
             raise DecodeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(allowed)}")
         if self.drafter != "none":
             check_drafter(self.drafter, self.mode)
-        return self
-
-    @property
-    def auto_budget(self) -> bool:
-        return self.budget == AUTO
 
     @property
     def rule(self) -> DecisionRule:
@@ -144,8 +151,7 @@ class DecodeState:
 
     @classmethod
     def begin(cls, target: DiffusionTarget, prompt: str, cfg: DecodeConfig) -> "DecodeState":
-        """Validate the configuration and encode the prompt (once per run)."""
-        cfg.validate()
+        """Encode the prompt (once per run; the configuration was checked when it was made)."""
         prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
         return cls(target, prompt_ids, cfg, prompt, truncated)
 

@@ -71,7 +71,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         st.apply(free)
         st.step = step + (1 if d else 0)
         rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
-                          tree=tree_record(nodes, walk, v.decisions, lo), accepted_path=walk, budget=len(nodes))
+                          tree=tree_record(nodes, walk, v.decisions, lo), accepted_path=walk, budget=policy.budget)
         policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1, rec.wall_s - v.forward_s,
                                    drafted=len(nodes) > 1))
         yield st.progress(rec)

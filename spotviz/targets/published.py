@@ -27,7 +27,8 @@ from pathlib import Path
 
 import torch
 
-from .base import DiffusionTarget, ForwardOutput, ModelLoadError, PrefixCache, TargetInfo, pick_device
+from .base import (DiffusionTarget, ForwardOutput, ModelLoadError, PrefixCache, TargetInfo, apply_chat_template,
+                   pick_device)
 
 DEFAULT_WINDOW = 32  # block/window size when neither the caller nor the model's config gives one
 LLADA_MASK_ID = 126336
@@ -140,12 +141,13 @@ class PublishedTarget(DiffusionTarget):
         self.chat_template = chat_template  # wrap prompts as one user turn of the model's chat template
         self.prepend_bos = prepend_bos  # start plain prompts with the tokenizer's BOS (LLaDA base)
 
+    def format_prompt(self, text: str) -> str:
+        return apply_chat_template(self.tokenizer, text) if self.chat_template else text
+
     def encode(self, text: str) -> list[int]:
         """Token ids of a prompt: through the chat template for chat models (the template holds any BOS),
         else the plain text, after the BOS token where the model expects one."""
-        if self.chat_template:
-            text = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                                      add_generation_prompt=True)
+        text = self.format_prompt(text)
         ids = super().encode(text)
         bos = self.tokenizer.bos_token_id
         if self.prepend_bos and not self.chat_template and bos is not None and ids[:1] != [bos]:

@@ -22,12 +22,7 @@ import gradio as gr
 
 from ..engine import DRAFTERS
 from ..registry import DEFAULT_MODEL, EMBEDDED
-from ..samplers.common import BUDGETS, MAX_GEN_LENGTH, DecodeConfig, DecodeError, Limits
-
-try:  # the cost-aware tree size chosen per pass (newer engines)
-    from ..samplers.common import AUTO
-except ImportError:  # pragma: no cover
-    AUTO = None
+from ..samplers.common import AUTO, BUDGETS, MAX_GEN_LENGTH, DecodeConfig, DecodeError, Limits
 from ..trace import MAX_TRACE_BYTES, Trace, TraceError
 from ..views.common import esc
 from ..views.timeline import timeline
@@ -56,7 +51,7 @@ DRAFTER_HELP = {
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
 # shows "This application is currently busy").
 MAX_QUEUE = 32
-TEMPERATURE_MAX = 2.0  # the temperature slider's range; the engine accepts up to 10
+TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, samplers.common.MAX_TEMPERATURE, is higher)
 STATE_SESSIONS = 256  # sessions whose last outputs and traces the server keeps (oldest dropped first)
 STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") are dropped after an hour
 MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
@@ -100,32 +95,28 @@ def _number(name: str, v, whole: bool = False):
 
 
 def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
-                     *, models: list[str], budgets: list, gen_max: int) -> dict:
-    """The DecodeConfig fields from the raw values of the run endpoint (the event runs with preprocess=False, so
+                     *, models: list[str], budgets: list, gen_max: int) -> DecodeConfig:
+    """The run's DecodeConfig from the raw values of the run endpoint (the event runs with preprocess=False, so
     API callers get these messages in the status instead of Gradio's component errors).
 
     Here only what the API can send that the UI cannot: a model outside the menu (nothing else is ever loaded:
     no arbitrary folders or Hub repos) and values of the wrong type (numbers as text, fractions for whole
-    numbers). The ranges are checked by the engine's one validator, DecodeConfig.validate, with the UI's limits
+    numbers). The ranges are checked by DecodeConfig's one validator when it is made, with the UI's limits
     (generation length up to gen_max, the menu's budgets and drafters, temperature up to TEMPERATURE_MAX); the
     engine checks the prompt and the context."""
     if prompt is not None and not isinstance(prompt, str):
         raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
     if not isinstance(model, str) or model not in models:
         raise DecodeError(f"unknown model {model!r}; choose one of: {', '.join(models)}")
-    fields = {"mode": mode, "threshold": _number("tau (threshold)", tau),
-              "temperature": _number("temperature", temperature),
-              "seed": 0 if seed is None else _number("seed", seed, whole=True),
-              "gen_length": _number("generation length", gen_length, whole=True), "drafter": drafter,
-              "budget": budget if AUTO and budget == AUTO else _number("tree budget", budget, whole=True),
-              "coupled_noise": True if coupled is None else coupled,
-              "min_path_prob": 0.0 if prune is None else _number("prune threshold", prune)}
-    if not isinstance(fields["coupled_noise"], bool):
-        raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
     limits = Limits(gen_max=gen_max, temperature_max=TEMPERATURE_MAX,
                     budgets=tuple(b for b in budgets if b != AUTO), drafters=tuple(DRAFTER_ORDER))
-    DecodeConfig(**fields).validate(limits)
-    return fields
+    return DecodeConfig(mode=mode, threshold=_number("tau (threshold)", tau),
+                        temperature=_number("temperature", temperature),
+                        seed=0 if seed is None else _number("seed", seed, whole=True),
+                        gen_length=_number("generation length", gen_length, whole=True), drafter=drafter,
+                        budget=budget if budget == AUTO else _number("tree budget", budget, whole=True),
+                        coupled_noise=True if coupled is None else coupled,
+                        min_path_prob=0.0 if prune is None else _number("prune threshold", prune), limits=limits)
 
 
 def compact_session(demo: gr.Blocks, request: gr.Request | None) -> int:
@@ -290,7 +281,7 @@ def controls_of(trace: Trace, ctx: AppContext) -> dict:
            "drafter": m.drafter if m.drafter in DRAFTER_ORDER else gr.skip(), "coupled": m.coupled_noise,
            "prune": m.min_path_prob}
     out["model"] = m.model if m.model in ctx.models else gr.skip()
-    budget = "auto" if getattr(m, "budget_auto", False) else m.budget
+    budget = AUTO if m.budget_auto else m.budget
     out["budget"] = budget if budget in ctx.budgets else gr.skip()
     out["tau"] = gr.update(value=m.threshold, visible=m.mode == "threshold")
     return out
@@ -316,7 +307,7 @@ class Handlers:
         session = LiveSession()
         what = "the standard decoder" if drafter == "none" else f"drafter {drafter}, then the standard decoder"
         # the views change with the first run's start: a run refused before it starts leaves them as they were
-        yield Outputs(status=_status(f"Decoding {cfg['gen_length']} tokens with {model}: {what}…"),
+        yield Outputs(status=_status(f"Decoding {cfg.gen_length} tokens with {model}: {what}…"),
                       files=None).values(RUN_OUTPUTS)
         for ev in decode_events(ctx.store_key, model, prompt, cfg, True):
             session.event(ev)
@@ -474,7 +465,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     gpu = has_gpu() if gpu is None else gpu
     store = ModelStore(loader)
     gen_default, gen_max = (128, 512) if gpu else (64, 256)
-    budgets = ([AUTO] if AUTO else []) + [b for b in BUDGETS if b >= 2]
+    budgets = [AUTO] + [b for b in BUDGETS if b >= 2]
     banner, default_model = _banner(store, models, default_model, check_model)
     ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
                      budgets=budgets, gen_limit=min(gen_max, MAX_GEN_LENGTH), examples=list_examples(trace_dir),
@@ -502,7 +493,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
                                            label="Generation length (tokens)", elem_id="sv-gen-length",
                                            info="at most the model's context minus the prompt")
-                    budget = gr.Dropdown(budgets, value=AUTO or 16, elem_id="sv-budget",
+                    budget = gr.Dropdown(budgets, value=AUTO, elem_id="sv-budget",
                                          label="Tree budget (states checked per pass)",
                                          info="auto: chosen per pass from the model's measured cost per state")
                     mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",

@@ -1,8 +1,8 @@
 """Decoding for the app: model loading (injectable), and the decode generator that streams plain events.
 
 `decode_events` is the only function that touches the model. On a ZeroGPU Space it runs under `spaces.GPU`
-(in a forked worker), so its arguments and every event it yields are plain picklable data (str, int, float,
-list, dict): the UI turns them back into traces and views. Elsewhere the decorator is a no-op.
+(in a forked worker), so its arguments (plain values and a frozen DecodeConfig) and every event it yields are
+picklable, the events plain data (str, int, float, list, dict): the UI turns them back into traces and views. Elsewhere the decorator is a no-op.
 
 Events (dicts, key "type"):
   start  {run, meta}                        before the first pass (meta = RunMeta fields)
@@ -142,10 +142,13 @@ def _error(run: str, where: str, e: BaseException) -> dict:
 
 
 @_gpu(duration=120)
-def decode_events(store_key: int, model: str, prompt: str, cfg: dict, compare: bool = True) -> Iterator[dict]:
-    """Decode `prompt` with the chosen drafter, then (if `compare` and a drafter is chosen) with the standard
-    decoder on the same prompt and seed; yield plain events (see the module docstring)."""
-    from ..samplers.common import DecodeConfig, encode_prompt
+def decode_events(store_key: int, model: str, prompt: str, cfg, compare: bool = True) -> Iterator[dict]:
+    """Decode `prompt` with `cfg` (a DecodeConfig, checked when the app made it: parse_run_inputs), then (if
+    `compare` and a drafter is chosen) with the standard decoder on the same prompt and seed; yield plain events
+    (see the module docstring)."""
+    from dataclasses import replace
+
+    from ..samplers.common import encode_prompt
 
     try:
         target = _STORES[store_key].get(model)
@@ -153,14 +156,13 @@ def decode_events(store_key: int, model: str, prompt: str, cfg: dict, compare: b
         yield _error("main", "model", e)
         return
     try:
-        main_cfg = DecodeConfig(**cfg).validate()
-        encode_prompt(target, prompt, main_cfg.gen_length)
+        encode_prompt(target, prompt, cfg.gen_length)
     except Exception as e:  # noqa: BLE001
         yield _error("main", "input", e)
         return
-    runs = [("main", main_cfg)]
-    if compare and main_cfg.drafter != "none":
-        runs.append(("baseline", DecodeConfig(**{**cfg, "drafter": "none"}).validate()))
+    runs = [("main", cfg)]
+    if compare and cfg.drafter != "none":
+        runs.append(("baseline", replace(cfg, drafter="none")))
     for run, run_cfg in runs:
         try:
             yield from _one_run(target, prompt, run_cfg, run)

@@ -26,10 +26,10 @@ import torch.nn.functional as F
 from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
-from .features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
+from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
                        position_features)
-from .losses import keep_logits, pointer_loss, set_inclusion, teacher_forced_pointer, teacher_forced_scores
-from .model import DrafterConfig, SpotDrafter
+from ..drafter.losses import keep_logits, pointer_loss, set_inclusion, teacher_forced_pointer, teacher_forced_scores
+from ..drafter.model import DrafterConfig, SpotDrafter
 
 MAX_DEPTH = 16
 # the scalar heads that light calibration refits for a new target (everything else stays frozen)

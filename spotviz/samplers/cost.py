@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +63,7 @@ class CostCurve:
     fused_seconds: list[float] = field(default_factory=list)
     clock: str = "thread"  # "thread" (thread CPU time) or "wall"
     dtype: str = "float32"
+    calls: int = 0  # target forward calls made to measure it now (0 when read from memory or the user cache)
 
     def table(self, n_max: int, fused: bool = False) -> np.ndarray:
         """f(N) for N = 0..n_max (index 0 unused), linear interpolation / extrapolation from the last segment."""
@@ -162,7 +163,7 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     clock_name, clock = _clock(target.device)
 
     def timed(n, hi):  # one size: a warm-up call at its shape, then `per_round` calls in a row; their median
-        batch = row.unsqueeze(0).repeat(n, 1).to(row.device)
+        batch = row.unsqueeze(0).repeat(n, 1).to(target.device)  # (on the device: no copy in the timing)
         target.forward(batch, lo, hi, cache)
         times = []
         for _ in range(per_round):
@@ -171,17 +172,21 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
             times.append(clock() - t0)
         return float(np.median(times))
 
-    def curve(ns, hi):  # the best of `rounds` rounds over every size: a burst of load elsewhere spoils one round
+    def best_of_rounds(ns, hi):  # the best of `rounds` rounds over every size: a burst of load elsewhere spoils one round
         return np.min([[timed(n, hi) for n in ns] for _ in range(rounds)], axis=0).tolist() if ns else []
 
-    seconds = curve(sizes, lo + b)
+    seconds = best_of_rounds(sizes, lo + b)
     fused = [n for n in fused_sizes if n <= max(sizes)] if lo + 2 * b <= total and info.attention == "block" else []
-    fused_seconds = curve(fused, lo + 2 * b)
+    fused_seconds = best_of_rounds(fused, lo + 2 * b)
     curve = CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device),
                       fused, fused_seconds, clock_name, _dtype(target))
     if log:
         log("  ".join(f"f({n}) = {1000 * s:.2f} ms" for n, s in zip(sizes, seconds)))
+    curve.calls = (1 if info.attention == "block" and lo else 0) + rounds * (1 + per_round) * (len(sizes) + len(fused))
     return curve
+
+
+NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
 
 
 def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
@@ -191,14 +196,17 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     memo_key = (key, id(target))
     if not remeasure:
         if memo_key in _MEMO:
-            return _MEMO[memo_key]
+            return replace(_MEMO[memo_key], calls=0)
         if _cacheable(target) and path.is_file():
             try:
-                curve = CostCurve(**json.loads(path.read_text()))
+                curve = replace(CostCurve(**json.loads(path.read_text())), calls=0)
                 _MEMO[memo_key] = curve
                 return curve
             except (ValueError, TypeError, OSError):
                 pass  # unreadable cache: measure again
+    if log or NOTICE:
+        (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
+                        f"{torch.get_num_threads()} thread(s) for --budget auto (a few seconds, then cached) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
     if _cacheable(target):

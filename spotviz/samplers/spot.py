@@ -37,6 +37,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     policy = budget_policy(cfg.budget, target)
     if isinstance(policy, CostAwareBudget):
         st.cost_curve = policy.curve.as_pairs()
+        st.calls_outside += policy.curve.calls
     draft_noise = st.noise if cfg.coupled_noise else IndependentNoise(cfg.seed, target.info.vocab_size)
     if start_event:
         yield st.started()

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from ..threads import set_threads
 from ..embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM, block_causal_mask
 
 
@@ -54,13 +55,16 @@ class TrainTargetConfig:
     minutes: float = 0.0  # 0: only max_steps ends training
     eval_every: int = 200
     checkpoint_every: int = 100
-    threads: int = 0
+    threads: int | None = None  # spotviz/threads.py: None = $SPOTVIZ_THREADS, else 1; 0 = all cores
     seed: int = 0
     corpus_fraction: float = 1.0  # tests train on a slice
     save_dtype: str = "bfloat16"
     corpus: str = "shakespeare"  # "shakespeare", "python" (see corpus.py) or "math" (wordproblems.py)
     context: int = 0  # the model's max_position_embeddings (0: seq_len)
     problems: int = 300_000  # math corpus: generated training problems
+    # math corpus: noise the question too in training (the loss then also teaches copying inside questions, which
+    # measured faster to learn than from the answers alone); validation always scores the answer only
+    noise_questions: bool = True
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
     # weights and optimizer state stay fp32
@@ -292,8 +296,7 @@ def _size(data) -> str:
 def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    set_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     dtype = training_dtype(cfg.amp)
     amp = dtype == "bfloat16"
@@ -340,6 +343,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         f"{_size(train)}; matmuls in {dtype}"
         f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this CPU)'}"
         f"{'; initialised from ' + cfg.init_from if cfg.init_from and not state['step'] else ''}")
+    limits = [f"{cfg.minutes:g} min" if cfg.minutes else "", f"{cfg.max_steps} steps" if cfg.max_steps else ""]
+    log(f"estimate: stops after {' or '.join(x for x in limits if x)}{' (the first reached)' if all(limits) else ''}, "
+        f"then exports and "
+        f"evaluates; a validation line every {cfg.eval_every} steps with the ETA")
 
     def progress() -> float:
         fr = []
@@ -371,7 +378,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, state["step"], progress())
         x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size)
-        noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, maskable)
+        noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
         if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
             tmask = block_training_mask(x.shape[1], cfg.block_size)
         loss = masked_loss(model, x, noised, m, tmask, amp)
@@ -391,8 +398,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
             vl = evaluate(model, val, cfg, amp=amp)
             state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
                                      "val_loss": vl})
+            done = max(progress(), 1e-9)
             log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"
-                f"  ({vl / math.log(2):.2f} bits/token)")
+                f"  ({vl / math.log(2):.2f} bits/token)  [{100 * min(done, 1):.0f}% done, ETA "
+                f"{state['elapsed'] * (1 - min(done, 1)) / done / 60:.1f} min]")
             t_last = time.time()
         if state["step"] % cfg.checkpoint_every == 0:
             save_checkpoint()

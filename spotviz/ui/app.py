@@ -476,7 +476,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     gen_top = ctx.gen_cap(default_model, first_prompt) if check_model else ctx.gen_limit
     gen_top = max(GEN_STEP, gen_top - gen_top % GEN_STEP)
 
-    with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP) as demo:
+    with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP,
+                   analytics_enabled=False) as demo:
         ctx.demo = demo
         gr.HTML(HEADER, js_on_load=None, elem_id="sv-head-line")
         with gr.Row(equal_height=False, elem_id="sv-main-row"):

@@ -81,8 +81,11 @@ class ModelStore:
                 n_params = f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters · "
             except Exception:  # pragma: no cover
                 n_params = ""
+        from ..threads import threads_in_use
+
         return (f"{info.name} · {n_params}{info.attention} attention · block/window {info.block_size} · "
-                f"vocab {info.vocab_size} · context {info.max_length} · on {t.device}")
+                f"vocab {info.vocab_size} · context {info.max_length} · on {t.device}"
+                + (f" · {threads_in_use()} CPU thread(s)" if str(t.device) == "cpu" else ""))
 
 
 _STORES: dict[int, ModelStore] = {}

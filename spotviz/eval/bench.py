@@ -122,11 +122,11 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
     prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune)
+    log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     if AUTO in budgets or AUTO in (other_budgets or ()):
         res.cost_curve = cost_curve(target, log=log).as_pairs()
         log("cost curve (ms per pass over N states): "
             + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
-    log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     # the plan, in standard-decode units (eval/progress.py), for the estimate and the ETA
     transfers = [(label, folder) for o in EMBEDDED if o != model and transfer
                  for label, folder in ((f"from {o}", DRAFTER_DIR / o),

@@ -42,12 +42,9 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     name = name or folder.name
     device = pick_device(device)  # a bad device fails before anything is read
     if not (folder / "model.safetensors").is_file() and folder.is_dir():
-        from .targets.published import PICKLE_SUFFIXES
+        from .targets.hub import refuse_pickles
 
-        pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-        if pickled:  # never opened: unpickling runs arbitrary code
-            raise ModelLoadError(f"model {name!r}: {folder} has only pickle weights ({', '.join(pickled)}); spotviz "
-                                 f"loads safetensors only and never unpickles (model.safetensors is missing)")
+        refuse_pickles(folder, name, " (model.safetensors is missing)")
     for f in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (folder / f).is_file():
             raise ModelLoadError(f"model {name!r}: {folder / f} is missing")

@@ -12,6 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "spotviz"
 LAYERS = [
     ("core", ["spotviz", "spotviz.paths", "spotviz.noise", "spotviz.decision", "spotviz.trace",
               "spotviz.errors", "spotviz.threads"]),
+    ("views", ["spotviz.views"]),  # pure functions of a trace: they need nothing above the core
     ("embedded models", ["spotviz.embedded.corpus", "spotviz.embedded.tokenizer", "spotviz.embedded.modeling",
                          "spotviz.embedded.prompts", "spotviz.embedded"]),
     ("targets", ["spotviz.targets"]),
@@ -20,7 +21,6 @@ LAYERS = [
     ("decoding", ["spotviz.samplers"]),
     ("engine", ["spotviz.engine"]),
     ("training and evaluation", ["spotviz.training", "spotviz.eval"]),
-    ("views", ["spotviz.views"]),
     ("ui", ["spotviz.ui"]),
     ("command line", ["spotviz.cli", "spotviz.__main__"]),
 ]

@@ -18,12 +18,12 @@ import torch
 import torch.nn.functional as F
 
 from spotviz.registry import ModelLoadError, known_models, load_target
-from spotviz.targets import published
+from spotviz.targets import hub
+from spotviz.targets.adapters import BlockCausalTarget, FullAttentionTarget, MaskedLMTarget
 from spotviz.targets.base import PrefixCache
 from spotviz.targets.invariance import NOT_GUARANTEED, batch_invariance
-from spotviz.targets.published import (
-    PUBLISHED, BlockCausalTarget, FullAttentionTarget, MaskedLMTarget, detect_family, load_published,
-)
+from spotviz.targets.families import detect_family
+from spotviz.targets.published import PUBLISHED, load_published
 
 VOCAB = 40  # model vocabulary; the tokenizers have fewer tokens (like Qwen's padded embeddings)
 WORDS = ("the a of and to in is it you that he was for on are with as his they be at one have this from "
@@ -704,4 +704,4 @@ def test_remote_code_runs_only_for_allow_listed_repos(tmp_path, monkeypatch):
         load_published("llada-8b-instruct")
     assert "*.py" in fetched["GSAI-ML/LLaDA-8B-Instruct"]
     assert calls == [{"trust_remote_code": True, "use_safetensors": True, "dtype": torch.float32}]
-    assert published.remote_code_allowed("GSAI-ML/LLaDA-8B-Base") and not published.remote_code_allowed(None)
+    assert hub.remote_code_allowed("GSAI-ML/LLaDA-8B-Base") and not hub.remote_code_allowed(None)

@@ -137,6 +137,7 @@ class DecodeState:
         self.prompt, self.truncated = prompt, truncated
         self.budget_auto = cfg.drafter != "none" and cfg.budget == AUTO
         self.cost_curve: list = []  # [[states, seconds]] when the budget is auto
+        self.calls_outside = 0  # target forward calls made for the run outside its passes (RunMeta)
         self.rule = cfg.rule
         self.mask_id = target.info.mask_id
         self.prompt_len = len(prompt_ids)
@@ -205,7 +206,8 @@ class DecodeState:
                         wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
 
     def meta(self, drafter: str | None = None) -> RunMeta:
-        """The run's description (the same object for the start event and the trace)."""
+        """The run's description (the same for the start event and the trace, but for what the run's end knows:
+        forward_calls_outside and identity_guaranteed)."""
         info = self.target.info
         cfg = self.cfg
         drafter = cfg.drafter if drafter is None else drafter
@@ -219,6 +221,7 @@ class DecodeState:
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,
                        cost_curve=self.cost_curve if spec else [], threads=torch.get_num_threads(),
+                       forward_calls_outside=self.calls_outside,
                        identity_guaranteed=getattr(info, "batch_invariant", None) is True)
 
     def started(self, drafter: str | None = None) -> "Progress":

@@ -88,6 +88,7 @@ def tree_sizer(st: DecodeState) -> TreeSizer:
         return TreeSizer(st.cfg.budget)
     curve = cost_curve(st.target)
     st.cost_curve = curve.as_pairs()
+    st.calls_outside += curve.calls
     return TreeSizer("auto", curve, n_max=min(64, max(curve.sizes)))
 
 

@@ -62,6 +62,9 @@ class TrainTargetConfig:
     corpus: str = "shakespeare"  # "shakespeare", "python" (see corpus.py) or "math" (wordproblems.py)
     context: int = 0  # the model's max_position_embeddings (0: seq_len)
     problems: int = 300_000  # math corpus: generated training problems
+    # math corpus: noise the question too in training (the loss then also teaches copying inside questions, which
+    # measured faster to learn than from the answers alone); validation always scores the answer only
+    noise_questions: bool = True
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
     # weights and optimizer state stay fp32
@@ -375,7 +378,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, state["step"], progress())
         x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size)
-        noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, maskable)
+        noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
         if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
             tmask = block_training_mask(x.shape[1], cfg.block_size)
         loss = masked_loss(model, x, noised, m, tmask, amp)

@@ -264,7 +264,7 @@ def cmd_bench(a) -> int:
     _writable(a.out, "--out", folder=True)
     res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
                     transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
-                    log=(lambda *x: print(*x, file=sys.stderr)) if a.json else print)
+                    log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
     return 0

@@ -124,10 +124,10 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune)
+    log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     curve = cost_curve(target, log=log)  # for budget auto, and every row's zero-overhead ceiling
     res.cost_curve = curve.as_pairs()
     log("cost curve (ms per pass over N states): " + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
-    log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     # the plan, in standard-decode units (eval/progress.py), for the estimate and the ETA
     transfers = [(label, folder) for o in EMBEDDED if o != model and transfer
                  for label, folder in ((f"from {o}", DRAFTER_DIR / o),

@@ -206,7 +206,8 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
                 pass  # unreadable cache: measure again
     if log or NOTICE:
         (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
-                        f"{torch.get_num_threads()} thread(s) for --budget auto (a few seconds, then cached) ...")
+                        f"{torch.get_num_threads()} thread(s) for --budget auto (once per model, device and thread count; "
+                        f"cached afterwards) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
     if _cacheable(target):

@@ -9,7 +9,8 @@ Events (dicts, key "type"):
   pass   {run, record, counters, token_text} after every target pass (PassRecord / Counters as dicts)
   done   {run, trace}                       the finished trace (Trace.to_dict())
   error  {run, message, where}              where = "input" (nothing can run), "model", "drafter" or "internal"
-`run` is "main" (the chosen drafter) or "baseline" (the standard decoder on the same prompt and seed).
+`run` is "main" (the chosen drafter), a race drafter's name, or "baseline" (the standard decoder on the same
+prompt and seed); see inputs.RunPlan.
 """
 from __future__ import annotations
 
@@ -142,10 +143,10 @@ def _error(run: str, where: str, e: BaseException) -> dict:
 
 
 @_gpu(duration=120)
-def decode_events(store_key: int, model: str, prompt: str, cfg: dict, compare: bool = True) -> Iterator[dict]:
-    """Decode `prompt` with the chosen drafter, then (if `compare` and a drafter is chosen) with the standard
-    decoder on the same prompt and seed; yield plain events (see the module docstring)."""
-    from ..samplers.common import DecodeConfig, encode_prompt
+def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dict]:
+    """Decode `prompt` with every run of `plan` (inputs.RunPlan: its configs are validated already), one after
+    another on the same prompt and seed; yield plain events (see the module docstring)."""
+    from ..samplers.common import encode_prompt
 
     try:
         target = _STORES[store_key].get(model)
@@ -153,15 +154,11 @@ def decode_events(store_key: int, model: str, prompt: str, cfg: dict, compare: b
         yield _error("main", "model", e)
         return
     try:
-        main_cfg = DecodeConfig(**cfg).validate()
-        encode_prompt(target, prompt, main_cfg.gen_length)
+        encode_prompt(target, prompt, plan.cfg.gen_length)
     except Exception as e:  # noqa: BLE001
         yield _error("main", "input", e)
         return
-    runs = [("main", main_cfg)]
-    if compare and main_cfg.drafter != "none":
-        runs.append(("baseline", DecodeConfig(**{**cfg, "drafter": "none"}).validate()))
-    for run, run_cfg in runs:
+    for run, run_cfg in plan.runs:
         try:
             yield from _one_run(target, prompt, run_cfg, run)
         except GeneratorExit:

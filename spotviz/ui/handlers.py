@@ -100,9 +100,10 @@ class AppContext:
         return max(GEN_STEP, min(self.gen_limit, room))
 
     def gen_top(self, model: str, prompt: str) -> int:
-        """The length slider's maximum: gen_cap rounded down to the slider's step."""
+        """The length slider's maximum: gen_cap rounded down to the slider's step, and above the slider's minimum
+        (Gradio refuses a slider whose maximum is not above its minimum: the page got HTTP 500)."""
         cap = self.gen_cap(model, prompt)
-        return max(GEN_STEP, cap - cap % GEN_STEP)
+        return max(2 * GEN_STEP, cap - cap % GEN_STEP)
 
 
 def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
@@ -122,7 +123,8 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
 
 def banner_for(store: ModelStore, model: str) -> str:
     try:
-        return status_html("Model ready: " + store.describe(model), "ok")
+        about = store.describe(model)
+        return status_html("Model ready: " + (about if about.startswith(model) else f"{model} ({about})"), "ok")
     except Exception as e:  # noqa: BLE001 - any load problem is shown
         return status_html(f"The model {model!r} is not available: {e}. You can still replay the example traces "
                            "and trace files below.", "err")

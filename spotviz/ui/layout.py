@@ -58,6 +58,8 @@ LAYOUT_CSS = """
 #sv-head-line h1 { margin: 0; font-size: 22px; }
 #sv-run-row { gap: 8px; }
 #sv-explainer .html-container { padding-top: 2px; }
+#sv-download td.filename, #sv-download td.filename .stem { white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; overflow-wrap: anywhere; max-width: none !important; }
 @media (max-width: 760px) {
   #sv-main-row { flex-direction: column; flex-wrap: nowrap; }
   #sv-controls { display: contents; }

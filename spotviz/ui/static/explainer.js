@@ -5,16 +5,25 @@
 //
 // At scrubber position k every view shows the state after pass k: the token canvases (text, one lane per run,
 // fixed token slots so nothing reflows), the draft tree, the race, the acceptance per depth and the commit order
-// (Plotly figures from SV.views, see views/*.js). Paints are throttled to animation frames and at most one per
-// MIN_PAINT_MS while streaming; a figure is redrawn only when its inputs changed. A live run is shown at a
-// watchable pace (LIVE_STEP_MS a pass, catching up when it falls LIVE_LAG passes behind) and rests on its end.
+// (Plotly figures from SV.views, see views/*.js). Paints are throttled to animation frames and, while streaming,
+// spaced by at least MIN_PAINT_MS and PAINT_SHARE times the script time of the last paint; the figures are drawn
+// one per animation frame, each only when its inputs changed. A live run is shown at a
+// watchable pace (one pass per paint, more when the rest would take over LIVE_WATCH_MS: a fast model's run is
+// still watched from pass 1, a slow machine's within seconds) and rests on its end.
 //
 // For tests the root carries data-state (idle / starting / live / done / stopped / error), data-pass (k),
-// data-npasses, data-playing, data-session, data-renders (paints) and data-tree-pass (the pass whose tree shows).
+// data-npasses, data-playing, data-session, data-renders (paints), data-tree-pass (the pass whose tree shows),
+// data-drawn ("session:k" once every figure shows pass k) and data-step-ms (the player's pace per pass).
 (function () {
   'use strict';
-  const MIN_PAINT_MS = 120, LIVE_STEP_MS = 110, LIVE_LAG = 24;
+  const MIN_PAINT_MS = 120, PAINT_SHARE = 5, LIVE_STEP_MS = 110, LIVE_WATCH_MS = 8000;
   const PLAY_TREE_MS = 450, PLAY_TAIL_MS = 300;   // per pass at 1x: while trees change, then the rest
+
+  function setStatus(text, kind) {   // the app's status line (#sv-status) belongs to Gradio: written on Stop and
+    // for a clamped length only
+    const st = document.querySelector('#sv-status .sv-status');
+    if (st) { st.textContent = text; st.className = 'sv-status ' + (kind || 'info'); }
+  }
 
   window.SpotvizExplainer = function (element, props, watch) {
     const SV = window.SV;
@@ -35,14 +44,10 @@
     let lanes = new Map(), drawn = {}, tableFor = null;
 
     function span(cls, text) { const d = document.createElement('span'); d.className = cls; if (text != null) d.textContent = text; return d; }
-    function setStatus(text, kind) {   // the app's status line (#sv-status) belongs to Gradio: written only on Stop
-      const st = document.querySelector('#sv-status .sv-status');
-      if (st) { st.textContent = text; st.className = 'sv-status ' + (kind || 'info'); }
-    }
 
     // ------------------------------------------------------------------------------------ lines in
     function newSession(line) {
-      stopPlay(); clearTimeout(liveTimer); liveTimer = null;
+      stopPlay(); clearTimeout(liveTimer); liveTimer = null; liveAwait = false;
       S = SV.newSession(line);
       K = 0; follow = true; drawn = {}; tableFor = null;
       root.dataset.session = S.id;
@@ -88,7 +93,8 @@
     function schedule() {
       if (paintQueued) return;
       paintQueued = true;
-      const wait = Math.max(0, MIN_PAINT_MS - (performance.now() - lastPaint));
+      const gap = Math.max(MIN_PAINT_MS, PAINT_SHARE * cost);
+      const wait = Math.max(0, gap - (performance.now() - lastPaint));
       const go = () => requestAnimationFrame(() => { paintQueued = false; lastPaint = performance.now(); paint(); });
       if (S && S.state === 'live' && wait > 0) paintTimer = setTimeout(go, wait); else go();
     }
@@ -98,25 +104,35 @@
       if (user) { follow = (K === n); if (!follow) { clearTimeout(liveTimer); liveTimer = null; } }
       schedule();
     }
-    // A live run at a watchable pace: one pass per LIVE_STEP_MS, never more than LIVE_LAG passes behind.
+    // A live run at a watchable pace: a step after each paint (at most one per LIVE_STEP_MS), of one pass, or of
+    // more when showing the rest pass by pass would take over LIVE_WATCH_MS at the current paint spacing.
+    let liveAwait = false;
     function liveStep() {
-      if (liveTimer || !S) return;
-      const tick = () => {
-        liveTimer = null;
-        if (!S || !follow || playing) return;
-        const n = SV.total(S);
-        if (K >= n) return;
-        K = Math.max(K + 1, n - LIVE_LAG);
-        schedule();
-        liveTimer = setTimeout(tick, LIVE_STEP_MS);
-      };
-      liveTimer = setTimeout(tick, K === 0 ? 0 : LIVE_STEP_MS);
+      if (liveTimer || liveAwait || !S) return;
+      liveTimer = setTimeout(liveTick, K === 0 ? 0 : LIVE_STEP_MS);
+    }
+    function liveTick() {
+      liveTimer = null;
+      if (!S || !follow || playing) return;
+      const n = SV.total(S);
+      if (K >= n) return;
+      const gap = Math.max(LIVE_STEP_MS, MIN_PAINT_MS, PAINT_SHARE * cost);
+      K = K === 0 ? 1 : Math.min(n, K + Math.max(1, Math.ceil((n - K) * gap / LIVE_WATCH_MS)));
+      liveAwait = true;   // the next step comes after this one is painted
+      schedule();
+    }
+    function livePainted() {
+      if (!liveAwait) return;
+      liveAwait = false;
+      liveStep();
     }
     function speed() { return +speedSel.value || 1; }
     function stepDelay() {
       const R = SV.main(S);
       const trees = R && SV.drafted(R) && K < R.passes.length;
-      return (trees ? PLAY_TREE_MS : PLAY_TAIL_MS) / speed();
+      const ms = (trees ? PLAY_TREE_MS : PLAY_TAIL_MS) / speed();
+      root.dataset.stepMs = String(ms);
+      return ms;
     }
     function startPlay() {
       if (!S || !SV.total(S)) return;
@@ -152,6 +168,19 @@
         if (window.__svKey) window.__svKey(e);
       });
       window.addEventListener('resize', () => { if (window.__svResize) window.__svResize(); });
+      window.addEventListener('scroll', () => { if (window.__svFloat) window.__svFloat(); }, {passive: true});
+      // The length box: Gradio clamps a number above the slider's maximum without a word; say so (the value
+      // typed is seen here, before Gradio clamps it).
+      document.addEventListener('change', (e) => {
+        const t = e.target;
+        if (!t || t.type !== 'number' || !t.closest || !t.closest('#sv-gen-length')) return;
+        const range = t.closest('#sv-gen-length').querySelector('input[type=range]');
+        const max = range ? +range.max : +t.max, v = +t.value;
+        if (max && v > max) {
+          setTimeout(() => setStatus('Generation length ' + v + ' is more than this model can write after this prompt: ' +
+            'at most ' + max + ' tokens (its context minus the prompt), so the length is set to ' + max + '.', 'info'), 0);
+        }
+      }, true);
     }
     window.__svKey = (e) => {
       if (e.key === 'ArrowLeft') { stopPlay(); setK(K - 1, true); e.preventDefault(); }
@@ -159,6 +188,20 @@
       else if (e.key === ' ' || e.code === 'Space') { togglePlay(); e.preventDefault(); }
     };
     window.__svResize = () => { drawn = {}; schedule(); };
+    // The scrubber stays on screen while the views below it are (on a phone the tree is far below it): when its
+    // place scrolls off the top, it floats at the top of the window; a slot keeps its place in the layout.
+    const bar = $('.sve-bar'), barSlot = document.createElement('div');
+    barSlot.className = 'sve-bar-slot';
+    bar.parentNode.insertBefore(barSlot, bar);
+    window.__svFloat = () => {
+      const top = barSlot.getBoundingClientRect().top, bottom = root.getBoundingClientRect().bottom;
+      const float = top < 0 && bottom > bar.offsetHeight + 60;
+      if (float === bar.classList.contains('sve-float')) return;
+      barSlot.style.height = float ? bar.offsetHeight + 'px' : '';
+      if (float) { const r = root.getBoundingClientRect(); bar.style.left = r.left + 'px'; bar.style.width = r.width + 'px'; }
+      else { bar.style.left = ''; bar.style.width = ''; }
+      bar.classList.toggle('sve-float', float);
+    };
 
     // ------------------------------------------------------------------------------------ lanes (token canvases)
     function lane(role) {
@@ -280,29 +323,45 @@
       });
       div.on('plotly_unhover', () => { highlight(lit, false); lit = []; });
     }
-    function paintFigures(k) {
+    // Figures are drawn one per animation frame (the tree first), each at the scrubber's position when its turn
+    // comes: no single task draws them all. `cost` keeps the script time of the last full round, which spaces
+    // the paints of a live run (at most about a fifth of the time goes to painting).
+    let figQueue = [], figBusy = false, roundCost = 0, cost = 0;
+    function paintFigures() {
       if (!window.Plotly) return;
-      const R = SV.main(S);
-      const drafted = SV.drafted(R);
+      const R = SV.main(S), drafted = SV.drafted(R);
       $('.sve-tree-panel').hidden = !drafted;
       $('.sve-depth-panel').hidden = !drafted;
-      const key = S.id + ':' + S.version + ':' + k;
-      for (const [name, view] of VIEWS) {
-        const div = plots[name];
-        if (div.closest('.sve-panel').hidden) continue;
-        const width = Math.max(200, Math.floor(div.parentNode.clientWidth || 300));
-        const want = key + ':' + width;
-        if (drawn[name] === want) continue;
-        drawn[name] = want;
-        const fig = view(S, k, {width: width, height: HEIGHTS[name]});
-        window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
-        if (name === 'tree') {
-          treeCap.textContent = fig.caption ? '— ' + fig.caption : '';
-          root.dataset.treePass = String(fig.shown);
-          hookTree(div);
-        }
+      whyEl.textContent = drafted ? why(R, K) : '';
+      figQueue = VIEWS.map(([name]) => name).filter((name) => !plots[name].closest('.sve-panel').hidden);
+      if (!figBusy) { figBusy = true; roundCost = 0; requestAnimationFrame(nextFigure); }
+    }
+    function nextFigure() {
+      const name = figQueue.shift();
+      if (!name || !S) {
+        figBusy = false; cost = roundCost;
+        root.dataset.drawn = S ? S.id + ':' + K : '';
+        livePainted();
+        return;
       }
-      whyEl.textContent = drafted ? why(R, k) : '';
+      const t0 = performance.now();
+      drawFigure(name, K);
+      roundCost += performance.now() - t0;
+      requestAnimationFrame(nextFigure);
+    }
+    function drawFigure(name, k) {
+      const div = plots[name];
+      const width = Math.max(200, Math.floor(div.parentNode.clientWidth || 300));
+      const want = S.id + ':' + S.version + ':' + k + ':' + width;
+      if (drawn[name] === want) return;
+      drawn[name] = want;
+      const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});
+      window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
+      if (name === 'tree') {
+        treeCap.textContent = fig.caption ? '— ' + fig.caption : '';
+        root.dataset.treePass = String(fig.shown);
+        hookTree(div);
+      }
     }
     function why(R, k) {
       const out = [];
@@ -381,7 +440,7 @@
       posEl.textContent = 'pass ' + K + ' / ' + n;
       prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
       for (const role of S.order) paintLane(role, K);
-      paintFigures(K);
+      paintFigures();
       paintHeadline();
       if (S.state !== 'live') paintTable();
       root.dataset.state = S.state; root.dataset.pass = String(K); root.dataset.npasses = String(n);

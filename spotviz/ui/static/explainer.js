@@ -6,7 +6,7 @@
 // At scrubber position k every view shows the state after pass k: the token canvases (text, one lane per run,
 // fixed token slots so nothing reflows), the draft tree, the race, the acceptance per depth and the commit order
 // (Plotly figures from SV.views, see views/*.js). Paints are throttled to animation frames and, while streaming,
-// spaced by at least MIN_PAINT_MS and PAINT_SHARE times the script time of the last paint; the figures are drawn
+// spaced by PAINT_SHARE times the script time of a paint (within MIN_PAINT_MS..MAX_PAINT_GAP_MS); figures are drawn
 // one per animation frame, each only when its inputs changed. A live run is shown at a
 // watchable pace (one pass per paint, more when the rest would take over LIVE_WATCH_MS: a fast model's run is
 // still watched from pass 1, a slow machine's within seconds) and rests on its end.
@@ -16,7 +16,7 @@
 // data-drawn ("session:k" once every figure shows pass k) and data-step-ms (the player's pace per pass).
 (function () {
   'use strict';
-  const MIN_PAINT_MS = 120, PAINT_SHARE = 5, LIVE_STEP_MS = 110, LIVE_WATCH_MS = 8000;
+  const MIN_PAINT_MS = 120, MAX_PAINT_GAP_MS = 1500, PAINT_SHARE = 5, LIVE_STEP_MS = 110, LIVE_WATCH_MS = 8000;
   const PLAY_TREE_MS = 450, PLAY_TAIL_MS = 300;   // per pass at 1x: while trees change, then the rest
 
   function setStatus(text, kind) {   // the app's status line (#sv-status) belongs to Gradio: written on Stop and
@@ -93,11 +93,12 @@
     function schedule() {
       if (paintQueued) return;
       paintQueued = true;
-      const gap = Math.max(MIN_PAINT_MS, PAINT_SHARE * cost);
+      const gap = paintGap();
       const wait = Math.max(0, gap - (performance.now() - lastPaint));
       const go = () => requestAnimationFrame(() => { paintQueued = false; lastPaint = performance.now(); paint(); });
       if (S && S.state === 'live' && wait > 0) paintTimer = setTimeout(go, wait); else go();
     }
+    function paintGap() { return Math.min(MAX_PAINT_GAP_MS, Math.max(MIN_PAINT_MS, PAINT_SHARE * cost)); }
     function setK(k, user) {
       const n = S ? SV.total(S) : 0;
       K = Math.max(0, Math.min(n, k));
@@ -116,7 +117,7 @@
       if (!S || !follow || playing) return;
       const n = SV.total(S);
       if (K >= n) return;
-      const gap = Math.max(LIVE_STEP_MS, MIN_PAINT_MS, PAINT_SHARE * cost);
+      const gap = Math.max(LIVE_STEP_MS, paintGap());
       K = K === 0 ? 1 : Math.min(n, K + Math.max(1, Math.ceil((n - K) * gap / LIVE_WATCH_MS)));
       liveAwait = true;   // the next step comes after this one is painted
       schedule();
@@ -326,7 +327,8 @@
     // Figures are drawn one per animation frame (the tree first), each at the scrubber's position when its turn
     // comes: no single task draws them all. `cost` keeps the script time of the last full round, which spaces
     // the paints of a live run (at most about a fifth of the time goes to painting).
-    let figQueue = [], figBusy = false, roundCost = 0, cost = 0;
+    let figQueue = [], figBusy = false, cost = 0;
+    const figCost = {};   // script ms of each figure's last draw; cost = their sum (one paint of every view)
     function paintFigures() {
       if (!window.Plotly) return;
       const R = SV.main(S), drafted = SV.drafted(R);
@@ -334,26 +336,28 @@
       $('.sve-depth-panel').hidden = !drafted;
       whyEl.textContent = drafted ? why(R, K) : '';
       figQueue = VIEWS.map(([name]) => name).filter((name) => !plots[name].closest('.sve-panel').hidden);
-      if (!figBusy) { figBusy = true; roundCost = 0; requestAnimationFrame(nextFigure); }
+      if (!figBusy) { figBusy = true; requestAnimationFrame(nextFigure); }
     }
     function nextFigure() {
       const name = figQueue.shift();
       if (!name || !S) {
-        figBusy = false; cost = roundCost;
+        figBusy = false;
         root.dataset.drawn = S ? S.id + ':' + K : '';
         livePainted();
         return;
       }
       const t0 = performance.now();
-      drawFigure(name, K);
-      roundCost += performance.now() - t0;
+      if (drawFigure(name, K)) {
+        figCost[name] = performance.now() - t0;
+        cost = Object.values(figCost).reduce((a, b) => a + b, 0);
+      }
       requestAnimationFrame(nextFigure);
     }
     function drawFigure(name, k) {
       const div = plots[name];
       const width = Math.max(200, Math.floor(div.parentNode.clientWidth || 300));
       const want = S.id + ':' + S.version + ':' + k + ':' + width;
-      if (drawn[name] === want) return;
+      if (drawn[name] === want) return false;
       drawn[name] = want;
       const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});
       window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
@@ -362,6 +366,7 @@
         root.dataset.treePass = String(fig.shown);
         hookTree(div);
       }
+      return true;
     }
     function why(R, k) {
       const out = [];

@@ -1,14 +1,22 @@
 """spotviz app: `python app.py` (Gradio; also the Hugging Face Space entry point).
 
 Environment: SPOTVIZ_MODEL (a model name or folder to use as the default model), SPOTVIZ_THREADS (torch CPU
-threads), GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Gradio's own).
+threads: default 1, 0 = all cores; the same policy as the command line, spotviz/threads.py), GRADIO_SERVER_NAME /
+GRADIO_SERVER_PORT (Gradio's own). Gradio's usage analytics are off (no network calls).
 """
 import os
+import sys
 
-if os.environ.get("SPOTVIZ_THREADS"):
-    import torch
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported
 
-    torch.set_num_threads(int(os.environ["SPOTVIZ_THREADS"]))
+from spotviz.errors import DecodeError  # noqa: E402
+from spotviz.threads import set_threads  # noqa: E402
+
+try:
+    set_threads(None, option="SPOTVIZ_THREADS")
+except DecodeError as e:  # a bad $SPOTVIZ_THREADS: one line, before anything loads
+    print(f"error: {e}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 from spotviz.ui.app import build_app, launch  # noqa: E402
 

@@ -4,7 +4,7 @@ on how busy the machine is. Every speculative decode is checked against the stan
 
 Used to choose the drafter's input width (the root's top-8 vs top-32 probabilities per position):
 
-    python -m spotviz train-drafter --model python-bd --prompts 40 --topk 32 --out runs/drafters-top32
+    python -m spotviz train-drafter --model python-bd --n-prompts 40 --topk 32 --out runs/drafters-top32
     python scripts/compare_drafters.py python-bd assets/drafters/python-bd runs/drafters-top32 --out docs/drafter-topk.md
 """
 from __future__ import annotations

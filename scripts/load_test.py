@@ -85,7 +85,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def train_micro_model(folder: Path) -> Path:
     """A micro masked-diffusion model (hidden 64, 2 layers, context 64), trained for a few seconds."""
-    from spotviz.embedded.training import TrainTargetConfig, train_target
+    from spotviz.training.target import TrainTargetConfig, train_target
 
     cfg = TrainTargetConfig(out=str(folder), attention="block", vocab_size=300, hidden_size=64, num_hidden_layers=2,
                             num_attention_heads=4, intermediate_size=128, block_size=16, seq_len=64, batch_size=4,

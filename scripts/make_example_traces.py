@@ -1,6 +1,6 @@
 """Make the example traces the app shows at once (assets/traces/), with the real engine and real models.
 
-    python scripts/make_example_traces.py                     # every embedded model present (python-bd first)
+    python scripts/make_example_traces.py                     # every embedded model present (math-bd first)
     python scripts/make_example_traces.py --model runs/x/final --model-name shakespeare-bd@step900 --gen-length 64
 
 For each example (a prompt and decoding settings) it decodes with the first drafter that works for the model
@@ -20,6 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # (slug, prompt, settings, drafters in order of preference), per training corpus
+MATH_EXAMPLES = [  # the first is GSM8K's first problem, the one SPOT's own demo decodes
+    ("natalia", "Natalia sold 48 clips in April and half as many clips in May. How many clips did Natalia sell in "
+     "all?", {"mode": "exact", "temperature": 0.0, "seed": 0}, ["spot", "training-free"]),
+    ("marbles-t1", "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?",
+     {"mode": "exact", "temperature": 1.0, "seed": 1}, ["spot", "training-free"]),
+    ("bakery-threshold", "Lily bakes 3 trays of 12 cookies. She sells 10 and gives 6 to friends. How many cookies "
+     "are left?", {"mode": "threshold", "threshold": 0.9, "temperature": 0.0, "seed": 2},
+     ["spot-sets", "training-free"]),
+]
 PYTHON_EXAMPLES = [
     ("fibonacci", 'def fibonacci(n):\n    """Return the', {"mode": "exact", "temperature": 0.0, "seed": 0},
      ["spot", "training-free"]),
@@ -86,16 +95,18 @@ def main() -> int:
         tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", target.info.name)
         from spotviz.embedded.prompts import corpus_of
 
-        examples = PYTHON_EXAMPLES if corpus_of(target) == "python" else EXAMPLES
+        corpus = corpus_of(target)
+        examples = {"python": PYTHON_EXAMPLES, "math": MATH_EXAMPLES}.get(corpus, EXAMPLES)
+        gen_length = max(a.gen_length, 96) if corpus == "math" else a.gen_length  # a 3-step solution is ~60 tokens
         # models after the first get their first example only (keeps the shipped folder small)
         examples = examples if model == models[0] else examples[:1]
         for slug, prompt, settings, drafters in examples:
             try:
-                drafter, main_t = decode_first(target, prompt, settings, drafters, a.gen_length, a.budget)
+                drafter, main_t = decode_first(target, prompt, settings, drafters, gen_length, a.budget)
             except RuntimeError as e:
                 print(f"skip {slug} on {target.info.name}: {e}", file=sys.stderr)
                 continue
-            base_t = decode_first(target, prompt, settings, ["none"], a.gen_length, a.budget)[1]
+            base_t = decode_first(target, prompt, settings, ["none"], gen_length, a.budget)[1]
             same = identical_output(main_t, base_t)
             if not same:
                 print(f"WARNING: {slug}: {drafter} output differs from the standard decoder's", file=sys.stderr)
@@ -104,7 +115,9 @@ def main() -> int:
             base_t.save(out / f_base)
             c, b = main_t.counters, base_t.counters
             mode = settings["mode"] + (f" tau={settings['threshold']:g}" if settings["mode"] == "threshold" else "")
-            title = (f"{prompt.splitlines()[0].rstrip(':')} — {target.info.name}, {drafter}, {mode}, T={settings['temperature']:g}: "
+            head = prompt.splitlines()[0].rstrip(':')
+            head = head if len(head) <= 48 else head[:45].rsplit(" ", 1)[0] + " ..."
+            title = (f"{head} — {target.info.name}, {drafter}, {mode}, T={settings['temperature']:g}: "
                      f"{b.target_passes / max(c.target_passes, 1):.2f}x fewer passes")
             index.append({"title": title, "main": f_main, "baseline": f_base})
             print(f"{title} ({c.target_passes} vs {b.target_passes} passes, identical output: {same}) -> {f_main}")

@@ -1,7 +1,13 @@
-"""Command line: decode, trace, bench, train-target, train-drafter.
+"""Command line: decode, trace, bench, cost-curve, train-target, train-drafter.
 
     python -m spotviz decode --prompt "ROMEO." [--model shakespeare-bd] [--drafter spot --budget 32] [--json]
     python -m spotviz trace run.json [--json]      # check a trace file (as the app's Replay does) and summarise it
+    python -m spotviz bench --n-prompts 2          # every decoder on held-out prompts (prints an estimate first)
+    python -m spotviz cost-curve                   # (re)measure the forward cost f(N) that --budget auto uses
+    python -m spotviz train-drafter --out DIR      # train the drafters of a model (never over assets/ unless --force)
+
+Every command runs torch on --threads N threads (else $SPOTVIZ_THREADS, else 1; 0 = all cores). Errors are one
+`error: ...` line, exit code 2.
 """
 from __future__ import annotations
 
@@ -39,7 +45,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _budget(s: str):
-    if s == "auto":
+    from .samplers.common import AUTO
+
+    if s == AUTO:
         return s
     try:
         return int(s)
@@ -47,9 +55,42 @@ def _budget(s: str):
         raise argparse.ArgumentTypeError(f"must be auto or a whole number, got {s!r}") from None
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A)}
+
+
+def _terminal(text: str) -> str:
+    """Text for the terminal: control characters (escape sequences, carriage returns ...) shown as \\xNN, so a
+    prompt or an output cannot move the cursor or recolour the terminal (--json output escapes them anyway)."""
+    return text.translate(_CONTROL)
+
+
+def _writable(path: str | None, option: str, force: bool = False, folder: bool = False, mkdir: bool = False) -> None:
+    """Fail before any work when `path` cannot be written: its folder is missing, or it lies under assets/ (the
+    shipped models, drafters, prompts and traces) and --force was not given."""
+    if not path:
+        return
+    import os
+    from pathlib import Path
+
+    from .paths import ASSETS
+
+    p = Path(path).expanduser().resolve()
+    parent = p if folder and p.is_dir() else p.parent
+    if not folder and p.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; give a file name")
+    if not parent.is_dir() and not (folder or mkdir):
+        raise ValueError(f"{option} {path}: the folder {parent} does not exist")
+    if parent.is_dir() and not os.access(parent, os.W_OK):
+        raise ValueError(f"{option} {path}: the folder {parent} is not writable")
+    if (p == ASSETS or ASSETS in p.parents) and not force:
+        raise ValueError(f"{option} {path} would write into assets/ (the shipped files); write elsewhere "
+                         f"(e.g. under runs/){' or add --force' if folder else ''}")
+
+
 def _add_threads(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: $SPOTVIZ_THREADS, else 1: these models are small)")
+    p.add_argument("--threads", default=None, metavar="N",
+                   help="torch CPU threads: 1 to this machine's cores, 0 = all of them (default: $SPOTVIZ_THREADS, "
+                        "else 1: these models are small)")
 
 
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
@@ -82,13 +123,15 @@ def cmd_decode(a) -> int:
     from .samplers.common import DecodeConfig
 
     if a.drafter not in DRAFTERS:
-        raise ValueError(f"unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
+        raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
+    if not a.prompt.strip():
+        raise ValueError("--prompt is empty: give some text to continue")
+    _writable(a.trace_out, "--trace-out")
     cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                        gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
-                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob).validate()
+                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob)
     target = load_target(a.model, device=a.device)
     trace = decode(target, a.prompt, cfg)
-    trace.meta.identity_guaranteed = target.info.batch_invariant is not False  # targets/invariance.py
     if a.trace_out:
         trace.save(a.trace_out)
     c = trace.counters
@@ -104,9 +147,9 @@ def cmd_decode(a) -> int:
         if trace.meta.prompt_truncated:
             print("note: the prompt was longer than the context allows; its beginning was dropped", file=sys.stderr)
         if not trace.meta.identity_guaranteed:
-            print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed on this device/dtype')}; "
+            print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
-        print(trace.meta.prompt + trace.text)
+        print(_terminal(target.format_prompt(trace.meta.prompt) + trace.text))
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
               f"{c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
@@ -117,6 +160,7 @@ def cmd_trace(a) -> int:
     """Load and validate a trace file (size limit, JSON, schema version, counters) and print a summary."""
     from .trace import Trace
 
+    _writable(a.html, "--html")
     trace = Trace.load(a.file)
     m, c = trace.meta, trace.counters
     if a.baseline and not a.html:
@@ -143,16 +187,18 @@ def cmd_trace(a) -> int:
 
 
 def cmd_train_target(a) -> int:
-    from .embedded.training import TrainTargetConfig, train_target
+    from .training.target import TrainTargetConfig, train_target
 
     cfg = TrainTargetConfig(out=a.out, attention=a.attention, hidden_size=a.hidden_size,
                             num_hidden_layers=a.layers, num_attention_heads=a.heads,
                             intermediate_size=a.intermediate_size, seq_len=a.seq_len, batch_size=a.batch_size,
                             lr=a.lr, max_steps=a.max_steps, minutes=a.minutes, threads=a.threads, seed=a.seed,
                             vocab_size=a.vocab_size, corpus_fraction=a.corpus_fraction, corpus=a.corpus,
-                            init_from=a.init_from or "", amp=a.amp, block_size=a.block_size)
+                            init_from=a.init_from or "", amp=a.amp, block_size=a.block_size,
+                            context=a.context, problems=a.problems)
     if not cfg.max_steps and not cfg.minutes:
-        raise ValueError("give --max-steps or --minutes")
+        raise ValueError("give --max-steps N or --minutes M (training stops at the first reached; 0 = no limit)")
+    _writable(a.out, "--out", force=a.force, folder=True)
     res = train_target(cfg)
     if not a.skip_eval:
         from .registry import load_embedded
@@ -167,11 +213,15 @@ def cmd_train_target(a) -> int:
 
 
 def cmd_train_drafter(a) -> int:
-    from .drafter.train import DrafterTrainConfig, train_drafter
+    from .training.drafter import DrafterTrainConfig, train_drafter
     from .paths import ASSETS
 
-    out = a.out or str(ASSETS / "drafters" / a.model)
-    cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.prompts, gen_length=a.gen_length,
+    if not a.out:
+        raise ValueError(f"--out is required: the folder to write the drafters to (e.g. --out runs/drafters/{a.model}); "
+                         f"to replace the shipped ones give --out {ASSETS.name}/drafters/{a.model} --force")
+    _writable(a.out, "--out", force=a.force, folder=True)
+    out = a.out
+    cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
                              threshold=a.threshold, epochs=a.epochs, topk=a.topk)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
@@ -183,18 +233,60 @@ def cmd_bench(a) -> int:
 
     from .eval.bench import run_bench, save, to_markdown
 
-    def ints(s):  # a list of budgets: whole numbers and "auto"
+    def ints(s, option):  # a list of budgets: whole numbers and "auto"
         try:
-            return tuple(_budget(x.strip()) for x in s.split(",") if x.strip())
+            out = tuple(_budget(x.strip()) for x in s.split(",") if x.strip())
         except argparse.ArgumentTypeError as e:
-            raise ValueError(f"budgets {e}") from None
+            raise ValueError(f"{option}: each budget {e}") from None
+        if not out or any(b != "auto" and b < 1 for b in out):
+            raise ValueError(f"{option}: give budgets of at least 1 (or auto) separated by commas, got {s!r}")
+        return out
 
-    res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, ints(a.budgets),
-                    tuple(float(x) for x in a.temperatures.split(",")), a.threshold, transfer=not a.no_transfer,
-                    other_budgets=ints(a.other_budgets) if a.other_budgets else None, prune=a.prune,
+    def floats(s, option):
+        try:
+            out = tuple(float(x) for x in s.split(",") if x.strip())
+        except ValueError:
+            out = ()
+        if not out or any(not 0 <= t <= 10 for t in out):
+            raise ValueError(f"{option}: give temperatures from 0 to 10 separated by commas, got {s!r}")
+        return out
+
+    if a.n_prompts < 1:
+        raise ValueError(f"--n-prompts must be at least 1, got {a.n_prompts}")
+    if a.gen_length < 1:
+        raise ValueError(f"--gen-length must be at least 1, got {a.gen_length}")
+    budgets, temperatures = ints(a.budgets, "--budgets"), floats(a.temperatures, "--temperatures")
+    other = ints(a.other_budgets, "--other-budgets") if a.other_budgets else None
+    if a.prompts:  # read before the model loads: a bad file fails at once
+        from .embedded.prompts import load_prompts
+
+        load_prompts(a.prompts)
+    _writable(a.out, "--out", folder=True)
+    res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
+                    transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                     log=(lambda *x: print(*x, file=sys.stderr)) if a.json else print)
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
+    return 0
+
+
+def cmd_accuracy(a) -> int:
+    """Answer accuracy of a word-problem model on generated held-out problems (per split and per family)."""
+    from .eval.answers import answer_accuracy, heldout_problems, to_markdown
+    from .registry import load_target
+
+    if a.per_family < 1:
+        raise ValueError(f"--per-family must be at least 1, got {a.per_family}")
+    _writable(a.out, "--out", mkdir=True)
+    target = load_target(a.model)
+    res = answer_accuracy(target, heldout_problems(a.per_family, a.seed), a.gen_length,
+                          log=lambda m: print(m, file=sys.stderr))
+    if a.out:
+        from pathlib import Path
+
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(res, indent=1))
+    print(json.dumps({k: v for k, v in res.items() if k != "outputs"}) if a.json else to_markdown(res))
     return 0
 
 
@@ -233,15 +325,17 @@ def main(argv=None) -> int:
                     help="with --html: the standard run's trace of the same prompt and seed, for the speed-up and the "
                          "identity check")
     cc = sub.add_parser("cost-curve", help="measure the target's forward cost f(N) for N states (used by --budget auto)")
-    cc.add_argument("--model", default="shakespeare-bd")
+    cc.add_argument("--model", default="shakespeare-bd", help="embedded model name, published model name or folder")
     cc.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
     cc.add_argument("--json", action="store_true", help="print one JSON object")
     _add_threads(cc)
 
     t = sub.add_parser("train-target", help="train an embedded masked-diffusion model (Shakespeare or Python code)")
-    t.add_argument("--out", required=True)
-    t.add_argument("--corpus", choices=["shakespeare", "python"], default="shakespeare",
-                   help="training text: Shakespeare's plays or the Python standard library")
+    t.add_argument("--out", required=True, metavar="DIR",
+                   help="folder for the run: OUT/checkpoint (resumed when present) and OUT/final (the model)")
+    t.add_argument("--force", action="store_true", help="allow --out inside assets/ (the shipped models)")
+    t.add_argument("--corpus", choices=["shakespeare", "python", "math"], default="shakespeare",
+                   help="training text: Shakespeare's plays, the Python standard library, or generated math word problems")
     t.add_argument("--init-from", default=None, help="continue from an exported model folder (keeps its tokenizer)")
     t.add_argument("--block-size", type=int, default=16, help="block size of block-diffusion models")
     t.add_argument("--amp", choices=["auto", "bf16", "fp32"], default="auto",
@@ -252,21 +346,29 @@ def main(argv=None) -> int:
     t.add_argument("--heads", type=int, default=8)
     t.add_argument("--intermediate-size", type=int, default=704)
     t.add_argument("--seq-len", type=int, default=256)
+    t.add_argument("--context", type=int, default=0,
+                   help="the model's context (max positions); 0: the training length --seq-len")
+    t.add_argument("--problems", type=int, default=300_000, help="math corpus: generated training problems")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--vocab-size", type=int, default=1024)
     t.add_argument("--lr", type=float, default=2e-3)
-    t.add_argument("--max-steps", type=int, default=0)
-    t.add_argument("--minutes", type=float, default=0.0, help="time budget (the schedule follows it)")
-    t.add_argument("--threads", type=int, default=0, help="torch CPU threads for training (0: all cores)")
+    t.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: no step limit)")
+    t.add_argument("--minutes", type=float, default=0.0,
+                   help="time budget; the learning-rate schedule follows it (0: no time limit; give one of the two)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--corpus-fraction", type=float, default=1.0)
-    t.add_argument("--eval-prompts", type=int, default=20)
-    t.add_argument("--skip-eval", action="store_true")
+    t.add_argument("--eval-prompts", type=int, default=20,
+                   help="held-out prompts for the previous-pass agreement measured after training")
+    t.add_argument("--skip-eval", action="store_true", help="skip that measurement")
+    _add_threads(t)
 
     d = sub.add_parser("train-drafter", help="train the SPOT / SPOT-Sets drafters (or --calibrate one for a new target)")
-    d.add_argument("--model", default="shakespeare-bd")
-    d.add_argument("--out", default=None, help="output folder (default assets/drafters/<model>)")
-    d.add_argument("--prompts", type=int, default=120, help="number of training prompts")
+    d.add_argument("--model", default="shakespeare-bd", help="the target whose decoding the drafters learn")
+    d.add_argument("--out", default=None, metavar="DIR", help="output folder (required; e.g. runs/drafters/MODEL)")
+    d.add_argument("--force", action="store_true",
+                   help="allow --out to overwrite the shipped drafters in assets/drafters/MODEL")
+    d.add_argument("--n-prompts", "--prompts", dest="n_prompts", type=int, default=120, metavar="N",
+                   help="number of training prompts (--prompts is the old name)")
     d.add_argument("--gen-length", type=int, default=128)
     d.add_argument("--threshold", type=float, default=0.9)
     d.add_argument("--epochs", type=int, default=12)
@@ -278,35 +380,50 @@ def main(argv=None) -> int:
     _add_threads(d)
 
     b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")
-    b.add_argument("--model", default="shakespeare-bd")
-    b.add_argument("--prompts", default=None, help="prompt file (JSON list); default: the model's held-out set in assets/prompts")
-    b.add_argument("--n-prompts", type=int, default=20)
+    b.add_argument("--model", default="shakespeare-bd", help="embedded model name, published model name or folder")
+    b.add_argument("--prompts", default=None, metavar="FILE",
+                   help="prompt file: a JSON list of strings (.json), or text with one prompt per blank-line-separated "
+                        "paragraph; default: the model's held-out set in assets/prompts")
+    b.add_argument("--n-prompts", type=int, default=20, help="how many of those prompts to use (the first N)")
     b.add_argument("--gen-length", type=int, default=128)
     b.add_argument("--budgets", default="auto,2,4,8,16,32",
                    help="budgets swept in exact mode at the first temperature (numbers and auto)")
     b.add_argument("--other-budgets", default=None, help="budgets for the other mode/temperature pairs "
                                                           "(default: --budgets)")
-    b.add_argument("--temperatures", default="0,1")
+    b.add_argument("--temperatures", default="0,1", help="decoding temperatures, separated by commas")
     b.add_argument("--threshold", type=float, default=0.9)
-    b.add_argument("--no-transfer", action="store_true")
+    b.add_argument("--no-transfer", action="store_true",
+                   help="skip the rows that use the other embedded models' drafters on this model")
     b.add_argument("--prune", type=float, default=0.0,
                    help="also run SPOT with draft nodes below this path probability pruned (0: off)")
     b.add_argument("--out", default="runs/bench", help="folder for bench-<model>.json and .md")
     b.add_argument("--json", action="store_true", help="print the results as one JSON object")
     _add_threads(b)
 
+    ac = sub.add_parser("accuracy", help="answer accuracy of a word-problem model (math-bd) on held-out problems")
+    ac.add_argument("--model", default="math-bd")
+    ac.add_argument("--per-family", type=int, default=4, help="problems per family in each held-out split")
+    ac.add_argument("--seed", type=int, default=1, help="seed of the generated held-out problems")
+    ac.add_argument("--gen-length", type=int, default=128)
+    ac.add_argument("--out", default=None, help="write every output and the summary (JSON) to this file")
+    ac.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    _add_threads(ac)
+
     a = ap.parse_args(argv)
     handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
-                "bench": cmd_bench, "cost-curve": cmd_cost_curve}
+                "bench": cmd_bench, "cost-curve": cmd_cost_curve, "accuracy": cmd_accuracy}
     from .registry import ModelLoadError
     from .samplers.common import DecodeError
     from .trace import TraceError
 
     try:
-        if a.cmd not in ("train-target", "trace"):  # training sets its own threads
-            from .engine import set_threads
+        if a.cmd != "trace":  # one thread policy for every command (spotviz/threads.py), before anything loads
+            from .threads import set_threads
 
-            set_threads(a.threads)
+            a.threads = set_threads(a.threads)
+            from .samplers import cost
+
+            cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)
         return handlers[a.cmd](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several

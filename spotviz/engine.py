@@ -5,50 +5,30 @@
 
 `decode_stream(..., start_event=True)` first yields a start event (Progress.kind == "start", with the run's
 RunMeta), then one Progress per target pass, then the one carrying the trace. The prompt is encoded once.
-`set_threads()` applies the thread policy every front end shares (CLI, app, bench).
+`set_threads()` applies the thread policy every front end shares (CLI, app, library, bench, training; spotviz/threads.py:
+default 1, 0 = all cores, at most the machine's cores); `decode_stream` applies it once unless a front end did.
 """
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
 from .drafter.registry import PROPOSERS
-from .samplers.common import DecodeConfig, DecodeError, Limits, Progress, run_to_end
+from .samplers.common import DecodeConfig, DecodeError, Progress, run_to_end
 from .targets.base import DiffusionTarget
+from .threads import THREADS_ENV, ensure_threads, set_threads  # noqa: F401  (part of this module's interface)
 
 DRAFTERS = ("none", *PROPOSERS)
-THREADS_ENV = "SPOTVIZ_THREADS"
 
 
-def set_threads(threads: int | None = None) -> int:
-    """Set torch's CPU threads: `threads` if given (> 0), else $SPOTVIZ_THREADS, else 1.
-
-    The default is 1 because the targets here are small: a pass is a few milliseconds of small matrix products,
-    where extra threads mostly wait on each other (and on a busy machine make every pass many times slower).
-    Returns the number set."""
-    import torch
-
-    if not threads:
-        env = os.environ.get(THREADS_ENV, "").strip()
-        try:
-            threads = int(env) if env else 1
-        except ValueError:
-            raise DecodeError(f"{THREADS_ENV} must be a whole number of threads, got {env!r}") from None
-    if threads < 1:
-        raise DecodeError(f"threads must be at least 1, got {threads}")
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-    return threads
-
-
-def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig, start_event: bool = False,
-                  limits: Limits = Limits()) -> Iterator[Progress]:
-    """Yield a Progress after every target pass; the last one carries the finished Trace."""
+def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
+                  start_event: bool = False) -> Iterator[Progress]:
+    """Yield a Progress after every target pass; the last one carries the finished Trace. `cfg` was checked when
+    it was made (DecodeConfig is frozen)."""
+    ensure_threads()
     if isinstance(target, str):
         from .registry import load_target
 
         target = load_target(target)
-    cfg.validate(limits)
     if cfg.drafter == "none":
         from .samplers.standard import decode_standard_stream
 

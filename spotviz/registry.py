@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from .paths import ASSETS
+from .threads import ensure_threads
 from .targets.base import ModelLoadError, pick_device  # noqa: F401  (part of this module's interface)
 
 EMBEDDED = {
@@ -41,12 +42,9 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     name = name or folder.name
     device = pick_device(device)  # a bad device fails before anything is read
     if not (folder / "model.safetensors").is_file() and folder.is_dir():
-        from .targets.published import PICKLE_SUFFIXES
+        from .targets.hub import refuse_pickles
 
-        pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-        if pickled:  # never opened: unpickling runs arbitrary code
-            raise ModelLoadError(f"model {name!r}: {folder} has only pickle weights ({', '.join(pickled)}); spotviz "
-                                 f"loads safetensors only and never unpickles (model.safetensors is missing)")
+        refuse_pickles(folder, name, " (model.safetensors is missing)")
     for f in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (folder / f).is_file():
             raise ModelLoadError(f"model {name!r}: {folder / f} is missing")
@@ -94,10 +92,12 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
 
 
 def load_target(name_or_path: str | None = None, device: str | None = None):
-    """An embedded model name, a published model name, or a local folder."""
+    """An embedded model name, a published model name, or a local folder. Applies the thread policy
+    (spotviz/threads.py: 1 thread unless set) the first time, unless a front end already did."""
     name = name_or_path or DEFAULT_MODEL
     if not isinstance(name, str) or not name.strip():
         raise ModelLoadError("model name is empty")
+    ensure_threads()
     if name in EMBEDDED:
         if not EMBEDDED[name].is_dir():
             raise ModelLoadError(f"embedded model {name!r} is missing at {EMBEDDED[name]}; "

@@ -44,8 +44,13 @@ class RunMeta:
     budget_auto: bool = False  # the tree size was chosen per pass from the cost curve (PassRecord.budget)
     cost_curve: list = field(default_factory=list)  # [[states, seconds per target pass]] used by the auto budget
     threads: int = 0  # torch CPU threads of the run (0: not recorded)
-    # False: the target's batched passes are not bit-identical to one-row passes on this device/dtype
-    # (targets/invariance.py), so speculative output is not guaranteed to equal the standard decoder's
+    # target forward calls made for this run outside `counters.target_passes`: measuring the cost curve (budget
+    # auto, the first run of a model on a machine) and checking a batch shape the first time it is used
+    # (targets/invariance.py check_pass)
+    forward_calls_outside: int = 0
+    # True only where proven: the target's probe found its float32 batched passes bit-identical to one-row passes
+    # (targets/invariance.py); False: not proven (failed, low precision or unchecked), so speculative output is
+    # not guaranteed to equal the standard decoder's
     identity_guaranteed: bool = True
 
 
@@ -82,7 +87,8 @@ class PassRecord:
     tree: list[TreeNode] = field(default_factory=list)
     accepted_path: list[int] = field(default_factory=list)  # node ids from the root
     wall_s: float = 0.0
-    budget: int = 0  # tree size allowed this pass (the size auto chose, or the fixed budget); 0: standard pass
+    budget: int = 0  # tree size allowed this pass (the fixed budget, or auto's largest); `states`: the size used
+                     # (chosen by auto, or fewer nodes than allowed); 0: standard pass
 
 
 @dataclass

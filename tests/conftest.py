@@ -3,7 +3,7 @@
 Session-scoped fixtures (names are stable; other test files rely on them):
 
 * ``tiny_block_dir`` / ``tiny_full_dir`` -- ``pathlib.Path`` of a Hugging Face model folder (config.json,
-  model.safetensors in float32, tokenizer files) of a micro model trained by ``spotviz.embedded.training`` for a
+  model.safetensors in float32, tokenizer files) of a micro model trained by ``spotviz.training.target`` for a
   few dozen steps: hidden 64, 2 layers, 4 heads, vocab ~300 (byte-level BPE), context 64 tokens, block size 16;
   ``attention="block"`` (block-causal, cached) and ``attention="full"`` (bidirectional, semi-AR windows).
   Treat these folders as read-only; copy them (``shutil.copytree``) before corrupting files.
@@ -43,7 +43,7 @@ TINY_PROMPT = "ROMEO.\nO"
 
 
 def _train_tiny(root: Path, attention: str) -> Path:
-    from spotviz.embedded.training import TrainTargetConfig, train_target
+    from spotviz.training.target import TrainTargetConfig, train_target
 
     out = root / f"tiny-{attention}"
     cfg = TrainTargetConfig(

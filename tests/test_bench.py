@@ -6,8 +6,14 @@ from spotviz.cli import main
 
 
 def test_bench_rows_and_files(tiny_block_dir, tmp_path):
+    logs = []
     res = run_bench(str(tiny_block_dir), n_prompts=2, gen_length=16, budgets=(2, 4), other_budgets=(4,),
-                    temperatures=(0.0, 1.0), transfer=False, log=lambda *a: None)
+                    temperatures=(0.0, 1.0), transfer=False, log=lambda *a: logs.append(" ".join(map(str, a))))
+    # an estimate before the work, an ETA on every row, and the plan it was made from is the work done
+    first_row = next(i for i, line in enumerate(logs) if "identical" in line)
+    assert any(line.startswith("estimate: ~") for line in logs[:first_row])
+    rows = [line for line in logs if "identical" in line]
+    assert len(rows) == len(res.rows) and all("ETA" in line for line in rows) and "100% done" in rows[-1]
     # per (mode, T): standard + 3 drafters x budgets; + the coupled-noise ablation at T=1 (both modes)
     assert len(res.rows) == (1 + 3 * 2) + (1 + 3 * 1 + 1) + (1 + 3 * 1) + (1 + 3 * 1 + 1)
     for r in res.rows:

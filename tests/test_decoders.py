@@ -1,6 +1,8 @@
 """The standard decoder (exact / threshold, T=0 / T=1, block and full targets) and its input checks."""
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
 import pytest
 import torch
 
@@ -240,15 +242,18 @@ def test_prompt_with_mask_token_is_refused(tiny_block_target):
     ({"mode": "greedy"}, "mode"),
     ({"drafter": "oracle"}, "drafter"),
 ])
-def test_bad_config(kw, match, tiny_block_target):
-    cfg = DecodeConfig(**kw)
+def test_bad_config(kw, match):
+    """Refused when made (the one check: a DecodeConfig is frozen, so what is made stays valid)."""
     with pytest.raises(DecodeError, match=match):
-        decode(tiny_block_target, "ROMEO.", cfg)
+        DecodeConfig(**kw)
+    cfg = DecodeConfig()
+    with pytest.raises(FrozenInstanceError):
+        cfg.budget = kw.get("budget", 0)
 
 
 def test_good_config_edges():
-    DecodeConfig(threshold=1.0, temperature=0, gen_length=1, budget=1).validate()
-    DecodeConfig(mode="threshold", threshold=1e-6, temperature=10.0, gen_length=1024).validate()
+    DecodeConfig(threshold=1.0, temperature=0, gen_length=1, budget=1)
+    DecodeConfig(mode="threshold", threshold=1e-6, temperature=10.0, gen_length=1024)
 
 
 def test_gen_length_beyond_the_context(tiny_block_target):

@@ -11,7 +11,7 @@ import torch
 from spotviz.drafter.features import N_FEATURES, RootView, coupled_candidates, position_features
 from spotviz.drafter.model import DrafterConfig, SpotDrafter, keep_logits, pointer_loss
 from spotviz.drafter.proposers import Calibrated, SpotProposer
-from spotviz.drafter.train import (CALIBRATED_PARAMETERS, MAX_DEPTH, calibrate_template, collect, evaluate_drafter,
+from spotviz.training.drafter import (CALIBRATED_PARAMETERS, MAX_DEPTH, calibrate_template, collect, evaluate_drafter,
                                    fit, remaining_masks)
 from spotviz.samplers.common import DecodeConfig
 from spotviz.samplers.spot import decode_spot
@@ -158,7 +158,7 @@ def test_calibrate_template(data, tiny_block_target):
 
 def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, monkeypatch):
     """`train-drafter` on the micro model: files written, loadable through the store, lossless decodes."""
-    from spotviz.drafter import train
+    from spotviz.training import drafter as train
     from spotviz.drafter.registry import load_proposer
 
     monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0, corpus="shakespeare": (PROMPTS * n)[:n])
@@ -205,7 +205,7 @@ def test_topk_features_widen_only_the_probability_block(tiny_block_target):
 def test_train_topk32_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, monkeypatch):
     """`train-drafter --topk 32`: the drafter records its width, loads back, drafts losslessly, and a calibration
     from it keeps reading the top 32."""
-    from spotviz.drafter import train
+    from spotviz.training import drafter as train
     from spotviz.drafter.registry import load_proposer
 
     monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0, corpus="shakespeare": (PROMPTS * n)[:n])
@@ -248,7 +248,7 @@ def test_drafter_with_an_unknown_feature_count_is_refused(tmp_path):
 def test_tune_mix_picks_a_weight_per_temperature(tiny_block_target):
     """tune_mix sets sigmoid(mix0 + mix1 * T) to the weight it chose for each temperature in the data."""
     from spotviz.drafter.features import TEMPERATURE_FEATURE
-    from spotviz.drafter.train import tune_mix
+    from spotviz.training.drafter import tune_mix
 
     parts = [collect(tiny_block_target, ["ROMEO.\nO", "JULIET.\nWhat"], "exact", t, 0.9, 24, seed=2,
                      log=lambda *a: None) for t in (0.0, 1.0)]

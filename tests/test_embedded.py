@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from spotviz.embedded import training
+from spotviz.training import target as training
 from spotviz.embedded.corpus import EOT, load_python_files, split_named_corpus, split_python_corpus
 from spotviz.embedded.prompts import HELDOUT_FILES, code_prompts, load_prompts, training_prompts
 from spotviz.eval.quality import OutputQuality, summarise, token_stats, valid_line_share

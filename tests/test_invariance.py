@@ -1,11 +1,14 @@
 """Exactness on every device and dtype (targets/invariance.py): a batched target pass must reproduce one-row
 logits bit for bit, or SPOT's output can differ from the standard decoder's.
 
-On this CPU a bfloat16 model is not batch-invariant: the test reproduces the failure (different logits, and
-SPOT output that differs from the standard decoder's), then shows that loading checks it and upcasts to float32,
-after which SPOT equals the standard decoder on every seed. Targets that stay non-invariant are flagged.
+Whether a batched pass is bit-identical depends on the CPU's kernels and the dtype (bfloat16 passes differ in
+every row on this project's AVX-512 CPUs), so the tests assert what the library says and does about it: an
+unchecked or low-precision target is never reported as guaranteed, loading upcasts a bfloat16 model to float32
+(after which SPOT equals the standard decoder on every seed), and targets that stay non-invariant are flagged.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 import torch
@@ -34,14 +37,24 @@ def bf16_unchecked(tiny_block_dir):
     return load_embedded(tiny_block_dir, dtype=torch.bfloat16, check_invariance=False)
 
 
-def test_bf16_on_this_cpu_is_not_batch_invariant_and_breaks_identity(bf16_unchecked, tiny_prompt):
+def test_an_unchecked_bf16_target_is_not_guaranteed_and_its_probe_says_what_decoding_shows(bf16_unchecked,
+                                                                                            tiny_prompt):
+    """Whether bf16 batched passes are bit-identical to one-row passes depends on the CPU's kernels (on this
+    project's AVX-512 CPUs they differ in every row); the test asserts what the library says about it, not the
+    hardware. Unchecked, the target is never reported as guaranteed; where the probe finds differences they are
+    real; where it finds none, SPOT equals the standard decoder."""
+    assert bf16_unchecked.info.batch_invariant is None
+    std = decode(bf16_unchecked, tiny_prompt, DecodeConfig(gen_length=8))
+    spot = decode(bf16_unchecked, tiny_prompt, DecodeConfig(gen_length=8, drafter="training-free", budget=4))
+    assert not std.meta.identity_guaranteed and not spot.meta.identity_guaranteed
     report = batch_invariance(bf16_unchecked)
-    assert not report.invariant and report.rows_differing > 0 and report.max_abs_diff > 0
-    differing = sum(a != b for a, b in _pairs(bf16_unchecked, tiny_prompt))
-    assert differing >= 1, "expected the unchecked bf16 target to break SPOT == standard on some seed"
+    assert report.invariant == (report.rows_differing == 0) and report.invariant == (report.max_abs_diff == 0)
+    if report.invariant:
+        assert all(a == b for a, b in _pairs(bf16_unchecked, tiny_prompt))
 
 
 def test_loading_upcasts_a_bf16_target_and_identity_holds(tiny_block_dir, tiny_prompt):
+    """A low-precision model is upcast to float32 whatever its own probe found (only float32 is guaranteed)."""
     notes = []
     target = load_embedded(tiny_block_dir, dtype=torch.bfloat16, log=notes.append)
     assert next(target.model.parameters()).dtype == torch.float32
@@ -58,33 +71,66 @@ def test_float32_targets_are_checked_at_load(tiny_targets):
         assert next(target.model.parameters()).dtype == torch.float32
 
 
-class _BatchDependent:
-    """A target whose batched passes differ from one-row passes whatever the dtype (as some GPU kernels do)."""
+class _Perturbed:
+    """A target whose batched passes differ from one-row passes (as some kernels do): at the batch sizes in
+    `sizes` (default: every size above 1), in the rows in `rows` (default: every row), a fixed logit pattern is
+    added, enough to change decisions."""
 
-    def __init__(self, inner):
-        self._inner = inner
-        self.info = inner.info
+    def __init__(self, inner, sizes=None, rows=None):
+        self._inner, self.sizes, self.rows = inner, sizes, rows
+        self.info = replace(inner.info, extra={})
+        self.bump = 3.0 * torch.randn(inner.info.vocab_size, generator=torch.Generator().manual_seed(0))
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
     def forward(self, states, lo, hi, cache):
         out = self._inner.forward(states, lo, hi, cache)
-        if states.shape[0] > 1:
-            out.logits = out.logits + 1e-3 * states.shape[0]
+        batch = states.shape[0]
+        if batch > 1 and (self.sizes is None or batch in self.sizes):
+            rows = [r for r in (range(batch) if self.rows is None else self.rows) if r < batch]
+            out.logits = out.logits.clone()
+            out.logits[rows] += self.bump
         return out
 
 
-def test_a_target_that_stays_non_invariant_is_flagged(tiny_block_dir):
-    from dataclasses import replace
+@pytest.fixture(scope="module")
+def fp32_unchecked(tiny_block_dir):
+    return load_embedded(tiny_block_dir, check_invariance=False)
 
-    inner = load_embedded(tiny_block_dir, check_invariance=False)
-    inner.info = replace(inner.info, extra={})
+
+def test_a_target_that_stays_non_invariant_is_flagged(fp32_unchecked):
     notes = []
-    target = ensure_batch_invariance(_BatchDependent(inner), log=notes.append)
+    target = ensure_batch_invariance(_Perturbed(fp32_unchecked), log=notes.append)
     assert target.info.batch_invariant is False
     assert target.info.extra["invariance"].startswith(NOT_GUARANTEED)
     assert notes and notes[0].startswith("warning:")
+
+
+@pytest.mark.parametrize("sizes, rows", [(range(4, 32), None), (None, [3])], ids=["sizes-4-31", "row-3"])
+def test_a_target_perturbed_only_at_some_sizes_or_rows_is_caught_when_a_run_uses_them(fp32_unchecked, tiny_prompt,
+                                                                                      sizes, rows):
+    """The load-time probe samples batch sizes and rows (this perturbation slips through it); the run checks
+    each pass shape the first time it is used, so the run that uses a perturbed size or row says so."""
+    target = ensure_batch_invariance(_Perturbed(fp32_unchecked, sizes, rows))
+    assert target.info.batch_invariant is True  # the probe's sample missed it
+    cfg = DecodeConfig(mode="exact", gen_length=40, drafter="training-free", budget=16)
+    spot = decode(target, tiny_prompt, cfg)
+    assert max(p.states for p in spot.passes) >= 4
+    assert not spot.meta.identity_guaranteed and target.info.batch_invariant is False
+    assert target.info.extra["invariance"].startswith(NOT_GUARANTEED)
+    assert spot.meta.forward_calls_outside > 0 and spot.counters.target_passes == len(spot.passes)
+
+
+def test_a_run_checks_each_new_pass_shape_once_and_counts_the_calls(fp32_unchecked, tiny_prompt):
+    target = ensure_batch_invariance(_Perturbed(fp32_unchecked, sizes=()))  # never perturbed
+    cfg = DecodeConfig(mode="exact", gen_length=40, drafter="training-free", budget=16)
+    first, again = decode(target, tiny_prompt, cfg), decode(target, tiny_prompt, cfg)
+    assert first.meta.identity_guaranteed and again.meta.identity_guaranteed
+    assert first.tokens == again.tokens == decode(target, tiny_prompt, replace(cfg, drafter="none")).tokens
+    assert first.meta.forward_calls_outside > 0 and again.meta.forward_calls_outside == 0  # shapes seen before
+    batched = {(p.states, p.window[1] - p.window[0]) for p in first.passes if p.states > 1}
+    assert first.meta.forward_calls_outside <= 11 * 2 * len(batched)  # a few rows per shape (window or fused)
 
 
 def test_narrow_windows_are_bit_identical_in_a_batch(tiny_targets):

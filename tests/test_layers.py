@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "spotviz"
 # low -> high; a module may import from its own layer and the layers below it. Prefixes, longest match wins.
 LAYERS = [
     ("core", ["spotviz", "spotviz.paths", "spotviz.noise", "spotviz.decision", "spotviz.trace",
-              "spotviz.errors"]),
+              "spotviz.errors", "spotviz.threads"]),
+    ("views", ["spotviz.views"]),  # pure functions of a trace: they need nothing above the core
     ("embedded models", ["spotviz.embedded.corpus", "spotviz.embedded.tokenizer", "spotviz.embedded.modeling",
                          "spotviz.embedded.prompts", "spotviz.embedded"]),
     ("targets", ["spotviz.targets"]),
@@ -19,8 +20,7 @@ LAYERS = [
     ("speculation", ["spotviz.drafter"]),
     ("decoding", ["spotviz.samplers"]),
     ("engine", ["spotviz.engine"]),
-    ("training and evaluation", ["spotviz.drafter.train", "spotviz.embedded.training", "spotviz.eval"]),
-    ("views", ["spotviz.views"]),
+    ("training and evaluation", ["spotviz.training", "spotviz.eval"]),
     ("ui", ["spotviz.ui"]),
     ("command line", ["spotviz.cli", "spotviz.__main__"]),
 ]

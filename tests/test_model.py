@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModelForMaskedLM
 
 from spotviz.embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM
 from spotviz.registry import ModelLoadError, load_embedded, load_target
-from spotviz.embedded.training import export_model
+from spotviz.training.target import export_model
 
 
 def random_states(target, n: int, length: int, seed: int = 0) -> torch.Tensor:
@@ -163,20 +163,16 @@ def test_load_target_accepts_a_local_folder(model_copy):
     assert t.info.attention == "block" and t.info.name == "copy"
 
 
-def test_truncated_weights(model_copy):
+@pytest.mark.parametrize("garbage", [None, b"", b"\x00" * 7, b"not a safetensors file at all" * 100,
+                                     b"\xff" * 8 + b"{}"], ids=["truncated", "empty", "zeros", "text", "no-header"])
+def test_unreadable_weights(model_copy, garbage):
+    """The embedded loader's checks (the front ends' messages for the same files: test_robustness.py's table)."""
     w = model_copy / "model.safetensors"
-    data = w.read_bytes()
-    w.write_bytes(data[: len(data) // 2])
-    with pytest.raises(ModelLoadError, match="corrupt"):
-        load_target(str(model_copy))
-
-
-@pytest.mark.parametrize("garbage", [b"", b"\x00" * 7, b"not a safetensors file at all" * 100,
-                                     b"\xff" * 8 + b"{}"])
-def test_garbage_weights(model_copy, garbage):
-    (model_copy / "model.safetensors").write_bytes(garbage)
+    w.write_bytes(w.read_bytes()[: w.stat().st_size // 2] if garbage is None else garbage)
     with pytest.raises(ModelLoadError, match="corrupt"):
         load_embedded(model_copy)
+    with pytest.raises(ModelLoadError, match="corrupt"):
+        load_target(str(model_copy))
 
 
 def test_missing_weights(model_copy):

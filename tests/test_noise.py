@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import struct
 
 import pytest
 import torch
@@ -72,3 +73,49 @@ def test_gumbel_max_samples_softmax(T):
     # the same steps at another position are an independent stream
     other = torch.stack([(logp / T + n.at(k, 4)).argmax() for k in range(draws)])
     assert 0 < (other != picks).float().mean() < 1
+
+
+# ---------------------------------------------------------------------------- the recipe of docs/DESIGN.md
+_U64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & _U64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
+    return z ^ (z >> 31)
+
+
+def _mt19937(seed: int):
+    """The standard 32-bit Mersenne Twister, initialised with `seed`'s low 32 bits: its outputs, one by one."""
+    state = [seed & 0xFFFFFFFF]
+    for j in range(1, 624):
+        state.append((1812433253 * (state[-1] ^ (state[-1] >> 30)) + j) & 0xFFFFFFFF)
+    while True:
+        for k in range(624):
+            y = (state[k] & 0x80000000) | (state[(k + 1) % 624] & 0x7FFFFFFF)
+            state[k] = state[(k + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+        for y in state:
+            y ^= y >> 11
+            y ^= (y << 7) & 0x9D2C5680
+            y ^= (y << 15) & 0xEFC60000
+            yield y ^ (y >> 18)
+
+
+def _noise_from_the_recipe(seed: int, step: int, position: int, vocab: int) -> list[float]:
+    key = _splitmix64(_splitmix64(_splitmix64(seed & _U64) ^ step) ^ position) >> 1
+    draws, out = _mt19937(key), []
+    for _ in range(vocab):
+        a, b = next(draws), next(draws)
+        u = (((a << 32) | b) & ((1 << 53) - 1)) * 2.0 ** -53
+        u = min(max(u, 1e-300), 1 - 1e-16)
+        out.append(struct.unpack("f", struct.pack("f", -math.log(-math.log(u))))[0])  # rounded to float32
+    return out
+
+
+@pytest.mark.parametrize("seed, step, position, vocab", [
+    (0, 0, 0, 7), (3, 17, 5, 700), (2**62 + 9, 1000, 123, 300), (12345, 2**40, 2**33 + 1, 64)])
+def test_the_noise_is_the_recipe_in_design_md_bit_for_bit(seed, step, position, vocab):
+    assert GumbelNoise(seed, vocab).at(step, position).tolist() == _noise_from_the_recipe(seed, step, position, vocab)
+    assert IndependentNoise(seed, vocab).at(step, position).tolist() == _noise_from_the_recipe(
+        seed ^ 0x5EED5EED, step, position, vocab)

@@ -18,11 +18,12 @@ import torch
 import torch.nn.functional as F
 
 from spotviz.registry import ModelLoadError, known_models, load_target
-from spotviz.targets import published
+from spotviz.targets import hub
+from spotviz.targets.adapters import BlockCausalTarget, FullAttentionTarget, MaskedLMTarget
 from spotviz.targets.base import PrefixCache
-from spotviz.targets.published import (
-    PUBLISHED, BlockCausalTarget, FullAttentionTarget, MaskedLMTarget, detect_family, load_published,
-)
+from spotviz.targets.invariance import NOT_GUARANTEED, batch_invariance
+from spotviz.targets.families import detect_family
+from spotviz.targets.published import PUBLISHED, load_published
 
 VOCAB = 40  # model vocabulary; the tokenizers have fewer tokens (like Qwen's padded embeddings)
 WORDS = ("the a of and to in is it you that he was for on are with as his they be at one have this from "
@@ -442,10 +443,24 @@ def test_full_attention_sees_positions_after_the_window(dream):
 
 # ---------------------------------------------------------------------------------------------- LLaDA
 @pytest.mark.parametrize("adapter", ADAPTERS)
-def test_load_checks_batch_invariance_at_the_default_dtype(adapter, request):
-    """The load-time probe ran for every adapter at its default dtype (float32 on the CPU) and passed."""
+def test_load_probes_batch_invariance_and_runs_say_what_it_found(adapter, request):
+    """The load-time probe ran at the default dtype (float32 on the CPU). Whether float32 batched passes are bit
+    for bit one-row passes depends on the CPU's kernels (these tiny models multiply matrices of a few rows; on some
+    AVX-512 CPUs a batch's rows differ from one-row passes in the last bit), so the test asserts the probe's
+    verdict and what follows from it, not the hardware: the flag is what the probe finds, the note says it, and a
+    run's trace claims identity only if the probe proved it."""
+    from spotviz.samplers import DecodeConfig, decode_standard
+
     target = request.getfixturevalue(adapter)
-    assert target.info.batch_invariant is True and "bit-identical" in target.info.extra["invariance"]
+    assert next(target.model.parameters()).dtype == torch.float32  # nothing to upcast: flagged if it fails
+    report = batch_invariance(target)
+    assert target.info.batch_invariant is report.invariant
+    if report.invariant:
+        assert "bit-identical" in target.info.extra["invariance"]
+    else:
+        assert target.info.extra["invariance"].startswith(NOT_GUARANTEED) and report.max_abs_diff > 0
+    trace = decode_standard(target, "some prompt", DecodeConfig(gen_length=4))
+    assert trace.meta.identity_guaranteed is report.invariant
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
@@ -454,8 +469,8 @@ def test_a_bf16_published_target_is_made_invariant_or_flagged(adapter, request):
     target = load_published(str(folder), device="cpu", dtype=torch.bfloat16)
     dtype = next(target.model.parameters()).dtype
     assert target.info.batch_invariant is not None
-    if target.info.batch_invariant:
-        assert dtype == torch.float32 or "bfloat16" in target.info.extra["invariance"]
+    if target.info.batch_invariant:  # only float32 is guaranteed
+        assert dtype == torch.float32 and "upcast to float32" in target.info.extra["invariance"]
     else:
         assert target.info.extra["invariance"].startswith("identity not guaranteed")
 
@@ -689,4 +704,4 @@ def test_remote_code_runs_only_for_allow_listed_repos(tmp_path, monkeypatch):
         load_published("llada-8b-instruct")
     assert "*.py" in fetched["GSAI-ML/LLaDA-8B-Instruct"]
     assert calls == [{"trust_remote_code": True, "use_safetensors": True, "dtype": torch.float32}]
-    assert published.remote_code_allowed("GSAI-ML/LLaDA-8B-Base") and not published.remote_code_allowed(None)
+    assert hub.remote_code_allowed("GSAI-ML/LLaDA-8B-Base") and not hub.remote_code_allowed(None)

@@ -2,8 +2,9 @@
 
 * One table (CASES) holds every bad input of the issue; each row runs through the CLI (`spotviz.cli.main`: exit
   code 2 and one `error: ...` line, nothing on stdout) and through the app's API (the message is in the status
-  output, nothing raises, and the next valid run works). Per-function checks of the same inputs live in
-  test_decoders.py (DecodeConfig / encode_prompt), test_trace.py (Trace.from_json) and test_cli.py.
+  output, nothing raises, and the next valid run works): the one place for the front ends' bad-input messages.
+  The layers' own checks live with them: test_decoders.py (DecodeConfig / encode_prompt), test_trace.py
+  (Trace.from_json), test_model.py and test_published.py (the loaders), test_cli.py (argparse, devices, files).
 * Untrusted files: pickles are refused unopened (a tripwire pickle would leave a marker), remote code runs only
   for the allow-list, API values outside the menus (model paths, Hub repos) are refused before any load,
   hostile trace labels come back escaped in every output.
@@ -448,21 +449,21 @@ def test_no_pickle_loading_and_remote_code_only_behind_the_allow_list():
                 hits.setdefault(pat, []).append((p.relative_to(root).as_posix(), src.splitlines()[line - 1].strip()))
     assert not hits.get(r"pickle\.loads?\(") and not hits.get(r"allow_pickle\s*=\s*True")
     # the only torch.load: resuming our own training checkpoint, tensors only
-    assert all(f == "embedded/training.py" and "weights_only=True" in ln
+    assert all(f == "training/target.py" and "weights_only=True" in ln
                for f, ln in hits.get(r"torch\.load\(", [])), hits
     remote = [h for h in hits.get(r"trust_remote_code\s*=\s*True", []) if not h[1].startswith("#")]
-    assert [f for f, _ in remote] == ["targets/published.py"], remote
-    from spotviz.targets import published
+    assert [f for f, _ in remote] == ["targets/hub.py"], remote
+    from spotviz.targets import hub, published
 
-    src = (root / "targets" / "published.py").read_text()
-    fn = src[src.index("def _load_remote_code_model"):]
+    src = (root / "targets" / "hub.py").read_text()
+    fn = src[src.index("def load_remote_code_model"):]
     fn = fn[:fn.index("\ndef ", 10)]
     assert "trust_remote_code=True" in fn and fn.index("if not remote_code_allowed(repo)") < fn.index(
         "trust_remote_code=True")
     # the allow-list is explicit: published LLaDA repositories only, never a local folder
-    assert published.REMOTE_CODE_ALLOWED == {"GSAI-ML/LLaDA-8B-Instruct", "GSAI-ML/LLaDA-8B-Base"}
-    assert published.REMOTE_CODE_ALLOWED <= {s["repo"] for s in published.PUBLISHED.values()}
-    assert not published.remote_code_allowed(None) and not published.remote_code_allowed("/tmp/GSAI-ML/LLaDA-8B-Base")
+    assert hub.REMOTE_CODE_ALLOWED == {"GSAI-ML/LLaDA-8B-Instruct", "GSAI-ML/LLaDA-8B-Base"}
+    assert hub.REMOTE_CODE_ALLOWED <= {s["repo"] for s in published.PUBLISHED.values()}
+    assert not hub.remote_code_allowed(None) and not hub.remote_code_allowed("/tmp/GSAI-ML/LLaDA-8B-Base")
 
 
 def test_hostile_labels_come_back_escaped_or_as_data(client, tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 
 import pytest
 import torch
@@ -216,7 +217,7 @@ def test_random_full_attention_model(mode, tau, targets, random_drafter):
         c = cfg(mode, tau, T, seed=r, gen=21)
         std = decode_standard(target, PROMPTS[r], c)
         for k, name in enumerate(("training-free", "calibrated", "spot")):
-            c.budget = (2, 8, 32)[k]
+            c = replace(c, budget=(2, 8, 32)[k])
             check_against_standard(decode_spot(target, PROMPTS[r], c, make_proposer(name, random_drafter)), std,
                                    c.budget)
 
@@ -537,7 +538,7 @@ def test_pruned_trees_stay_exact(mode, tau, T, tiny_block_target, random_drafter
 @pytest.mark.parametrize("bad", [-0.1, 1.0, "x", True])
 def test_min_path_prob_validated(bad):
     with pytest.raises(DecodeError, match="min_path_prob"):
-        cfg(min_path_prob=bad).validate()
+        cfg(min_path_prob=bad)
 
 
 def test_token_branching_drafts_second_token(tiny_block_target, random_drafter):

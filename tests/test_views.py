@@ -149,7 +149,7 @@ def test_live_session_lines_equal_the_replayed_trace(tiny_block_target, tiny_pro
     from spotviz.views.timeline import trace_lines
 
     key = register_store(ModelStore(lambda name: tiny_block_target))
-    plan = RunPlan(DecodeConfig(gen_length=16, seed=4, drafter="training-free", budget=8).validate())
+    plan = RunPlan(DecodeConfig(gen_length=16, seed=4, drafter="training-free", budget=8))
     session = LiveSession(plan)
     for ev in decode_events(key, "tiny", tiny_prompt, plan):
         session.event(ev)

@@ -3,6 +3,9 @@
 * Shakespeare: the start of a speech, i.e. the speaker line plus the first words of the speech.
 * Python: the start of a top-level definition (a function signature with the start of its docstring, a class
   header), a ``if __name__ == "__main__":`` block, or the opening lines of a module.
+* Math: the bare question of a generated word problem (wordproblems.py); the model's prompt template adds
+  "Question:" and "Answer:". The held-out set mixes held-out problems of the training families, held-out
+  phrasings and held-out families.
 """
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from pathlib import Path
 from ..paths import ASSETS
 
 HELDOUT_FILE = ASSETS / "prompts" / "heldout.json"  # Shakespeare (the default corpus)
-HELDOUT_FILES = {"shakespeare": HELDOUT_FILE, "python": ASSETS / "prompts" / "python-heldout.json"}
+HELDOUT_FILES = {"shakespeare": HELDOUT_FILE, "python": ASSETS / "prompts" / "python-heldout.json",
+                 "math": ASSETS / "prompts" / "math-heldout.json"}
 MAX_PROMPT_LINES = 8
 
 
@@ -94,6 +98,10 @@ def code_prompts(sources: list[str], n: int, seed: int = 0, per_file: int = 3) -
 
 def training_prompts(n: int, seed: int = 0, corpus: str = "shakespeare") -> list[str]:
     """Prompts drawn from the training part of a corpus (for training drafters)."""
+    if corpus == "math":
+        from .wordproblems import generate
+
+        return [p.question for p in generate(n, "train", seed=10_000 + seed)]
     if corpus == "python":
         from .corpus import EOT, split_python_corpus
 
@@ -101,6 +109,15 @@ def training_prompts(n: int, seed: int = 0, corpus: str = "shakespeare") -> list
     from .corpus import split_corpus
 
     return speech_prompts(split_corpus()["train"], n, seed)
+
+
+def math_heldout_questions() -> list[str]:
+    """The shipped math held-out set: 20 held-out problems of training families, 10 held-out phrasings, 10
+    problems of held-out families (deterministic; scripts and tests rebuild it from the generator)."""
+    from .wordproblems import generate
+
+    return [p.question for split, n in (("heldout-problems", 20), ("heldout-phrasings", 10), ("heldout-families", 10))
+            for p in generate(n, split, seed=1)]
 
 
 def corpus_of(target) -> str:

@@ -13,10 +13,15 @@ PAD = "<|pad|>"
 SPECIAL_TOKENS = [EOT, MASK, PAD]
 
 
-def train_tokenizer(text: str, vocab_size: int = 1024) -> PreTrainedTokenizerFast:
-    """Train a byte-level BPE on `text` (plays joined by EOT); returns a transformers fast tokenizer."""
+def train_tokenizer(text: str, vocab_size: int = 1024, split_digits: bool = False) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE on `text` (documents joined by EOT); returns a transformers fast tokenizer.
+
+    `split_digits`: every digit is a token of its own (numbers are never merged), so each digit of a result is
+    one decision of the model (and one a drafter can predict)."""
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level]) \
+        if split_digits else byte_level
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

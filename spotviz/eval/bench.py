@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -27,6 +27,7 @@ from ..samplers.common import AUTO, DecodeConfig
 from ..samplers.cost import cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
+from .progress import Progress, duration, unit_seconds
 from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
 from .stats import stale_agreement
 
@@ -66,18 +67,21 @@ class BenchResult:
     quality: dict = field(default_factory=dict)  # greedy outputs: degeneracy and syntax measures (eval/quality.py)
 
 
-def _run(target, prompts, cfg: DecodeConfig, proposer=None):
+def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: None, spec_units: float = 1.0):
     """Decode every prompt (seed + i). With a proposer, each speculative decode runs between two standard decodes
     of the same prompt (A-B-A), so that the wall-clock ratio compares runs made under the same load, drift
-    included: the paired standard time is the mean of the two. Returns (speculative traces, standard traces)."""
+    included: the paired standard time is the mean of the two. Returns (speculative traces, standard traces).
+    `tick(units)` is called after each decode (eval/progress.py's units)."""
     traces, base = [], []
     for i, p in enumerate(prompts):
-        c = DecodeConfig(**{**asdict(cfg), "seed": cfg.seed + i})
+        c = replace(cfg, seed=cfg.seed + i)
         before = decode_standard(target, p, c)
         base.append(before)
+        tick(1)
         if proposer is not None:
             traces.append(decode_spot(target, p, c, proposer))
             after = decode_standard(target, p, c)
+            tick(1 + spec_units)
             before.counters.wall_s = (before.counters.wall_s + after.counters.wall_s) / 2
     return (traces, base) if proposer is not None else (base, base)
 
@@ -113,8 +117,9 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
     curve (measured now if not cached; recorded in the result). `prune` > 0 adds, for the SPOT drafter at
     every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
     t_start = time.time()
+    prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
     target = load_target(model)
-    prompts = (load_prompts(prompts_file) if prompts_file else heldout_prompts(target))[:n_prompts]
+    prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune)
     if AUTO in budgets or AUTO in (other_budgets or ()):
@@ -122,53 +127,79 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
         log("cost curve (ms per pass over N states): "
             + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
+    # the plan, in standard-decode units (eval/progress.py), for the estimate and the ETA
+    transfers = [(label, folder) for o in EMBEDDED if o != model and transfer
+                 for label, folder in ((f"from {o}", DRAFTER_DIR / o),
+                                       (f"from {o} + calibration", DRAFTER_DIR / model / f"from-{o}"))
+                 if folder.is_dir()]
+
+    def spec_units(b) -> float:  # one speculative decode: a tree of b states costs ~f(b)/f(1) passes, ~2x fewer
+        if b == AUTO:
+            return 1.0
+        f = dict((int(n), s) for n, s in res.cost_curve)
+        ratio = f[min((n for n in f if n >= b), default=max(f))] / f[1] if f else 1 + 0.3 * (b - 1)
+        return max(1.0, ratio / 2)
+
+    def sweep_of(mode, t):
+        sweep = budgets if (mode == "exact" and t == temperatures[0]) else (other_budgets or budgets)
+        return sweep, min((b for b in sweep if b != AUTO), key=lambda b: abs(b - 16), default=16)
+
+    P = len(prompts)
+    units = P * (1 + len(temperatures))  # greedy quality, previous-pass agreement
+    for mode in ("exact", "threshold"):
+        for t in temperatures:
+            sweep, near = sweep_of(mode, t)
+            units += P + sum(P * (2 + spec_units(b)) for _ in drafters for b in sweep)
+            units += sum(P * (2 + spec_units(b)) for b in sweep if prune > 0 and b != AUTO and b > 2)
+            units += P * (2 + spec_units(near)) * ((t > 0) + (len(transfers) if t == temperatures[0] else 0))
+    unit_s = unit_seconds(target, prompts[0], gen_length)
+    log(f"estimate: ~{duration(units * unit_s)} for about {units:.0f} standard-decode equivalents of {gen_length} "
+        f"tokens (one takes {unit_s:.1f} s here; large trees make it longer); progress and ETA follow")
+    progress = Progress(units, f"bench {model}", units * unit_s)
+
+    def row_done(row: BenchRow) -> None:
+        res.rows.append(row)
+        log(f"{_fmt(row)}  [{progress.eta()}]")
+
     res.quality = greedy_quality(target, prompts, gen_length)
+    progress.tick(P)
     log(f"greedy outputs: {res.quality['summary']}")
     res.stale_agreement = {f"T={t}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
                            for t in temperatures}
-    log(f"previous-pass prediction == committed token: {res.stale_agreement}")
+    progress.tick(P * len(temperatures))
+    log(f"previous-pass prediction == committed token: {res.stale_agreement}  [{progress.eta()}]")
     for mode in ("exact", "threshold"):
         for t in temperatures:
             cfg = DecodeConfig(mode=mode, temperature=t, threshold=threshold, gen_length=gen_length)
-            base_runs = _run(target, prompts, cfg)
+            base_runs = _run(target, prompts, cfg, tick=progress.tick)
             base = base_runs[0]
-            res.rows.append(_row(mode, t, "none", 1, base_runs, base))
-            log(_fmt(res.rows[-1]))
-            sweep = budgets if (mode == "exact" and t == temperatures[0]) else (other_budgets or budgets)
-            near = min((b for b in sweep if b != AUTO), key=lambda b: abs(b - 16), default=16)
+            row_done(_row(mode, t, "none", 1, base_runs, base))
+            sweep, near = sweep_of(mode, t)
             for name in drafters:
                 dname = learned_drafter(mode) if name == "spot" else name
                 prop = load_proposer(dname, target, mode)
                 for b in sweep:
-                    c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": b})
-                    res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base))
-                    log(_fmt(res.rows[-1]))
+                    c = replace(cfg, drafter=dname, budget=b)
+                    row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
+                                  base))
                     if prune > 0 and name == "spot" and b != AUTO and b > 2:
-                        c = DecodeConfig(**{**asdict(c), "min_path_prob": prune})
-                        res.rows.append(_row(mode, t, dname, b, _run(target, prompts, c, prop), base,
-                                             note=f"pruned below path prob {prune:g}"))
-                        log(_fmt(res.rows[-1]))
+                        c = replace(c, min_path_prob=prune)
+                        row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
+                                      base, note=f"pruned below path prob {prune:g}"))
             if t > 0:  # coupled-noise ablation
                 dname = learned_drafter(mode)
                 prop = load_proposer(dname, target, mode)
-                c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near, "coupled_noise": False})
-                res.rows.append(_row(mode, t, dname, near, _run(target, prompts, c, prop), base,
-                                     note="independent noise (ablation)"))
-                log(_fmt(res.rows[-1]))
-            if transfer and t == temperatures[0]:
-                for other in EMBEDDED:
-                    if other == model:
-                        continue
-                    for label, folder in ((f"from {other}", DRAFTER_DIR / other),
-                                          (f"from {other} + calibration", DRAFTER_DIR / model / f"from-{other}")):
-                        if not folder.is_dir():
-                            continue
-                        dname = learned_drafter(mode)
-                        prop = load_proposer(dname, target, mode, folder=folder)
-                        c = DecodeConfig(**{**asdict(cfg), "drafter": dname, "budget": near})
-                        res.rows.append(_row(mode, t, dname, near, _run(target, prompts, c, prop), base,
-                                             note=f"transfer {label}"))
-                        log(_fmt(res.rows[-1]))
+                c = replace(cfg, drafter=dname, budget=near, coupled_noise=False)
+                row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick, spec_units(near)),
+                              base, note="independent noise (ablation)"))
+            if t == temperatures[0]:
+                for label, folder in transfers:
+                    dname = learned_drafter(mode)
+                    prop = load_proposer(dname, target, mode, folder=folder)
+                    c = replace(cfg, drafter=dname, budget=near)
+                    row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick,
+                                                             spec_units(near)), base, note=f"transfer {label}"))
+    progress.close()
     res.seconds = time.time() - t_start
     return res
 

@@ -8,7 +8,7 @@ from typing import Iterator
 import torch
 
 from .. import __version__
-from ..decision import DecisionRule
+from ..decision import MODES, DecisionRule
 from ..errors import DecodeError  # defined in the core; front ends import it from here
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
@@ -18,14 +18,14 @@ MAX_GEN_LENGTH = 1024
 MAX_PROMPT_CHARS = 20_000
 BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_BUDGET = 256
-MAX_TEMPERATURE = 10.0
+MAX_TEMPERATURE = 10.0  # the highest any run may use (the app allows less: its Limits)
 AUTO = "auto"  # budget chosen per pass from the target's cost curve (samplers/cost.py)
 
 
 @dataclass(frozen=True)
 class Limits:
     """The ranges a decode is checked against. The library's defaults are the widest; a front end (the app) passes
-    narrower ones, so that one validator serves every caller."""
+    narrower ones (its menus), so that one validator serves every caller."""
 
     gen_max: int = MAX_GEN_LENGTH
     temperature_max: float = MAX_TEMPERATURE
@@ -33,8 +33,11 @@ class Limits:
     drafters: tuple | None = None  # the drafters allowed (None: every registered one)
 
 
-@dataclass
+@dataclass(frozen=True)
 class DecodeConfig:
+    """One run, end to end. Checked once, when it is made (`validate`, the one validator); frozen, so it stays
+    valid: no layer checks it again or rebuilds it (dataclasses.replace makes a checked variant)."""
+
     mode: str = "exact"  # "exact" or "threshold"
     threshold: float = 0.9
     temperature: float = 0.0
@@ -44,10 +47,17 @@ class DecodeConfig:
     budget: int | str = AUTO  # draft tree size per pass: a node count, or "auto" (cost-aware, chosen per pass)
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
     min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)
+    limits: Limits = field(default=Limits(), repr=False, compare=False)  # the ranges it was checked against
 
-    def validate(self, limits: Limits = Limits()) -> "DecodeConfig":
-        """Check every field (and the drafter against the mode); raise DecodeError with a message for the user."""
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field against `limits` (and the drafter against the mode); raise DecodeError with a message
+        for the user. Called once, by the constructor."""
         from ..drafter.registry import PROPOSERS, check_drafter
+
+        limits = self.limits
 
         def num(name, kind):
             v = getattr(self, name)
@@ -58,7 +68,7 @@ class DecodeConfig:
         num("gen_length", int)
         num("seed", int)
         t, tau = num("temperature", (int, float)), num("threshold", (int, float))
-        if self.mode not in ("exact", "threshold"):
+        if self.mode not in MODES:
             raise DecodeError(f"mode must be 'exact' or 'threshold', got {self.mode!r}")
         if not 1 <= self.gen_length <= limits.gen_max:
             raise DecodeError(f"gen_length must be between 1 and {limits.gen_max}, got {self.gen_length}")
@@ -78,16 +88,13 @@ class DecodeConfig:
                                   f"got {self.budget}")
             if not 1 <= self.budget <= MAX_BUDGET:
                 raise DecodeError(f"budget must be {AUTO} or between 1 and {MAX_BUDGET} nodes, got {self.budget}")
+        if not isinstance(self.coupled_noise, bool):
+            raise DecodeError(f"coupled noise must be true or false, got {self.coupled_noise!r}")
         allowed = ("none", *PROPOSERS) if limits.drafters is None else limits.drafters
         if self.drafter not in allowed:
             raise DecodeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(allowed)}")
         if self.drafter != "none":
             check_drafter(self.drafter, self.mode)
-        return self
-
-    @property
-    def auto_budget(self) -> bool:
-        return self.budget == AUTO
 
     @property
     def rule(self) -> DecisionRule:
@@ -119,8 +126,7 @@ class DecodeState:
 
     @classmethod
     def begin(cls, target: DiffusionTarget, prompt: str, cfg: DecodeConfig) -> "DecodeState":
-        """Validate the configuration and encode the prompt (once per run)."""
-        cfg.validate()
+        """Encode the prompt (once per run; the configuration was checked when it was made)."""
         prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
         return cls(target, prompt_ids, cfg, prompt, truncated)
 
@@ -131,6 +137,7 @@ class DecodeState:
         self.prompt, self.truncated = prompt, truncated
         self.budget_auto = cfg.drafter != "none" and cfg.budget == AUTO
         self.cost_curve: list = []  # [[states, seconds]] when the budget is auto
+        self.calls_outside = 0  # target forward calls made for the run outside its passes (RunMeta)
         self.rule = cfg.rule
         self.mask_id = target.info.mask_id
         self.prompt_len = len(prompt_ids)
@@ -199,7 +206,8 @@ class DecodeState:
                         wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
 
     def meta(self, drafter: str | None = None) -> RunMeta:
-        """The run's description (the same object for the start event and the trace)."""
+        """The run's description (the same for the start event and the trace, but for what the run's end knows:
+        forward_calls_outside and identity_guaranteed)."""
         info = self.target.info
         cfg = self.cfg
         drafter = cfg.drafter if drafter is None else drafter
@@ -213,7 +221,8 @@ class DecodeState:
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,
                        cost_curve=self.cost_curve if spec else [], threads=torch.get_num_threads(),
-                       identity_guaranteed=getattr(info, "batch_invariant", None) is not False)
+                       forward_calls_outside=self.calls_outside,
+                       identity_guaranteed=getattr(info, "batch_invariant", None) is True)
 
     def started(self, drafter: str | None = None) -> "Progress":
         """The start event: the run's meta and the prompt row, before the first pass."""

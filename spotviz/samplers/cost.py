@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ class CostCurve:
     seconds: list[float]
     threads: int = 1
     device: str = "cpu"
+    calls: int = 0  # target forward calls made to measure it now (0 when read from memory or the user cache)
 
     def table(self, n_max: int) -> np.ndarray:
         """f(N) for N = 0..n_max (index 0 unused), linear interpolation / extrapolation from the last segment."""
@@ -102,7 +103,11 @@ def measure(target, sizes=SIZES, repeats: int = 5, log=None) -> CostCurve:
     seconds = np.minimum.accumulate(np.array([best[n] for n in sizes])[::-1])[::-1].tolist()
     if log:
         log("  ".join(f"f({n}) = {1000 * s:.2f} ms" for n, s in zip(sizes, seconds)))
-    return CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device))
+    calls = (1 if info.attention == "block" and lo else 0) + len(sizes) * (1 + repeats)
+    return CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device), calls)
+
+
+NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
 
 
 def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
@@ -112,14 +117,17 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     memo_key = (key, id(target))
     if not remeasure:
         if memo_key in _MEMO:
-            return _MEMO[memo_key]
+            return replace(_MEMO[memo_key], calls=0)
         if _cacheable(target) and path.is_file():
             try:
-                curve = CostCurve(**json.loads(path.read_text()))
+                curve = replace(CostCurve(**json.loads(path.read_text())), calls=0)
                 _MEMO[memo_key] = curve
                 return curve
             except (ValueError, TypeError, OSError):
                 pass  # unreadable cache: measure again
+    if log or NOTICE:
+        (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
+                        f"{torch.get_num_threads()} thread(s) for --budget auto (a few seconds, then cached) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
     if _cacheable(target):

@@ -71,7 +71,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         st.apply(free)
         st.step = step + (1 if d else 0)
         rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
-                          tree=tree_record(nodes, walk, v.decisions, lo), accepted_path=walk, budget=len(nodes))
+                          tree=tree_record(nodes, walk, v.decisions, lo), accepted_path=walk, budget=sizer.budget)
         sizer.observe(len(nodes), 0.0 if v.fused else v.forward_s, len(walk) - 1, rec.wall_s - v.forward_s)
         yield st.progress(rec)
         if window[0] != lo:
@@ -88,6 +88,7 @@ def tree_sizer(st: DecodeState) -> TreeSizer:
         return TreeSizer(st.cfg.budget)
     curve = cost_curve(st.target)
     st.cost_curve = curve.as_pairs()
+    st.calls_outside += curve.calls
     return TreeSizer("auto", curve, n_max=min(64, max(curve.sizes)))
 
 

@@ -20,6 +20,7 @@ import torch
 from ..decision import Decision, decide
 from ..drafter.tree import DraftNode
 from ..targets.base import ForwardOutput
+from ..targets.invariance import check_pass
 from ..trace import Commit, TreeNode
 
 
@@ -41,6 +42,7 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
     t0 = time.perf_counter()
     out = st.target.forward(rows, lo, next_hi if fused else hi, st.cache)
     forward_s = time.perf_counter() - t0
+    st.calls_outside += check_pass(st.target, rows, lo, next_hi if fused else hi, st.cache, out.logits)
     steps = [st.step + n.depth for n in nodes]
     decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
     return Verified(out, decisions, fused, forward_s)

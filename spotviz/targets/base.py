@@ -67,7 +67,26 @@ class TargetInfo:
     extra: dict = field(default_factory=dict)
     # True: a batched pass reproduces one-row logits bit for bit (probed at load, targets/invariance.py), so
     # speculative output is identical to the standard decoder's; False: not on this device/dtype; None: unchecked
+    # (not guaranteed either)
     batch_invariant: bool | None = None
+
+
+_SLOT = "\x00question\x00"
+
+
+def apply_chat_template(tokenizer, text: str) -> str:
+    """`text` as one user turn of the tokenizer's chat template, ready for the model to answer; a text that
+    already starts with the template's opening is not wrapped twice (the generation cue is added if it lacks it).
+    Without a chat template the text is returned as it is."""
+    if not getattr(tokenizer, "chat_template", None):
+        return text
+    full = tokenizer.apply_chat_template([{"role": "user", "content": _SLOT}], tokenize=False,
+                                         add_generation_prompt=True)
+    head, _, tail = full.partition(_SLOT)
+    if head.strip() and text.lstrip().startswith(head.strip()):
+        return text if not tail.strip() or tail.strip() in text else text.rstrip() + tail
+    return tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                         add_generation_prompt=True)
 
 
 class DiffusionTarget(ABC):
@@ -101,6 +120,10 @@ class DiffusionTarget(ABC):
         return cache
 
     # -------------------------------------------------------------- text
+    def format_prompt(self, text: str) -> str:
+        """A prompt as the model is given it (chat models: inside their template); plain text by default."""
+        return text
+
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 

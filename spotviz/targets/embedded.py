@@ -14,7 +14,7 @@ import warnings
 import torch
 
 from ..embedded.modeling import SpotDLMForMaskedLM, block_causal_mask
-from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo
+from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo, apply_chat_template
 
 
 class _BlockForward(torch.nn.Module):
@@ -61,6 +61,15 @@ class EmbeddedTarget(DiffusionTarget):
         dtype = next(model.parameters()).dtype
         self._empty = tuple(torch.zeros(1, cfg.num_attention_heads, 0, hd, dtype=dtype, device=self.device)
                             for _ in range(2 * cfg.num_hidden_layers))
+
+    def format_prompt(self, text: str) -> str:
+        """The model's prompt template applied where its tokenizer has one (math-bd: a bare question becomes
+        "Question: ...\nAnswer:"; a prompt already in that form is kept as it is)."""
+        return apply_chat_template(self.tokenizer, text)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of a prompt, through the model's prompt template (format_prompt)."""
+        return super().encode(self.format_prompt(text))
 
     # ------------------------------------------------------------------ the forward
     def _inputs(self, start: int, hi: int):

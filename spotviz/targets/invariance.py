@@ -12,14 +12,22 @@ batch size, bfloat16 ones are not (a batch of 32 differs in every row).
    of the first, second, middle and last rows, for a full window and for a row that ends one position into the
    window (a ragged last block), without a cache and, for block targets, against a shared prefix cache;
    `torch.equal` per row;
-2. if a low-precision model fails, rebuild it upcast to float32 (a batch-invariant computation on the CPU) and
-   probe again;
+2. a low-precision model (whatever its probe found: only float32 is guaranteed) is rebuilt upcast to float32
+   (a batch-invariant computation on the CPU) and probed again;
 3. if it still fails, keep it and mark the target: `info.batch_invariant = False`, and the runs carry "identity
    not guaranteed on this device/dtype" (RunMeta.identity_guaranteed, the CLI's note, the app's counters).
+
+The probe samples two batch sizes; a run can use any from 1 to its budget, and a fused pass is twice as wide.
+So every batched pass of a run is also checked lazily, the first time its shape (batch size, positions computed)
+is used with the target (`check_pass`): several of its own rows (the first 8, the middle and the last, and one
+that moves with the size: `checked_rows`) are recomputed in one-row passes and compared bit for bit. A
+difference marks the target as above, and the run's trace says so. The one-row passes are counted in the run's
+RunMeta.forward_calls_outside, not in its target passes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import torch
 
@@ -27,6 +35,8 @@ from .base import DiffusionTarget
 
 PROBE_BATCHES = (3, 32)  # batch sizes compared with one-row passes (the largest is a typical tree budget)
 NOT_GUARANTEED = "identity not guaranteed on this device/dtype"
+CHECKED_FIRST = 8  # a lazy check recomputes the first 8 rows of a batch, and a few more (checked_rows)
+_CHECKED: WeakKeyDictionary = WeakKeyDictionary()  # target -> the pass shapes already checked with it
 
 
 @dataclass
@@ -91,15 +101,21 @@ def batch_invariance(target: DiffusionTarget, batches=PROBE_BATCHES, seed: int =
 
 
 def ensure_batch_invariance(target: DiffusionTarget, rebuild=None, log=None) -> DiffusionTarget:
-    """The target to decode with: `target` if its batched passes are bit-identical to one-row passes; else, for
-    a low-precision model, `rebuild(torch.float32)` (the same weights upcast) if that one is; else `target`
-    marked `batch_invariant = False`. Sets `info.batch_invariant` and `info.extra["invariance"]`."""
+    """The target to decode with: a float32 `target` if its batched passes are bit-identical to one-row passes;
+    for a low-precision model, `rebuild(torch.float32)` (the same weights upcast) if that one is (a low-precision
+    target is never reported as guaranteed, even when its probe passes: its kernels switch paths by shape, and
+    a passing probe is a sample); else `target` marked `batch_invariant = False`. Sets `info.batch_invariant`
+    and `info.extra["invariance"]`."""
     report = batch_invariance(target)
-    if report.invariant:
+    original = _dtype_of(target)
+    if report.invariant and original == torch.float32:
         target.info.batch_invariant = True
         target.info.extra["invariance"] = f"bit-identical batched passes ({report.dtype} on {report.device})"
         return target
-    original = _dtype_of(target)
+    found = (f"{report.dtype} batched passes differed from one-row passes in {report.rows_differing} of "
+             f"{report.rows_probed} probed rows (max {report.max_abs_diff:.3g})" if not report.invariant else
+             f"{report.dtype} batched passes matched one-row passes in {report.rows_probed} probed rows, but only "
+             f"float32 is guaranteed")
     if rebuild is not None and original != torch.float32:
         try:
             upcast = rebuild(torch.float32)
@@ -110,9 +126,7 @@ def ensure_batch_invariance(target: DiffusionTarget, rebuild=None, log=None) -> 
                 log(f"note: {target.info.name}: could not upcast to float32 ({type(e).__name__})")
         if upcast_report is not None and upcast_report.invariant:
             upcast.info.batch_invariant = True
-            upcast.info.extra["invariance"] = (
-                f"{report.dtype} batched passes differed from one-row passes in {report.rows_differing} of "
-                f"{report.rows_probed} probed rows (max {report.max_abs_diff:.3g}); upcast to float32: bit-identical")
+            upcast.info.extra["invariance"] = f"{found}; upcast to float32: bit-identical"
             if "dtype" in upcast.info.extra:
                 upcast.info.extra["dtype"] = "float32"
             if log:
@@ -120,9 +134,46 @@ def ensure_batch_invariance(target: DiffusionTarget, rebuild=None, log=None) -> 
             return upcast
         target = rebuild(original)  # float32 does not help here: keep the original precision (and memory)
     target.info.batch_invariant = False
-    target.info.extra["invariance"] = (f"{NOT_GUARANTEED}: batched passes differ from one-row passes in "
-                                       f"{report.rows_differing} of {report.rows_probed} probed rows "
-                                       f"({report.dtype} on {report.device}, max {report.max_abs_diff:.3g})")
+    target.info.extra["invariance"] = f"{NOT_GUARANTEED}: {found} ({report.device})"
     if log:
         log(f"warning: {target.info.name}: {target.info.extra['invariance']}")
     return target
+
+
+def checked_rows(batch: int) -> list[int]:
+    """The rows of a batch of `batch` states that a lazy check recomputes one by one: the first CHECKED_FIRST (a
+    tree's nodes are in best-first order, so the accepted walk runs mostly through them), the middle and the last,
+    and one that moves with the size (so that over the sizes a run uses, the others are seen too)."""
+    spread = (batch * 2654435761 >> 8) % batch  # Knuth's multiplicative hash of the size
+    return sorted({*range(CHECKED_FIRST), batch // 2, batch - 1, spread} & set(range(batch)))
+
+
+@torch.no_grad()
+def check_pass(target: DiffusionTarget, states: torch.Tensor, lo: int, hi: int, cache, logits: torch.Tensor) -> int:
+    """Check a run's batched pass (`logits` = target.forward(states, lo, hi, cache).logits) the first time its
+    shape is used with `target` (a target proven so far only: an unchecked or flagged one has nothing to prove).
+    Marks the target as not batch-invariant if a recomputed row differs. Returns the forward calls made."""
+    batch = states.shape[0]
+    if batch < 2 or target.info.batch_invariant is not True:
+        return 0
+    # the shape: batch size and positions computed (a sample: not a full-attention row's length, nor where the
+    # window lies)
+    shape = (batch, hi - lo, lo - cache.length if target.info.attention == "block" else 0)
+    seen = _CHECKED.setdefault(target, set())
+    if shape in seen:
+        return 0
+    seen.add(shape)
+    rows = checked_rows(batch)
+    differing, worst = 0, 0.0
+    for i in rows:
+        single = target.forward(states[i: i + 1], lo, hi, cache).logits[0]
+        if not torch.equal(single, logits[i]):
+            differing += 1
+            worst = max(worst, float((single - logits[i]).abs().max()))
+    if differing:
+        target.info.batch_invariant = False
+        target.info.extra["invariance"] = (
+            f"{NOT_GUARANTEED}: a batched pass of {batch} states over {hi - lo} positions differed from one-row "
+            f"passes in {differing} of {len(rows)} checked rows ({_dtype_of(target)} on {target.device}, max "
+            f"{worst:.3g})".replace("torch.", ""))
+    return len(rows)

@@ -116,7 +116,7 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
            "prune": meta.min_path_prob, "race": race,
            "model": meta.model if meta.model in ctx.models else gr.skip(),
            "tau": gr.update(value=meta.threshold, visible=meta.mode == "threshold")}
-    budget = "auto" if getattr(meta, "budget_auto", False) else meta.budget
+    budget = AUTO if meta.budget_auto else meta.budget
     out["budget"] = budget if budget in ctx.budgets else gr.skip()
     return out
 

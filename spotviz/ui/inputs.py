@@ -3,8 +3,8 @@ validated DecodeConfig, which the rest of the UI passes on as it is.
 
 The run event runs with preprocess=False, so API callers get these messages in the status instead of Gradio's
 component errors. Checked here only what the API can send that the UI cannot (a model outside the menu, values
-of the wrong type); the ranges are checked by the engine's one validator, DecodeConfig.validate, with the UI's
-limits."""
+of the wrong type); the ranges are checked by DecodeConfig's one validator when it is made, with the UI's limits
+(generation length up to gen_max, the menu's budgets and drafters, temperature up to TEMPERATURE_MAX)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -12,10 +12,7 @@ from dataclasses import dataclass, replace
 from ..engine import DRAFTERS
 from ..samplers.common import DecodeConfig, DecodeError, Limits
 
-try:  # the cost-aware tree size chosen per pass (newer engines)
-    from ..samplers.common import AUTO
-except ImportError:  # pragma: no cover
-    AUTO = None
+from ..samplers.common import AUTO
 
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
 CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class Stack:\n", "def quicksort(items):\n",
@@ -29,7 +26,7 @@ DRAFTER_HELP = {
     "none": "the standard decoder (one decision per pass)",
 }
 RACE_BASELINES = [d for d in ("training-free", "calibrated") if d in DRAFTERS]  # raced against SPOT
-TEMPERATURE_MAX = 2.0  # the temperature slider's range; the engine accepts up to 10
+TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, samplers.common.MAX_TEMPERATURE, is higher)
 GEN_STEP = 8
 
 
@@ -55,7 +52,8 @@ def _number(name: str, v, whole: bool = False):
 
 def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
                      *, models: list[str], budgets: list, gen_max: int) -> DecodeConfig:
-    """The validated DecodeConfig of the run endpoint's raw values (raises DecodeError with the message to show)."""
+    """The run's DecodeConfig from the run endpoint's raw values, checked once when it is made against the app's
+    limits (raises DecodeError with the message to show)."""
     if prompt is not None and not isinstance(prompt, str):
         raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
     if not isinstance(model, str) or model not in models:
@@ -64,15 +62,14 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
     if not isinstance(coupled, bool):
         raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
     gen = _number("generation length", gen_length, whole=True)
-    cfg = DecodeConfig(mode=mode, threshold=_number("tau (threshold)", tau),
-                       temperature=_number("temperature", temperature),
-                       seed=0 if seed is None else _number("seed", seed, whole=True), gen_length=gen,
-                       drafter=drafter,
-                       budget=budget if AUTO and budget == AUTO else _number("tree budget", budget, whole=True),
-                       coupled_noise=coupled, min_path_prob=0.0 if prune is None else _number("prune threshold", prune))
     limits = Limits(gen_max=gen_max, temperature_max=TEMPERATURE_MAX,
                     budgets=tuple(b for b in budgets if b != AUTO), drafters=tuple(DRAFTER_ORDER))
-    return cfg.validate(limits)
+    return DecodeConfig(mode=mode, threshold=_number("tau (threshold)", tau),
+                        temperature=_number("temperature", temperature),
+                        seed=0 if seed is None else _number("seed", seed, whole=True), gen_length=gen,
+                        drafter=drafter, budget=budget if budget == AUTO else _number("tree budget", budget, whole=True),
+                        coupled_noise=coupled,
+                        min_path_prob=0.0 if prune is None else _number("prune threshold", prune), limits=limits)
 
 
 @dataclass(frozen=True)

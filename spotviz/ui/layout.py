@@ -107,7 +107,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     gpu = has_gpu() if gpu is None else gpu
     store = ModelStore(loader)
     gen_default, gen_max = (128, 512) if gpu else (64, 256)
-    budgets = ([AUTO] if AUTO else []) + [b for b in BUDGETS if b >= 2]
+    budgets = [AUTO] + [b for b in BUDGETS if b >= 2]
     banner, default_model = startup_banner(store, models, default_model, check_model)
     ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
                      budgets=budgets, gen_limit=min(gen_max, MAX_GEN_LENGTH), examples=list_examples(trace_dir),
@@ -117,7 +117,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     first_prompt = prompts_for(default_model)[0]
     gen_top = ctx.gen_top(default_model, first_prompt) if check_model else ctx.gen_limit
 
-    with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP) as demo:
+    with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP,
+                   analytics_enabled=False) as demo:
         ctx.demo = demo
         gr.HTML(HEADER, js_on_load=None, elem_id="sv-head-line")
         with gr.Row(equal_height=False, elem_id="sv-main-row"):
@@ -137,7 +138,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
                                            label="Generation length (tokens)", elem_id="sv-gen-length",
                                            info="at most the model's context minus the prompt")
-                    budget = gr.Dropdown(budgets, value=AUTO or 16, elem_id="sv-budget",
+                    budget = gr.Dropdown(budgets, value=AUTO, elem_id="sv-budget",
                                          label="Tree budget (states checked per pass)",
                                          info="auto: chosen per pass from the model's measured cost per state")
                     mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",

@@ -1,8 +1,9 @@
 """Decoding for the app: model loading (injectable), and the decode generator that streams plain events.
 
 `decode_events` is the only function that touches the model. On a ZeroGPU Space it runs under `spaces.GPU`
-(in a forked worker), so its arguments and every event it yields are plain picklable data (str, int, float,
-list, dict): the UI turns them back into traces and views. Elsewhere the decorator is a no-op.
+(in a forked worker), so its arguments (plain values and a RunPlan of frozen DecodeConfigs) and every event it
+yields are picklable, the events plain data (str, int, float, list, dict): the UI turns them back into traces and
+views. Elsewhere the decorator is a no-op.
 
 Events (dicts, key "type"):
   start  {run, meta}                        before the first pass (meta = RunMeta fields)
@@ -82,8 +83,11 @@ class ModelStore:
                 n_params = f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters · "
             except Exception:  # pragma: no cover
                 n_params = ""
+        from ..threads import threads_in_use
+
         return (f"{info.name} · {n_params}{info.attention} attention · block/window {info.block_size} · "
-                f"vocab {info.vocab_size} · context {info.max_length} · on {t.device}")
+                f"vocab {info.vocab_size} · context {info.max_length} · on {t.device}"
+                + (f" · {threads_in_use()} CPU thread(s)" if str(t.device) == "cpu" else ""))
 
 
 _STORES: dict[int, ModelStore] = {}

@@ -3,6 +3,12 @@
     python -m spotviz train-target --corpus shakespeare --attention block --out runs/shakespeare-bd --minutes 90
     python -m spotviz train-target --corpus python --vocab-size 2048 --out runs/python-bd --minutes 90
     python -m spotviz train-target --corpus python --init-from assets/models/python-bd --out runs/more --minutes 60
+    python -m spotviz train-target --corpus math --vocab-size 1024 --seq-len 128 --context 256 --out runs/math-bd
+
+The "math" corpus is not a text stream but a set of documents (generated word problems, wordproblems.py): each
+training row is one problem at position 0 (as at inference: the templated question, then the answer), padded
+with end-of-text tokens to the row length, and only answer positions are noised (the question is always given,
+as a prompt is). Its tokenizer writes every digit as its own token.
 
 Block models (attention="block") are trained BD3-LM style: the noised sequence is concatenated with the clean
 sequence; a noised block attends to itself and to the clean earlier blocks, a clean block attends block-causally
@@ -25,7 +31,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from .modeling import SpotDLMConfig, SpotDLMForMaskedLM, block_causal_mask
+from ..threads import set_threads
+from ..embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM, block_causal_mask
 
 
 @dataclass
@@ -48,11 +55,16 @@ class TrainTargetConfig:
     minutes: float = 0.0  # 0: only max_steps ends training
     eval_every: int = 200
     checkpoint_every: int = 100
-    threads: int = 0
+    threads: int | None = None  # spotviz/threads.py: None = $SPOTVIZ_THREADS, else 1; 0 = all cores
     seed: int = 0
     corpus_fraction: float = 1.0  # tests train on a slice
     save_dtype: str = "bfloat16"
-    corpus: str = "shakespeare"  # "shakespeare" or "python" (see corpus.py)
+    corpus: str = "shakespeare"  # "shakespeare", "python" (see corpus.py) or "math" (wordproblems.py)
+    context: int = 0  # the model's max_position_embeddings (0: seq_len)
+    problems: int = 300_000  # math corpus: generated training problems
+    # math corpus: noise the question too in training (the loss then also teaches copying inside questions, which
+    # measured faster to learn than from the answers alone); validation always scores the answer only
+    noise_questions: bool = True
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
     # weights and optimizer state stay fp32
@@ -89,9 +101,11 @@ def prepare_data(cfg: TrainTargetConfig, out: Path):
     With `init_from` the tokenizer of that model folder is reused (its embeddings are tied to it)."""
     from transformers import AutoTokenizer
 
-    from .corpus import split_named_corpus
-    from .tokenizer import encode_corpus, train_tokenizer
+    from ..embedded.corpus import split_named_corpus
+    from ..embedded.tokenizer import encode_corpus, train_tokenizer
 
+    if cfg.corpus == "math":
+        return prepare_problem_data(cfg, out)
     tok_dir = out / "tokenizer"
     if not (out / "train_ids.npy").exists():
         parts = split_named_corpus(cfg.corpus)
@@ -110,21 +124,83 @@ def prepare_data(cfg: TrainTargetConfig, out: Path):
     return tok, train, val
 
 
-def sample_windows(ids: torch.Tensor, n: int, seq_len: int, gen: torch.Generator) -> torch.Tensor:
+def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
+    """The math corpus as rows: token ids [n, seq_len] (one problem each, EOT-padded) and each row's answer start.
+
+    Returns (tokenizer, train, val) where train / val are (rows, answer_start, blocks) triples of tensors."""
+    from transformers import AutoTokenizer
+
+    from ..embedded.corpus import EOT
+    from ..embedded.tokenizer import train_tokenizer
+    from ..embedded.wordproblems import CHAT_TEMPLATE, HELDOUT_FAMILIES, generate
+
+    tok_dir = out / "tokenizer"
+    if not (out / "train_rows.npy").exists():
+        train = generate(cfg.problems, "train", seed=cfg.seed)
+        val = generate(2000, "heldout-problems", seed=cfg.seed)
+        if cfg.init_from:
+            tok = AutoTokenizer.from_pretrained(cfg.init_from)
+        else:
+            tok = train_tokenizer(EOT.join(p.text for p in train[:40_000]), cfg.vocab_size, split_digits=True)
+        tok.chat_template = CHAT_TEMPLATE
+        tok.save_pretrained(str(tok_dir))
+        for name, problems in (("train", train), ("val", val)):
+            rows = np.full((len(problems), cfg.seq_len), tok.eos_token_id, dtype=np.int16)
+            start = np.zeros(len(problems), dtype=np.int16)
+            enc = tok([p.text for p in problems], add_special_tokens=False)["input_ids"]
+            enc_q = tok([p.prompt for p in problems], add_special_tokens=False)["input_ids"]
+            for i, (ids, q) in enumerate(zip(enc, enc_q)):
+                if ids[: len(q)] != q:
+                    raise ValueError(f"the prompt of problem {i} does not tokenize as the start of its text")
+                ids = ids[: cfg.seq_len - 1]  # at least one EOT
+                rows[i, : len(ids)] = ids
+                start[i] = len(q)
+            np.save(out / f"{name}_rows.npy", rows)
+            np.save(out / f"{name}_start.npy", start)
+        (out / "source.json").write_text(json.dumps({
+            "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train),
+            "val_problems": len(val), "seed": cfg.seed, "heldout_families": list(HELDOUT_FAMILIES),
+            "longest_row": int(max(map(len, enc)))}, indent=1))
+    tok = AutoTokenizer.from_pretrained(str(tok_dir))
+
+    def load(name):
+        rows = torch.from_numpy(np.load(out / f"{name}_rows.npy", allow_pickle=False).astype(np.int64))
+        start = torch.from_numpy(np.load(out / f"{name}_start.npy", allow_pickle=False).astype(np.int64))
+        length = (rows != tok.eos_token_id).sum(1) + 1  # the problem and its end-of-text token
+        return rows, start, (length + cfg.block_size - 1) // cfg.block_size
+
+    return tok, load("train"), load("val")
+
+
+def sample_windows(ids, n: int, seq_len: int, gen: torch.Generator, block: int = 16):
+    """A batch: random windows of a token stream, or random rows of a row corpus ((rows, answer_start, blocks)
+    triple; then also the mask of the positions that may be noised). Rows are drawn from one length bucket (the
+    rows that end, with their first end-of-text token, in the same number of blocks) and cut to that length, so
+    a batch of short problems costs what short problems cost."""
+    if isinstance(ids, tuple):
+        rows, start, blocks = ids
+        pick = blocks[torch.randint(0, len(rows), (1,), generator=gen)]
+        members = (blocks == pick).nonzero().squeeze(1)
+        idx = members[torch.randint(0, len(members), (n,), generator=gen)]
+        x = rows[idx, : min(seq_len, int(pick) * block)]
+        return x, torch.arange(x.shape[1]).unsqueeze(0) >= start[idx].unsqueeze(1)
     starts = torch.randint(0, len(ids) - seq_len - 1, (n,), generator=gen)
-    return torch.stack([ids[s : s + seq_len] for s in starts.tolist()])
+    return torch.stack([ids[s : s + seq_len] for s in starts.tolist()]), None
 
 
 # ------------------------------------------------------------------------------------------ noising
-def noise_block(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator):
-    """Mask each block with its own ratio t ~ U(0, 1] (at least one masked position per block)."""
+def noise_block(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator, maskable=None):
+    """Mask each block with its own ratio t ~ U(0, 1] (at least one masked position per block). `maskable`
+    [b, L] (optional) limits the noise to some positions (the answer of a problem row)."""
     b, L = x.shape
     nb = L // block
     t = torch.rand(b, nb, 1, generator=gen).clamp_min(1.0 / block)
     r = torch.rand(b, nb, block, generator=gen)
+    if maskable is not None:
+        r = torch.where(maskable.view(b, nb, block), r, torch.full_like(r, 2.0))  # 2.0: never below t
     m = (r < t).view(b, L)
-    first = r.view(b, nb, block).argmin(-1)  # guarantee one mask per block
-    m.view(b, nb, block).scatter_(-1, first.unsqueeze(-1), True)
+    first = r.argmin(-1, keepdim=True)  # guarantee one mask per block (that has a maskable position)
+    m.view(b, nb, block).scatter_(-1, first, r.gather(-1, first) <= 1.0)
     return torch.where(m, torch.full_like(x, mask_id), x), m
 
 
@@ -144,6 +220,14 @@ def noise_full(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator):
     m[:, 0] &= ~semi  # keep row non-degenerate
     m |= ~m.any(1, keepdim=True) & (pos == L - 1)
     return torch.where(m, torch.full_like(x, mask_id), x), m
+
+
+def noise_batch(cfg: TrainTargetConfig, x, mask_id: int, gen, maskable=None):
+    if cfg.attention == "block":
+        return noise_block(x, cfg.block_size, mask_id, gen, maskable)
+    if maskable is not None:
+        raise ValueError("row corpora (math) train block models only")
+    return noise_full(x, cfg.block_size, mask_id, gen)
 
 
 def block_training_mask(L: int, block: int) -> torch.Tensor:
@@ -177,13 +261,11 @@ def evaluate(model, val: torch.Tensor, cfg: TrainTargetConfig, n: int = 64, amp:
     """Masked-token cross-entropy (nats) on fixed validation windows with fixed masks."""
     model.eval()
     gen = torch.Generator().manual_seed(1234)
-    x = sample_windows(val, n, cfg.seq_len, gen)
-    noise = noise_block if cfg.attention == "block" else noise_full
-    mask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
     losses = []
     for i in range(0, n, 16):
-        xb = x[i : i + 16]
-        noised, m = noise(xb, cfg.block_size, model.config.mask_token_id, gen)
+        xb, maskable = sample_windows(val, 16, cfg.seq_len, gen, cfg.block_size)
+        mask = block_training_mask(xb.shape[1], cfg.block_size) if cfg.attention == "block" else None
+        noised, m = noise_batch(cfg, xb, model.config.mask_token_id, gen, maskable)
         losses.append(masked_loss(model, xb, noised, m, mask, amp).item())
     model.train()
     return float(np.mean(losses))
@@ -207,11 +289,14 @@ def export_model(model: SpotDLMForMaskedLM, tok, folder: Path, dtype: str) -> No
     tok.save_pretrained(str(folder))
 
 
+def _size(data) -> str:
+    return f"{len(data[0])} training problems" if isinstance(data, tuple) else f"{len(data)} training tokens"
+
+
 def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    set_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     dtype = training_dtype(cfg.amp)
     amp = dtype == "bfloat16"
@@ -227,7 +312,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         mcfg = SpotDLMConfig(
         vocab_size=len(tok), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
         num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
-        max_position_embeddings=cfg.seq_len, attention=cfg.attention, block_size=cfg.block_size,
+        max_position_embeddings=cfg.context or cfg.seq_len, attention=cfg.attention, block_size=cfg.block_size,
         mask_token_id=tok.mask_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
     )
     model = SpotDLMForMaskedLM(mcfg)
@@ -252,13 +337,16 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         state = json.loads((ckpt / "state.json").read_text())
         log(f"resumed at step {state['step']} ({state['elapsed'] / 60:.1f} min trained)")
     gen = torch.Generator().manual_seed(cfg.seed * 7919 + state["step"])
-    noise = noise_block if cfg.attention == "block" else noise_full
     tmask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
     n_params = sum(p.numel() for p in model.parameters())
     log(f"{cfg.corpus} {cfg.attention} model (block {mcfg.block_size}), {n_params / 1e6:.2f}M parameters, "
-        f"{len(train)} training tokens; matmuls in {dtype}"
+        f"{_size(train)}; matmuls in {dtype}"
         f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this CPU)'}"
         f"{'; initialised from ' + cfg.init_from if cfg.init_from and not state['step'] else ''}")
+    limits = [f"{cfg.minutes:g} min" if cfg.minutes else "", f"{cfg.max_steps} steps" if cfg.max_steps else ""]
+    log(f"estimate: stops after {' or '.join(x for x in limits if x)}{' (the first reached)' if all(limits) else ''}, "
+        f"then exports and "
+        f"evaluates; a validation line every {cfg.eval_every} steps with the ETA")
 
     def progress() -> float:
         fr = []
@@ -289,8 +377,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     while progress() < 1.0:
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, state["step"], progress())
-        x = sample_windows(train, cfg.batch_size, cfg.seq_len, gen)
-        noised, m = noise(x, cfg.block_size, mcfg.mask_token_id, gen)
+        x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size)
+        noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
+        if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
+            tmask = block_training_mask(x.shape[1], cfg.block_size)
         loss = masked_loss(model, x, noised, m, tmask, amp)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -308,8 +398,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
             vl = evaluate(model, val, cfg, amp=amp)
             state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
                                      "val_loss": vl})
+            done = max(progress(), 1e-9)
             log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"
-                f"  ({vl / math.log(2):.2f} bits/token)")
+                f"  ({vl / math.log(2):.2f} bits/token)  [{100 * min(done, 1):.0f}% done, ETA "
+                f"{state['elapsed'] * (1 - min(done, 1)) / done / 60:.1f} min]")
             t_last = time.time()
         if state["step"] % cfg.checkpoint_every == 0:
             save_checkpoint()

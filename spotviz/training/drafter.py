@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
-from .features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
+from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
                        position_features)
-from .model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
+from ..drafter.model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
                     teacher_forced_pointer, teacher_forced_scores)
 
 MAX_DEPTH = 16
@@ -55,8 +55,9 @@ class DrafterTrainConfig:
 
 # ------------------------------------------------------------------------------------------ collect
 def collect(target, prompts: list[str], mode: str, temperature: float, threshold: float, gen_length: int,
-            seed: int = 0, log=print, topk: int = TOPK) -> dict:
-    """Per-pass drafter inputs and labels from standard-decoder trajectories (tensors stacked over passes)."""
+            seed: int = 0, log=print, topk: int = TOPK, progress=None) -> dict:
+    """Per-pass drafter inputs and labels from standard-decoder trajectories (tensors stacked over passes).
+    `progress` (eval/progress.Progress) is ticked once per prompt."""
     W = target.info.block_size
     feats, logcs, valid, orders, keeps, seconds, sets, depth_valid = [], [], [], [], [], [], [], []
     t0 = time.time()
@@ -111,8 +112,11 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
             seconds.append(second)
             sets.append(cset)
             depth_valid.append(dv)
+        if progress is not None:
+            progress.tick()
         if (i + 1) % 20 == 0:
-            log(f"  collected {i + 1}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s")
+            log(f"  collected {i + 1}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s"
+                + (f"  [collection {progress.eta()}]" if progress is not None else ""))
     return {"feats": torch.stack(feats), "logc": torch.stack(logcs), "masked": torch.stack(valid),
             "order": torch.stack(orders), "keep": torch.stack(keeps), "second": torch.stack(seconds),
             "sets": torch.stack(sets),
@@ -314,13 +318,21 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
             for m, sub in subs.items()}
     prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17, corpus=corpus_of(target))
     random.Random(cfg.seed).shuffle(prompts)
+    from ..eval.progress import Progress, duration, unit_seconds
+
+    decodes = 2 * len(cfg.temperatures) * len(prompts)
+    unit_s = unit_seconds(target, prompts[0], cfg.gen_length)
+    log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(decodes * unit_s)} "
+        f"(one takes {unit_s:.1f} s here), then {'a short calibration' if calibrate_from else f'{cfg.epochs} epochs'} "
+        f"per drafter; progress and ETA follow")
+    progress = Progress(decodes, "collect trajectories", decodes * unit_s)
     data = {}
     for mode in ("exact", "threshold"):
         parts = []
         for j, t in enumerate(cfg.temperatures):
             log(f"collecting {mode} trajectories at T={t} on {len(prompts)} prompts")
             parts.append(collect(target, prompts, mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log,
-                                 topk=topk[mode]))
+                                 topk=topk[mode], progress=progress))
         d = _cat(parts)
         d["tau"] = cfg.threshold
         n = d["feats"].shape[0]
@@ -328,7 +340,8 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         n_val = max(1, int(n * cfg.val_fraction))
         data[mode] = ({k: (v[perm[n_val:]] if torch.is_tensor(v) else v) for k, v in d.items()},
                       {k: (v[perm[:n_val]] if torch.is_tensor(v) else v) for k, v in d.items()})
-        log(f"{mode}: {n} training passes")
+        log(f"{mode}: {n} training passes  [collection {progress.eta()}]")
+    progress.close()
     report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "gen_length": cfg.gen_length,
               "topk": {sub: topk[m] for m, sub in subs.items()}}
     for mode, sub in subs.items():

@@ -1,0 +1,85 @@
+"""Does a word-problem model get the answers right? Answer accuracy of greedy (T=0) decoding on held-out problems.
+
+Problems come from the generator (embedded/wordproblems.py), never from training: held-out problems of the
+training families, held-out phrasings of those families, and whole held-out families. The model sees only the
+bare question (its prompt template adds "Question:" / "Answer:"); its answer is the number of the first
+"The answer is N." line. Reported per split and per family, with the share of outputs that end with an answer
+line and the share that are degenerate (eval/quality.py).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+
+from ..embedded.wordproblems import FAMILIES, HELDOUT_FAMILIES, SPLITS, Problem, generate, parse_answer
+from .quality import output_quality
+
+
+@dataclass
+class AnswerRow:
+    split: str
+    family: str
+    question: str
+    answer: int
+    predicted: int | None
+    text: str
+    degenerate: bool
+
+    @property
+    def correct(self) -> bool:
+        return self.predicted == self.answer
+
+
+def heldout_problems(per_family: int = 4, seed: int = 1) -> list[tuple[str, Problem]]:
+    """`per_family` problems of every family in each held-out split, as (split, problem) pairs."""
+    out = []
+    train_families = [f.name for f in FAMILIES if f.name not in HELDOUT_FAMILIES]
+    for split in SPLITS[1:]:
+        fams = HELDOUT_FAMILIES if split == "heldout-families" else train_families
+        for name in fams:
+            out += [(split, p) for p in generate(per_family, split, seed=seed, families=(name,))]
+    return out
+
+
+def answer_accuracy(target, problems: list[tuple[str, Problem]], gen_length: int = 128, log=None) -> dict:
+    """Greedy-decode each problem's bare question with the standard decoder; accuracy per split and family."""
+    from ..samplers.common import DecodeConfig
+    from ..samplers.standard import decode_standard
+
+    rows = []
+    for i, (split, p) in enumerate(problems):
+        trace = decode_standard(target, p.question, DecodeConfig(mode="exact", temperature=0.0, gen_length=gen_length))
+        ids = [t for t in trace.tokens if t not in target.info.eos_ids]
+        rows.append(AnswerRow(split, p.family, p.question, p.answer, parse_answer(trace.text), trace.text,
+                              output_quality(ids).degenerate))
+        if log and (i + 1) % 50 == 0:
+            log(f"  {i + 1}/{len(problems)} problems decoded")
+    return summarise(rows)
+
+
+def summarise(rows: list[AnswerRow]) -> dict:
+    by_split: dict = defaultdict(list)
+    by_family: dict = defaultdict(list)
+    for r in rows:
+        by_split[r.split].append(r)
+        by_family[(r.split, r.family)].append(r)
+
+    def acc(rs):
+        return {"accuracy": sum(r.correct for r in rs) / len(rs), "n": len(rs),
+                "ends_with_answer": sum(r.predicted is not None for r in rs) / len(rs),
+                "degenerate": sum(r.degenerate for r in rs)}
+
+    return {"splits": {s: acc(rs) for s, rs in by_split.items()},
+            "families": [{"split": s, "family": f} | acc(rs) for (s, f), rs in by_family.items()],
+            "outputs": [asdict(r) | {"correct": r.correct} for r in rows]}
+
+
+def to_markdown(res: dict) -> str:
+    lines = ["| split | problems | answer accuracy | ends with an answer | degenerate |", "|---|---|---|---|---|"]
+    for s, a in res["splits"].items():
+        lines.append(f"| {s} | {a['n']} | {100 * a['accuracy']:.1f}% | {100 * a['ends_with_answer']:.0f}% | "
+                     f"{a['degenerate']} |")
+    lines += ["", "| split | family | problems | answer accuracy |", "|---|---|---|---|"]
+    for f in res["families"]:
+        lines.append(f"| {f['split']} | {f['family']} | {f['n']} | {100 * f['accuracy']:.0f}% |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,153 @@
+"""The math corpus: generated word problems, the digit tokenizer, the prompt template and row training."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from spotviz.embedded.wordproblems import (CHAT_TEMPLATE, FAMILIES, HELDOUT_FAMILIES, SPLITS, generate,
+                                           parse_answer, split_of)
+
+STEP = re.compile(r"\$?(\d+) ([-+x/]) \$?(\d+) = \$?(\d+)")
+
+
+def test_generation_is_deterministic_and_seeded():
+    a = generate(60, "train", seed=3)
+    assert a == generate(60, "train", seed=3)
+    assert a != generate(60, "train", seed=4)
+
+
+def test_at_least_30_families_with_several_phrasings_and_held_out_families():
+    assert len(FAMILIES) >= 30
+    assert all(len(f.phrasings) >= 3 for f in FAMILIES)
+    names = {f.name for f in FAMILIES}
+    assert set(HELDOUT_FAMILIES) <= names and len(HELDOUT_FAMILIES) >= 3
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_solution_computes_each_step_and_ends_with_the_answer(split):
+    for p in generate(150, split, seed=0):
+        lines = p.solution.split("\n")
+        assert lines[-1] == f"The answer is {p.answer}."
+        assert p.answer >= 0
+        for line in lines[:-1]:
+            m = STEP.search(line)
+            assert m, line  # one computed step per line
+            x, op, y, z = int(m[1]), m[2], int(m[3]), int(m[4])
+            assert {"+": x + y, "-": x - y, "x": x * y, "/": x / y}[op] == z, line
+        assert lines[-2].endswith(f"{p.answer}.") or f"= ${p.answer}" in lines[-2] or f"= {p.answer} " in lines[-2]
+        assert parse_answer(p.solution) == p.answer
+        assert p.question[0].isupper() or p.question[0].isdigit()
+        assert ". a " not in p.question and ". half" not in p.question  # sentences start with a capital
+
+
+def test_splits_hold_out_families_phrasings_and_samples():
+    train = generate(3000, "train", seed=0)
+    assert all(split_of(p) == "train" for p in train)
+    assert not {p.family for p in train} & set(HELDOUT_FAMILIES)
+    by_family = {f.name: f for f in FAMILIES}
+    assert all(p.phrasing != len(by_family[p.family].phrasings) - 1 for p in train)
+    questions = {p.question for p in train}
+    for split in SPLITS[1:]:
+        held = generate(100, split, seed=0)
+        assert all(split_of(p) == split for p in held)
+        assert not questions & {p.question for p in held}
+    assert {p.family for p in generate(50, "heldout-families")} == set(HELDOUT_FAMILIES)
+
+
+def test_parse_answer_reads_the_first_answer_line_only():
+    assert parse_answer("He has 3 + 4 = 7 cards.\nThe answer is 7.\nThe answer is 9.") == 7
+    assert parse_answer("The answer is $12.") == 12
+    assert parse_answer("He has 3 + 4 = 7 cards.") is None
+
+
+def test_digit_tokenizer_never_merges_digits():
+    from spotviz.embedded.corpus import EOT
+    from spotviz.embedded.tokenizer import train_tokenizer
+
+    text = EOT.join(p.text for p in generate(400, "train"))
+    tok = train_tokenizer(text, 400, split_digits=True)
+    assert not [t for t in tok.get_vocab() if sum(c.isdigit() for c in t) > 1]
+    ids = tok("The answer is 128.", add_special_tokens=False)["input_ids"]
+    pieces = [tok.decode([i]) for i in ids]
+    assert "1" in pieces and "2" in pieces and "8" in pieces
+    plain = train_tokenizer(text, 400)
+    assert [t for t in plain.get_vocab() if sum(c.isdigit() for c in t) > 1]  # plain BPE does merge numbers
+
+
+def _templated_tokenizer():
+    from spotviz.embedded.corpus import EOT
+    from spotviz.embedded.tokenizer import train_tokenizer
+
+    tok = train_tokenizer(EOT.join(p.text for p in generate(200, "train")), 300, split_digits=True)
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def test_prompt_template_wraps_a_bare_question_once():
+    from spotviz.targets.base import apply_chat_template
+
+    tok = _templated_tokenizer()
+    q = "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?"
+    wrapped = apply_chat_template(tok, q)
+    assert wrapped == f"Question: {q}\nAnswer:"
+    assert apply_chat_template(tok, wrapped) == wrapped  # never twice
+    assert apply_chat_template(tok, f"Question: {q}") == wrapped  # the answer cue is added
+    partial = wrapped + " Sam has 8 + 5"
+    assert apply_chat_template(tok, partial) == partial  # a started answer is continued as it is
+    tok.chat_template = None
+    assert apply_chat_template(tok, q) == q
+
+
+@pytest.fixture(scope="module")
+def tiny_math_dir(tmp_path_factory):
+    from spotviz.training.target import TrainTargetConfig, train_target
+
+    out = tmp_path_factory.mktemp("tiny-math") / "m"
+    cfg = TrainTargetConfig(out=str(out), corpus="math", problems=600, vocab_size=300, hidden_size=48,
+                            num_hidden_layers=2, num_attention_heads=4, intermediate_size=96, block_size=16,
+                            seq_len=128, context=192, batch_size=4, max_steps=6, warmup_steps=2, eval_every=10_000,
+                            checkpoint_every=10_000, save_dtype="float32")
+    res = train_target(cfg, log=lambda *a, **k: None)
+    assert res["steps"] == 6
+    return out
+
+
+def test_row_corpus_noises_only_answer_positions_and_keeps_the_template(tiny_math_dir):
+    import numpy as np
+    import torch
+
+    from spotviz.training.target import noise_block, prepare_problem_data, TrainTargetConfig
+
+    cfg = TrainTargetConfig(out=str(tiny_math_dir), corpus="math", seq_len=128)
+    tok, (rows, start, blocks), _ = prepare_problem_data(cfg, tiny_math_dir)
+    assert rows.shape == (600, 128) and int(blocks.max()) <= 8
+    eot = tok.eos_token_id
+    for i in range(20):  # each row: the templated question, the answer, then only end-of-text tokens
+        n = int((rows[i] != eot).sum())
+        assert (rows[i, n:] == eot).all()
+        assert tok.decode(rows[i, : start[i]]).startswith("Question: ")
+        assert tok.decode(rows[i, : start[i]]).endswith("\nAnswer:")
+    maskable = torch.arange(128).unsqueeze(0) >= start[:8].unsqueeze(1)
+    noised, m = noise_block(rows[:8], 16, 1, torch.Generator().manual_seed(0), maskable)
+    assert not (m & ~maskable).any() and m.any()
+    assert np.array_equal(noised[~m].numpy(), rows[:8][~m].numpy())
+    assert tok.chat_template == CHAT_TEMPLATE
+
+
+def test_embedded_target_applies_the_stored_template(tiny_math_dir):
+    from spotviz.registry import load_embedded
+
+    target = load_embedded(tiny_math_dir / "final", device="cpu")
+    assert target.info.max_length == 192
+    q = "Mia has 12 apples. She finds 3 more. How many apples does Mia have now?"
+    assert target.decode(target.encode(q)) == f"Question: {q}\nAnswer:"
+    assert target.encode(f"Question: {q}\nAnswer:") == target.encode(q)
+
+
+def test_cli_decode_takes_the_bare_question_and_shows_the_template(tiny_math_dir, capsys):
+    from spotviz.cli import main
+
+    q = "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?"
+    assert main(["decode", "--model", str(tiny_math_dir / "final"), "--prompt", q, "--gen-length", "16"]) == 0
+    assert capsys.readouterr().out.startswith(f"Question: {q}\nAnswer:")

@@ -233,7 +233,7 @@ def test_headline_says_when_auto_stopped_drafting_and_ranks_a_race():
 
 # --------------------------------------------------------------------------------------------- report page
 def test_report_page_is_the_apps_explainer_offline_with_the_timeline_embedded(real_traces):
-    from spotviz.ui.static_files import SCRIPTS, static_text
+    from spotviz.views.static_files import SCRIPTS, static_text
 
     spot, base = real_traces
     page = report_html(spot, base)

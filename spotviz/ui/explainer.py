@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .static_files import served_paths, static_text
+from ..views.static_files import served_paths, static_text
 
 
 def head_html() -> str:

@@ -30,7 +30,7 @@ def _json_in_script(text: str) -> str:
 def report_html(trace, baseline=None, race: list | None = None) -> str:
     """The page for `trace` (with the standard run `baseline` of the same prompt and seed and, for a race, the
     other drafters' traces `race`)."""
-    from ..ui.static_files import SCRIPTS, static_text
+    from .static_files import SCRIPTS, static_text
 
     m = trace.meta
     same = identical_output(trace, baseline)

@@ -1,11 +1,12 @@
-"""The browser side of the app as real files (spotviz/ui/static) and plotly.js from the installed `plotly`
-package: what the app serves from its own file route (never a CDN) and what the downloaded page inlines."""
+"""The views' browser side as real files (spotviz/ui/static: the JavaScript views, the explainer's markup and
+styles) and plotly.js from the installed `plotly` package: what the app serves from its own file route (never a
+CDN) and what the downloaded page (report.py) inlines. Paths only: nothing here imports the UI."""
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
-STATIC = Path(__file__).resolve().parent / "static"
+STATIC = Path(__file__).resolve().parent.parent / "ui" / "static"
 VIEW_FILES = ("views/common.js", "views/tree.js", "views/race.js", "views/depth.js", "views/commit_order.js")
 SCRIPTS = ("timeline.js",) + VIEW_FILES + ("explainer.js",)  # load order
 

@@ -291,18 +291,28 @@ def cmd_accuracy(a) -> int:
 
 
 def cmd_cost_curve(a) -> int:
-    """(Re)measure the target's forward cost curve f(N) (cached per model, device and threads)."""
+    """(Re)measure the target's forward cost curve f(N) (cached per model, device, dtype and threads)."""
     from .registry import load_target
     from .samplers.cost import cache_dir, cost_curve
 
     target = load_target(a.model, device=a.device)
     curve = cost_curve(target, remeasure=True)
+    ratios = curve.ratios(tuple(curve.sizes))
     if a.json:
         print(json.dumps({"model": target.info.name, "device": curve.device, "threads": curve.threads,
-                          "sizes": curve.sizes, "seconds": curve.seconds}))
+                          "clock": curve.clock, "dtype": curve.dtype, "sizes": curve.sizes, "seconds": curve.seconds,
+                          "ratios": [ratios[n] for n in curve.sizes], "fused_sizes": curve.fused_sizes,
+                          "fused_seconds": curve.fused_seconds}))
     else:
-        print(f"{target.info.name} on {curve.device}, {curve.threads} thread(s): ms per target pass over N states")
-        print("  ".join(f"f({n})={1000 * t:.2f}" for n, t in zip(curve.sizes, curve.seconds)))
+        print(f"{target.info.name} on {curve.device} ({curve.dtype}, {curve.threads} thread(s), {curve.clock} time): "
+              f"one target pass over N states")
+        print("     N   f(N) ms   f(N)/f(1) = commits per pass a SPOT pass over N states needs to break even")
+        for n, t in zip(curve.sizes, curve.seconds):
+            print(f"  {n:4d}  {1000 * t:8.2f}  {ratios[n]:6.2f}")
+        if curve.fused_sizes:
+            print("fused pass (this window and the next), f/f(1): " + "  ".join(
+                f"N={n}: {t / curve.seconds[0]:.2f}" for n, t in zip(curve.fused_sizes, curve.fused_seconds)))
+        print("zero-overhead ceiling of a run = its commits per pass r over f(N)/f(1) (bench prints it per row)")
         print(f"cached under {cache_dir() / 'cost'}", file=sys.stderr)
     return 0
 

@@ -11,11 +11,12 @@ a SPOT tree); the noise is drawn only at masked positions, the only ones a decis
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from .noise import GumbelNoise
+from .noise import GumbelNoise, gumbel_scores
+from .trace import Commit
 
 MODES = ("exact", "threshold")
 
@@ -36,11 +37,17 @@ class Decision:
     offsets: list[int]
     tokens: list[int]
     confidences: list[float]
+    window_conf: list[float] = field(default_factory=list, repr=False)  # c_i at every window offset
+    logp: torch.Tensor | None = field(default=None, repr=False, compare=False)  # [w, V]: the state's log p
 
     @property
     def key(self) -> tuple:
         """What a draft edge must equal for this decision to be accepted: (offsets, tokens)."""
         return tuple(self.offsets), tuple(self.tokens)
+
+    def commits(self, lo: int, step: int, drafted: bool = False) -> list[Commit]:
+        """The decision as the trace records it, in a window starting at `lo`, made at decision index `step`."""
+        return [Commit(lo + o, t, step, c, drafted) for o, t, c in zip(self.offsets, self.tokens, self.confidences)]
 
 
 def masked_log_softmax(logits: torch.Tensor, mask_id: int | None) -> torch.Tensor:
@@ -51,19 +58,26 @@ def masked_log_softmax(logits: torch.Tensor, mask_id: int | None) -> torch.Tenso
     return torch.log_softmax(logits, dim=-1)
 
 
+def first_argmax(x: torch.Tensor) -> torch.Tensor:
+    """argmax over the last dimension, ties to the first index (as torch's). On a CPU through numpy, whose
+    argmax is about ten times faster on these shapes and returns the same indices."""
+    if x.device.type == "cpu":
+        return torch.from_numpy(x.detach().numpy().argmax(-1))
+    return x.argmax(-1)
+
+
 def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: GumbelNoise | None,
                mask_id: int | None = None, masked: torch.Tensor | None = None):
     """Candidate tokens and confidences for a batch of window logits.
 
     logits: [n, w, V] (window positions lo..lo+w-1); steps: the decision index of each row; masked: [n, w] bool,
     the positions that need noise (default: all; elsewhere the candidate is the noiseless argmax).
-    Returns (tokens [n, w] long, confidence [n, w] float32, logp [n, w, V])."""
+    Returns (tokens [n, w] long, confidence [n, w] float32, logp [n, w, V]). Noise is drawn per step, once for
+    the rows that share it, and added only where it is needed."""
     logp = masked_log_softmax(logits, mask_id)
-    if rule.temperature == 0:
-        tokens = logp.argmax(-1)
-    else:
-        n, w, v = logp.shape
-        g = torch.zeros(n, w, v)
+    tokens = first_argmax(logp)
+    if rule.temperature > 0:
+        n, w, _ = logp.shape
         need = torch.ones(n, w, dtype=torch.bool) if masked is None else masked.cpu()
         rows_of: dict[int, list[int]] = {}
         for r, s in enumerate(steps):
@@ -71,10 +85,10 @@ def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: 
         for s, rows in rows_of.items():  # rows of one step share its noise (the union of their masked positions)
             offs = need[rows].any(0).nonzero().flatten().tolist()
             if offs:
-                blk = torch.zeros(w, v)
-                blk[offs] = noise.block(s, [lo + o for o in offs])
-                g[rows] = blk
-        tokens = (logp / rule.temperature + g.to(logp.device)).argmax(-1)
+                g = noise.block(s, [lo + o for o in offs]).to(logp.device)  # [len(offs), V]
+                r_idx = torch.tensor(rows, device=logp.device).unsqueeze(1)
+                o_idx = torch.tensor(offs, device=logp.device).unsqueeze(0)
+                tokens[r_idx, o_idx] = first_argmax(gumbel_scores(logp[r_idx, o_idx], rule.temperature, g))
     conf = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1).exp()
     return tokens, conf, logp
 
@@ -83,8 +97,9 @@ def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: Dec
            noise: GumbelNoise | None, mask_id: int | None) -> list[Decision | None]:
     """d(state, logits, step) for a batch of states: logits [n, w, V], masked [n, w] bool, steps [n].
 
-    One decision per row; None for a row with no masked position (nothing to decide)."""
-    tokens, conf, _ = candidates(logits, steps, lo, rule, noise, mask_id, masked)
+    One decision per row; None for a row with no masked position (nothing to decide). A decision keeps its
+    state's log-probabilities (a view of the batch's): the next pass's root distributions when it is a bonus."""
+    tokens, conf, logp = candidates(logits, steps, lo, rule, noise, mask_id, masked)
     masked = masked.to(conf.device)
     top = torch.where(masked, conf, torch.full_like(conf, -1.0)).argmax(-1)  # first maximum: lowest position
     chosen = torch.zeros_like(masked).scatter_(1, top.unsqueeze(1), True)
@@ -94,17 +109,6 @@ def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: Dec
     out: list[Decision | None] = []
     for r, (row, toks, cs) in enumerate(zip(chosen.tolist(), tokens.tolist(), conf.tolist())):
         offs = [o for o, c in enumerate(row) if c]
-        out.append(Decision(offs, [toks[o] for o in offs], [cs[o] for o in offs]) if has[r] else None)
+        out.append(Decision(offs, [toks[o] for o in offs], [cs[o] for o in offs], cs, logp[r]) if has[r] else None)
     return out
 
-
-def select(conf: torch.Tensor, masked: torch.Tensor, rule: DecisionRule) -> list[int]:
-    """Window offsets to commit for one state. conf, masked: [w]. Requires at least one masked position."""
-    c = torch.where(masked, conf, torch.full_like(conf, -1.0))
-    top = int(torch.argmax(c))  # first maximum: ties go to the lowest position
-    if not bool(masked[top]):
-        raise ValueError("decision on a window with no masked position")
-    if rule.mode == "exact":
-        return [top]
-    chosen = (masked & (conf >= rule.threshold)).nonzero().flatten().tolist()
-    return chosen if top in chosen else sorted(chosen + [top])

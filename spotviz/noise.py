@@ -27,6 +27,12 @@ def noise_key(seed: int, step: int, position: int) -> int:
     return _splitmix64(_splitmix64(_splitmix64(seed & _MASK64) ^ step) ^ position) >> 1
 
 
+def gumbel_scores(logp: torch.Tensor, temperature: float, g: torch.Tensor) -> torch.Tensor:
+    """The Gumbel-max scores logp / T + g (T > 0): their argmax is a sample from softmax(logp / T). The one
+    place this formula is written (the target's decision, the drafter's coupled candidates, the measurements)."""
+    return logp / temperature + g
+
+
 class GumbelNoise:
     """Gumbel(0, 1) noise over the vocabulary for (step, position), for one seed; memoised per step."""
 
@@ -38,20 +44,24 @@ class GumbelNoise:
         self._gen = torch.Generator(device="cpu")
 
     def at(self, step: int, position: int) -> torch.Tensor:
-        key = (step, position)
-        g = self._cache.get(key)
-        if g is None:
-            self._gen.manual_seed(noise_key(self.seed, step, position))
-            u = torch.rand(self.vocab_size, generator=self._gen, dtype=torch.float64)
-            g = (-torch.log(-torch.log(u.clamp(1e-300, 1 - 1e-16)))).to(torch.float32)
-            self._cache[key] = g
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return g
+        return self.block(step, [position])[0]
 
     def block(self, step: int, positions) -> torch.Tensor:
-        """[len(positions), vocab] noise for one step."""
-        return torch.stack([self.at(step, int(p)) for p in positions])
+        """[len(positions), vocab] noise for one step. The pairs not yet memoised are drawn together: one
+        generator seeding and one uniform draw each, then one Gumbel transform for all of them."""
+        positions = [int(p) for p in positions]
+        missing = [p for p in dict.fromkeys(positions) if (step, p) not in self._cache]
+        if missing:
+            u = torch.empty(len(missing), self.vocab_size, dtype=torch.float64)
+            for i, p in enumerate(missing):
+                self._gen.manual_seed(noise_key(self.seed, step, p))
+                torch.rand(self.vocab_size, generator=self._gen, dtype=torch.float64, out=u[i])
+            g = (-torch.log(-torch.log(u.clamp_(1e-300, 1 - 1e-16)))).to(torch.float32)
+            for p, row in zip(missing, g):
+                self._cache[(step, p)] = row
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return torch.stack([self._cache[(step, p)] for p in positions])
 
 
 class IndependentNoise(GumbelNoise):

@@ -1,4 +1,5 @@
-"""The one thread policy of every front end (command line, app, library, bench, training): torch's CPU threads.
+"""The one thread policy of every front end (command line, app, library, bench, training): torch's CPU threads
+(and numpy's BLAS, which only the drafter's small matrices use, at one thread).
 
     --threads N (or set_threads(N))  ->  N
     else $SPOTVIZ_THREADS            ->  its value
@@ -57,8 +58,40 @@ def set_threads(threads: int | str | None = None, option: str = "--threads") -> 
 
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
+    limit_blas_threads()
     _applied = n
     return n
+
+
+_blas_limited = False
+
+
+def limit_blas_threads() -> bool:
+    """numpy's OpenBLAS (the drafter's numpy forward) at one thread: its default is one per core, and on matrices
+    this small the extra threads only spin (~10x slower on a busy machine). Works with the OpenBLAS numpy wheels
+    ship; True once set (then never redone)."""
+    global _blas_limited
+    if _blas_limited:
+        return True
+    import ctypes
+
+    import numpy  # noqa: F401  (loads its BLAS, so that the library can be found)
+
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {p for p in (line.split()[-1] for line in f) if "openblas" in p.lower() and ".so" in p}
+        for path in libs:
+            lib = ctypes.CDLL(path)
+            for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                         "openblas_set_num_threads64_", "openblas_set_num_threads"):
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn(1)
+                    _blas_limited = True
+                    return True
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 def ensure_threads() -> int:

@@ -21,14 +21,15 @@ def test_bench_rows_and_files(tiny_block_dir, tmp_path):
         assert r.passes_per_token <= 1.0 + 1e-9
         assert r.mean_accepted_length >= 1.0
     base = [r for r in res.rows if r.drafter == "none"]
-    assert all(r.pass_reduction == 1.0 for r in base)
+    assert all(r.pass_reduction == 1.0 and r.ceiling == 1.0 for r in base)
+    assert all(r.ceiling > 0 for r in res.rows) and res.cost_curve  # every row has its zero-overhead ceiling
     ablation = [r for r in res.rows if "ablation" in r.note]
     assert len(ablation) == 2 and all(r.temperature == 1.0 for r in ablation)
     save(res, tmp_path)
     data = json.loads((tmp_path / f"bench-{res.model}.json").read_text())
     assert len(data["rows"]) == len(res.rows)
     md = to_markdown(res)
-    assert md.count("\n| exact |") + md.count("\n| threshold |") == len(res.rows)
+    assert md.count("\n| exact |") + md.count("\n| threshold |") == len(res.rows) and "zero-overhead ceiling" in md
     assert 0.0 <= res.stale_agreement["T=0.0"]["stale_agreement"] <= 1.0
     q = res.quality["summary"]  # the greedy outputs are measured for degeneracy next to the agreement
     assert q["outputs"] == 2 and len(res.quality["outputs"]) == 2 and "degenerate" in md

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from spotviz.drafter.features import N_FEATURES, RootView, coupled_candidates, position_features
-from spotviz.drafter.model import DrafterConfig, SpotDrafter, keep_logits, pointer_loss
+from spotviz.drafter.losses import keep_logits, pointer_loss
+from spotviz.drafter.model import DrafterConfig, SpotDrafter
 from spotviz.drafter.proposers import Calibrated, SpotProposer
 from spotviz.training.drafter import (CALIBRATED_PARAMETERS, MAX_DEPTH, calibrate_template, collect, evaluate_drafter,
                                    fit, remaining_masks)

@@ -2,6 +2,7 @@
 validator. Speculative output is checked against the standard decoder (the ground truth) wherever it decodes."""
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 
@@ -11,7 +12,9 @@ import torch
 
 from spotviz.decision import DecisionRule
 from spotviz.drafter.features import RootView, np_position_features, position_features
-from spotviz.drafter.model import (DrafterConfig, NumpyDrafter, SpotDrafter, stale_ranks, teacher_forced_pointer)
+from spotviz.drafter.losses import stale_ranks, teacher_forced_pointer
+from spotviz.drafter.model import DrafterConfig, SpotDrafter
+from spotviz.drafter.numpy_forward import NumpyDrafter
 from spotviz.drafter.proposers import SpotProposer, TrainingFree
 from spotviz.drafter.registry import PROPOSERS, learned_drafter
 from spotviz.drafter.tree import DraftNode, build_tree
@@ -20,7 +23,7 @@ from spotviz.engine import DRAFTERS, decode, decode_stream, set_threads
 from spotviz.noise import GumbelNoise
 from spotviz.samplers import cost
 from spotviz.samplers.common import DecodeConfig, DecodeError, Limits
-from spotviz.samplers.cost import CostCurve, TreeSizer
+from spotviz.samplers.cost import CostAwareBudget, CostCurve, PassOutcome
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
 from spotviz.targets.embedded import EmbeddedTarget
@@ -97,7 +100,7 @@ def test_a_failing_trace_falls_back_to_eager(tiny_block_target, monkeypatch, tin
 
 # ------------------------------------------------------------------------------------ numpy drafter
 def _view(target, prompt, mode="exact", T=0.0, seed=0) -> RootView:
-    from spotviz.decision import candidates, select
+    from spotviz.decision import decide, masked_log_softmax
 
     ids = target.encode(prompt)
     state = torch.full((len(ids) + 32,), target.info.mask_id, dtype=torch.long)
@@ -106,9 +109,9 @@ def _view(target, prompt, mode="exact", T=0.0, seed=0) -> RootView:
     out = target.forward(state[None], lo, hi, target.empty_cache())
     rule = DecisionRule(mode, T, 0.3)
     noise = GumbelNoise(seed, target.info.vocab_size)
-    toks, conf, logp = candidates(out.logits, [0], lo, rule, noise, target.info.mask_id)
-    offs = select(conf[0], state[lo:hi] == target.info.mask_id, rule)
-    state[[lo + o for o in offs]] = toks[0, offs]
+    d = decide(out.logits, (state[lo:hi] == target.info.mask_id)[None], [0], lo, rule, noise, target.info.mask_id)[0]
+    logp, offs = masked_log_softmax(out.logits, target.info.mask_id), d.offsets
+    state[[lo + o for o in offs]] = torch.tensor(d.tokens)
     return RootView(lo=lo, hi=hi, state=state, logp=logp[0], masked=state[lo:hi] == target.info.mask_id,
                     first=list(offs), step=1, rule=rule, noise=noise)
 
@@ -162,37 +165,63 @@ def curve(f1: float, per_row: float, fixed: float = 0.0) -> CostCurve:
     return CostCurve("test", sizes, [f1 + fixed * (n > 1) + per_row * (n - 1) for n in sizes])
 
 
-def test_sizer_keeps_big_trees_when_rows_are_free_and_none_when_they_are_dear(tiny_block_target):
+def test_auto_drafts_big_trees_when_rows_are_free_and_none_when_they_are_dear(tiny_block_target):
     view = _view(tiny_block_target, PROMPTS[0])
-    cheap = TreeSizer("auto", curve(0.010, 1e-7), n_max=32)
-    nodes = build_tree(view, TrainingFree(), cheap.budget, 0.0, cheap)
-    assert len(nodes) == 32 and cheap.draft_now()
-    dear = TreeSizer("auto", curve(0.010, 0.050), n_max=32)
-    nodes = build_tree(view, TrainingFree(), dear.budget, 0.0, dear)
-    assert len(nodes) == 1
-    assert [dear.draft_now() for _ in range(2)] == [False, True]  # skips one pass, then tries again
-    nodes = build_tree(view, TrainingFree(), dear.budget, 0.0, dear)
-    assert len(nodes) == 1 and [dear.draft_now() for _ in range(3)] == [False, False, True]  # backs off
+    stale = view.logp.max(-1).values.exp()[view.masked].numpy()  # the stale confidences at the masked positions
+    cheap = CostAwareBudget(curve(0.010, 1e-7), n_max=32)
+    cheap.overhead = 0.0  # the drafter free too: any acceptance pays (this untrained target's is ~5%)
+    assert cheap.draft_now(stale)
+    assert len(build_tree(view, TrainingFree(), cheap)) == 32
+    dear = CostAwareBudget(curve(0.010, 0.050), n_max=32)
+    assert not dear.draft_now(stale)  # decided before the drafter runs
+    assert not dear.draft_now(np.ones(8))  # even a certain chain does not pay for 50 ms a row
+    assert len(build_tree(view, TrainingFree(), dear)) == 2  # once the drafter ran, something drafted is verified
 
 
-def test_sizer_prefix_maximises_expected_commits_per_second():
+def test_auto_prefix_maximises_expected_commits_per_second():
     f = curve(0.010, 0.002)
     probs = [1.0, 0.9, 0.8, 0.3, 0.05, 0.01]
-    s = TreeSizer("auto", f, n_max=16)
-    s.begin()
+    s = CostAwareBudget(f, n_max=16)
+    s.overhead = 0.0
+    s.begin(8)
     for p in probs[1:]:
         s.add(p)
     table = f.table(16)
     rates = [(1 + sum(probs[1:k])) / table[k] for k in range(1, len(probs) + 1)]
-    assert s.choose() == int(np.argmax(rates)) + 1 == 3  # 2.7 commits for 14 ms beats 3.0 for 16 ms
+    assert s.choose(len(probs)) == int(np.argmax(rates)) + 1 == 3  # 2.7 commits for 14 ms beats 3.0 for 16 ms
+
+
+def test_auto_gate_learns_from_what_the_passes_accept():
+    """The chain estimate's calibration follows the accepted edges: a drafter that is never accepted stops
+    being run, one that is accepted more than the chain expects is run on less confident states."""
+    c = np.array([0.6, 0.5, 0.4])
+    never = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+    never.overhead = 0.0
+    assert never.draft_now(c)
+    for _ in range(20):
+        never.draft_now(c)
+        never.begin(3), never.add(0.5), never.choose(2)
+        never.observe(PassOutcome(2, 0.012, False, accepted_edges=0, overhead_s=0.0, drafted=True))
+    assert not never.draft_now(c)
+    low = np.array([0.15, 0.1])
+    always = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+    always.overhead = 0.0
+    assert not always.draft_now(low)
+    for _ in range(20):
+        always.draft_now(np.array([0.3]))
+        always.begin(3), always.add(0.5), always.choose(2)
+        always.observe(PassOutcome(2, 0.012, False, accepted_edges=1, overhead_s=0.0, drafted=True))
+    assert always.draft_now(low)
 
 
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 0.0),
                                         ("threshold", 0.3, 1.0)])
 def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny_block_target, monkeypatch):
-    # rows nearly free: auto drafts real trees (on the machine's real curve it may rightly choose none)
+    # rows nearly free: auto sizes real trees (on the machine's real curve it may rightly choose none); the gate
+    # (which on this untrained target rightly never drafts) drafts two passes in three, so both paths are taken
     monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.005, 1e-5))
-    monkeypatch.setattr("spotviz.samplers.spot.cost_curve", lambda target, **k: curve(0.005, 1e-5))
+    gate = itertools.cycle([True, True, False])
+    monkeypatch.setattr(cost.CostAwareBudget, "draft_now", lambda self, stale: next(gate))
     for r in range(3):
         c = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=40 + r, gen_length=32,
                          drafter=learned_drafter(mode))
@@ -209,7 +238,7 @@ def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny
 
 
 def test_auto_budget_degrades_to_standard_passes_when_rows_are_dear(random_drafter, tiny_block_target, monkeypatch):
-    monkeypatch.setattr("spotviz.samplers.spot.cost_curve", lambda target, **k: curve(0.005, 1.0))
+    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.005, 1.0))
     c = DecodeConfig(seed=2, gen_length=32, drafter="spot")
     spot = decode_spot(tiny_block_target, PROMPTS[0], c, SpotProposer(random_drafter))
     std = decode_standard(tiny_block_target, PROMPTS[0], c)
@@ -217,14 +246,30 @@ def test_auto_budget_degrades_to_standard_passes_when_rows_are_dear(random_draft
     assert all(p.states == 1 for p in spot.passes)  # every pass is a standard-sized pass
 
 
+def test_zero_overhead_ceiling_is_commits_per_pass_over_the_pass_cost():
+    from spotviz.trace import Commit, PassRecord
+
+    f = CostCurve("test", [1, 2, 4], [0.010, 0.015, 0.020], fused_sizes=[1, 2, 4], fused_seconds=[0.02, 0.03, 0.04])
+
+    def rec(states, positions):
+        return PassRecord(index=0, kind="verify", window=[0, 16], states=states,
+                          commits=[Commit(p, 5, 0, 1.0) for p in positions])
+
+    # exact mode: 3 commits per pass at N = 2 (1.5 standard passes each): 2x
+    assert cost.ceiling(6, [rec(2, [0, 1, 2]), rec(2, [3, 4, 5])], f) == pytest.approx(2.0)
+    # N = 3 interpolates (1.75); a pass that commits past its window is fused (f at the fused width: 3.0)
+    assert cost.ceiling(7, [rec(3, [0, 1, 2]), rec(2, [15, 16, 17, 18])], f) == pytest.approx(7 / (1.75 + 3.0))
+    assert f.ratios((1, 2, 4)) == pytest.approx({1: 1.0, 2: 1.5, 4: 2.0})
+
+
 def test_cost_curve_measured_once_and_cached_outside_the_repository(tiny_block_target, tmp_path, monkeypatch):
     monkeypatch.setattr(cost, "_cacheable", lambda target: True)
     calls = []
     real = cost.measure
-    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), repeats=1))
+    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), rounds=1, per_round=1))
     t = eager_twin(tiny_block_target)
     a = cost.cost_curve(t)
-    assert a.sizes == [1, 2, 4] and all(x > 0 for x in a.seconds) and a.seconds == sorted(a.seconds)
+    assert a.sizes == [1, 2, 4] and all(x > 0 for x in a.seconds) and a.clock == "thread"
     files = list((tmp_path / "cache" / "cost").glob("*.json"))
     assert len(files) == 1 and json.loads(files[0].read_text())["sizes"] == [1, 2, 4]
     cost._MEMO.clear()

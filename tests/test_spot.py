@@ -459,7 +459,7 @@ def test_acceptance_walk_stops_at_first_mismatch(script, expect, mode, T, target
 # --------------------------------------------------------------------------------- tree building
 def _view(target, prompt, mode="exact", tau=0.9, T=0.0, seed=0, gen=32) -> RootView:
     """A root view from the target's real first-pass logits (s1 = the state after the first decision)."""
-    from spotviz.decision import candidates, select
+    from spotviz.decision import decide, masked_log_softmax
 
     ids = target.encode(prompt)
     total = len(ids) + gen
@@ -469,10 +469,9 @@ def _view(target, prompt, mode="exact", tau=0.9, T=0.0, seed=0, gen=32) -> RootV
     out = target.forward(state.unsqueeze(0), lo, hi, target.empty_cache())
     rule = DecisionRule(mode, T, tau)
     noise = GumbelNoise(seed, target.info.vocab_size)
-    toks, conf, logp = candidates(out.logits, [0], lo, rule, noise, target.info.mask_id)
-    offs = select(conf[0], state[lo:hi] == target.info.mask_id, rule)
-    for o in offs:
-        state[lo + o] = toks[0, o]
+    d = decide(out.logits, (state[lo:hi] == target.info.mask_id)[None], [0], lo, rule, noise, target.info.mask_id)[0]
+    logp, offs = masked_log_softmax(out.logits, target.info.mask_id), d.offsets
+    state[[lo + o for o in offs]] = torch.tensor(d.tokens)
     return RootView(lo=lo, hi=hi, state=state, logp=logp[0], masked=state[lo:hi] == target.info.mask_id,
                     first=list(offs), step=1, rule=rule, noise=noise)
 

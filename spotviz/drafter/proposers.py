@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from .features import RootView, coupled_candidates, np_position_features
-from .model import NumpyDrafter, SpotDrafter, np_set_inclusion, np_sigmoid, stale_inclusion
+from .model import SpotDrafter
+from .numpy_forward import NumpyDrafter, np_set_inclusion, np_sigmoid, stale_inclusion
 from .tree import DraftNode, Proposer
 
 

@@ -46,7 +46,8 @@ def _mtime(p: Path) -> float:
 @lru_cache(maxsize=16)
 def _load_drafter(folder: str, weights_mtime: float, config_mtime: float):
     """Drafters are small and read-only at inference: load each file once (reloaded if it changes)."""
-    from .model import NumpyDrafter, SpotDrafter
+    from .model import SpotDrafter
+    from .numpy_forward import NumpyDrafter
 
     drafter = SpotDrafter.load(folder)
     return drafter, NumpyDrafter(drafter)

@@ -46,28 +46,57 @@ class Proposer:
         raise NotImplementedError
 
 
-def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: float = 0.0,
-               sizer=None) -> list[DraftNode]:
+class FixedBudget:
+    """A budget policy: how many nodes a pass's tree may have, and which best-first prefix it keeps. This one is a
+    fixed node count: every pass drafts, and the tree keeps every node grown. (samplers/cost.CostAwareBudget is
+    the cost-aware one, `--budget auto`.) The tree builder calls begin(), then add(path_prob) for every node after
+    s1 while stop(next_p) is False, then choose(); the decoder asks draft_now() before a pass and reports it with
+    observe()."""
+
+    def __init__(self, budget: int):
+        self.budget = int(budget)
+
+    def draft_now(self, stale_conf) -> bool:
+        """Whether this pass drafts, given the stale confidences at the positions still masked in s1."""
+        return True
+
+    def begin(self, n_masked: int) -> None:
+        """A new tree: only s1 so far (n_masked positions left to decide in the window)."""
+
+    def add(self, path_prob: float) -> None:
+        """The next best-first node was added with this path probability."""
+
+    def stop(self, next_p: float) -> bool:
+        """Whether to stop growing, the best candidate left having path probability next_p."""
+        return False
+
+    def choose(self, n_nodes: int) -> int:
+        """How many of the n_nodes best-first nodes to keep."""
+        return n_nodes
+
+    def observe(self, outcome) -> None:
+        """After a pass: what it cost and what it accepted (samplers/cost.PassOutcome)."""
+
+
+def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float = 0.0) -> list[DraftNode]:
     """Best-first tree (by path probability) of at most `budget` nodes rooted at s1.
 
-    min_path_prob > 0 stops growing once the best candidate's path probability (its chance of being accepted)
-    falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer states.
-    sizer (samplers/cost.TreeSizer) stops growing when no larger tree can pay for its forward, and keeps the
-    best-first prefix with the most expected commits per second. Nodes are in best-first order (non-increasing
-    path probability), so every prefix of the list is a tree."""
+    budget: a node count, or a budget policy (samplers/cost.py: FixedBudget, or CostAwareBudget, which stops
+    growing when no larger tree can pay for its forward and keeps the best-first prefix with the most expected
+    commits per second). min_path_prob > 0 stops growing once the best candidate's path probability (its chance
+    of being accepted) falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer
+    states. Nodes are in best-first order (non-increasing path probability), so every prefix of the list is a tree."""
+    policy = FixedBudget(budget) if isinstance(budget, int) else budget
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     nodes = [root]
     n_masked = int(view.masked.sum())
-    if budget <= 1 or n_masked == 0:
+    if policy.budget <= 1 or n_masked == 0:
         return nodes
-    ctx = proposer.prepare(view, max_depth=min(n_masked, budget - 1))
+    ctx = proposer.prepare(view, max_depth=min(n_masked, policy.budget - 1))
     heap: list = []
     tie = 0
     masked = view.masked.cpu().numpy()
-    if sizer is not None and not sizer.auto:
-        sizer = None  # a fixed budget: nothing to size
-    if sizer is not None:
-        sizer.begin()
+    policy.begin(n_masked)
 
     def expand(node: DraftNode):
         nonlocal tie
@@ -85,11 +114,11 @@ def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: f
             heapq.heappush(heap, (-node.path_prob * p, tie, node.id, tuple(offsets), tuple(tokens), p))
 
     expand(root)
-    while heap and len(nodes) < budget:
+    while heap and len(nodes) < policy.budget:
         neg = heap[0][0]
         if -neg < min_path_prob:  # the heap is ordered: every remaining candidate is less likely still
             break
-        if sizer is not None and sizer.stop(-neg):
+        if policy.stop(-neg):
             break
         neg, _, pid, offsets, tokens, p = heapq.heappop(heap)
         parent = nodes[pid]
@@ -99,12 +128,10 @@ def build_tree(view: RootView, proposer: Proposer, budget: int, min_path_prob: f
         node = DraftNode(len(nodes), pid, parent.depth + 1, offsets, tokens, p, -neg, parent.path + offsets)
         parent.children[key] = node.id
         nodes.append(node)
-        if sizer is not None:
-            sizer.add(node.path_prob)
-        expand(node)
-    if sizer is not None:
-        nodes = prefix(nodes, sizer.choose())
-    return nodes
+        policy.add(node.path_prob)
+        if len(nodes) < policy.budget:  # (a full tree's last node is never given children)
+            expand(node)
+    return prefix(nodes, policy.choose(len(nodes)))
 
 
 def prefix(nodes: list[DraftNode], k: int) -> list[DraftNode]:
@@ -117,17 +144,12 @@ def prefix(nodes: list[DraftNode], k: int) -> list[DraftNode]:
 
 
 def node_states(view: RootView, nodes: list[DraftNode]) -> torch.Tensor:
-    """[len(nodes), L] token rows: s1 with each node's drafted path applied (one scatter for the whole tree)."""
-    rows = view.state.unsqueeze(0).repeat(len(nodes), 1)
-    r, c, t = [], [], []
+    """[len(nodes), L] token rows: s1 with each node's drafted path applied (in numpy: a tree's few small
+    writes cost less there than torch's per-call dispatch)."""
+    rows = np.repeat(view.state.cpu().numpy()[None], len(nodes), axis=0)
     for n in nodes[1:]:
-        for o, tok in zip(n.path, _path_tokens(nodes, n)):
-            r.append(n.id)
-            c.append(view.lo + o)
-            t.append(tok)
-    if r:
-        rows[r, c] = torch.tensor(t, dtype=rows.dtype)
-    return rows
+        rows[n.id, [view.lo + o for o in n.path]] = _path_tokens(nodes, n)
+    return torch.from_numpy(rows)
 
 
 def _path_tokens(nodes: list[DraftNode], n: DraftNode) -> tuple[int, ...]:

@@ -24,7 +24,7 @@ from ..drafter.store import DRAFTER_DIR
 from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import EMBEDDED, load_target
 from ..samplers.common import AUTO, DecodeConfig
-from ..samplers.cost import cost_curve
+from ..samplers.cost import ceiling, cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
 from .progress import Progress, duration, unit_seconds
@@ -49,6 +49,7 @@ class BenchRow:
     wall_ratio_median: float = 0.0  # per-prompt paired ratios (standard wall / speculative wall)
     wall_ratio_min: float = 0.0
     mean_states: float = 1.0  # target states per pass (the tree size; with auto, the sizes it chose)
+    ceiling: float = 1.0  # zero-overhead wall-clock ceiling: standard passes / sum of f(N)/f(1) over the passes
 
 
 @dataclass
@@ -86,7 +87,7 @@ def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: N
     return (traces, base) if proposer is not None else (base, base)
 
 
-def _row(mode, t, drafter, budget, runs, base, note="") -> BenchRow:
+def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
     traces, paired = runs
     passes = sum(tr.counters.target_passes for tr in traces)
     gen = sum(tr.counters.generated_tokens for tr in traces)
@@ -102,9 +103,10 @@ def _row(mode, t, drafter, budget, runs, base, note="") -> BenchRow:
     same = sum(a.tokens == b.tokens for a, b in zip(traces, base)) / len(traces)
     ratios = sorted(p.counters.wall_s / max(tr.counters.wall_s, 1e-9) for tr, p in zip(traces, paired))
     states = sum(p.states for tr in traces for p in tr.passes) / max(passes, 1)
+    top = ceiling(b_passes, [p for tr in traces for p in tr.passes], curve)
     return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
                     b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
-                    [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states)
+                    [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states, top)
 
 
 def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_prompts: int = 20,
@@ -113,8 +115,8 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
               prune: float = 0.0, log=print) -> BenchResult:
     """`budgets` apply to exact mode at the first temperature (the headline sweep); `other_budgets` (default: the
     same) to the other (mode, temperature) pairs, so a CPU run can sweep fewer budgets there. Transfer rows and
-    the coupled-noise ablation use budget 16 (or the nearest number swept). A budget "auto" uses the target's cost
-    curve (measured now if not cached; recorded in the result). `prune` > 0 adds, for the SPOT drafter at
+    the coupled-noise ablation use budget 16 (or the nearest number swept). The target's cost curve (measured now if
+    not cached; recorded in the result) serves budget "auto" and every row's zero-overhead ceiling. `prune` > 0 adds, for the SPOT drafter at
     every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
@@ -122,10 +124,9 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
     prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune)
-    if AUTO in budgets or AUTO in (other_budgets or ()):
-        res.cost_curve = cost_curve(target, log=log).as_pairs()
-        log("cost curve (ms per pass over N states): "
-            + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
+    curve = cost_curve(target, log=log)  # for budget auto, and every row's zero-overhead ceiling
+    res.cost_curve = curve.as_pairs()
+    log("cost curve (ms per pass over N states): " + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     # the plan, in standard-decode units (eval/progress.py), for the estimate and the ETA
     transfers = [(label, folder) for o in EMBEDDED if o != model and transfer
@@ -173,7 +174,7 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
             cfg = DecodeConfig(mode=mode, temperature=t, threshold=threshold, gen_length=gen_length)
             base_runs = _run(target, prompts, cfg, tick=progress.tick)
             base = base_runs[0]
-            row_done(_row(mode, t, "none", 1, base_runs, base))
+            row_done(_row(mode, t, "none", 1, base_runs, base, curve))
             sweep, near = sweep_of(mode, t)
             for name in drafters:
                 dname = learned_drafter(mode) if name == "spot" else name
@@ -181,24 +182,24 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
                 for b in sweep:
                     c = replace(cfg, drafter=dname, budget=b)
                     row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
-                                  base))
+                                  base, curve))
                     if prune > 0 and name == "spot" and b != AUTO and b > 2:
                         c = replace(c, min_path_prob=prune)
                         row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
-                                      base, note=f"pruned below path prob {prune:g}"))
+                                      base, curve, note=f"pruned below path prob {prune:g}"))
             if t > 0:  # coupled-noise ablation
                 dname = learned_drafter(mode)
                 prop = load_proposer(dname, target, mode)
                 c = replace(cfg, drafter=dname, budget=near, coupled_noise=False)
                 row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick, spec_units(near)),
-                              base, note="independent noise (ablation)"))
+                              base, curve, note="independent noise (ablation)"))
             if t == temperatures[0]:
                 for label, folder in transfers:
                     dname = learned_drafter(mode)
                     prop = load_proposer(dname, target, mode, folder=folder)
                     c = replace(cfg, drafter=dname, budget=near)
                     row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick,
-                                                             spec_units(near)), base, note=f"transfer {label}"))
+                                                             spec_units(near)), base, curve, note=f"transfer {label}"))
     progress.close()
     res.seconds = time.time() - t_start
     return res
@@ -207,6 +208,7 @@ def run_bench(model: str = "shakespeare-bd", prompts_file: str | None = None, n_
 def _fmt(r: BenchRow) -> str:
     return (f"{r.mode:9s} T={r.temperature:<3g} {r.drafter:13s} N={str(r.budget):<4s} states {r.mean_states:5.2f}"
             f"  passes/token {r.passes_per_token:.3f}  reduction {r.pass_reduction:.2f}x  wall {r.speedup_wall:.2f}x"
+            f" (ceiling {r.ceiling:.2f}x)"
             f" (per prompt: median {r.wall_ratio_median:.2f}x, worst {r.wall_ratio_min:.2f}x)  {r.tokens_per_s:6.1f} tok/s"
             f"  accepted {r.mean_accepted_length:.2f}  identical {100 * r.identical:.0f}%  {r.note}")
 
@@ -225,16 +227,21 @@ def to_markdown(res: BenchResult) -> str:
                   f"distinct share {100 * q['min_distinct_share']:.0f}%, worst top-token share "
                   f"{100 * q['max_top_token_share']:.0f}%, longest run {q['max_longest_run']}{syn}", ""]
     if res.cost_curve:
-        lines += ["Target cost curve (ms per pass over N states, used by budget auto): "
-                  + ", ".join(f"f({int(n)}) = {1000 * s:.1f}" for n, s in res.cost_curve), ""]
+        f1 = res.cost_curve[0][1]
+        lines += ["Target cost curve (ms per pass over N states, used by budget auto; f(N)/f(1) in brackets): "
+                  + ", ".join(f"f({int(n)}) = {1000 * s:.1f} ({s / f1:.2f})" for n, s in res.cost_curve), "",
+                  "Zero-overhead ceiling: the wall-clock speed-up the run's passes would give if drafting, tree and "
+                  "bookkeeping cost nothing (standard passes / the sum of f(N)/f(1) over the run's passes): what "
+                  "this hardware allows at this acceptance.", ""]
     lines += ["| mode | T | drafter | budget | states/pass | passes/token | pass reduction | wall-clock speed-up "
-              "(paired) | per-prompt ratio median / worst | tokens/s | mean accepted length | "
+              "(paired) | zero-overhead ceiling | per-prompt ratio median / worst | tokens/s | mean accepted length | "
               "acceptance per depth (1..) | identical output | note |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res.rows:
         spec = r.drafter != "none"
         lines.append(f"| {r.mode} | {r.temperature:g} | {r.drafter} | {r.budget if spec else '-'} | "
                      f"{r.mean_states:.2f} | {r.passes_per_token:.3f} | {r.pass_reduction:.2f}x | {r.speedup_wall:.2f}x | "
+                     f"{r.ceiling:.2f}x | "
                      f"{f'{r.wall_ratio_median:.2f}x / {r.wall_ratio_min:.2f}x' if spec else '-'} | "
                      f"{r.tokens_per_s:.1f} | {r.mean_accepted_length:.2f} | "
                      f"{' '.join(f'{a:.2f}' for a in r.acceptance_per_depth[:6])} | {100 * r.identical:.0f}% | {r.note} |")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..decision import masked_log_softmax
+from ..noise import GumbelNoise, gumbel_scores
 from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
 
@@ -21,8 +22,6 @@ def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 2
     mask_id = target.info.mask_id
     for i, prompt in enumerate(prompts):
         cfg = DecodeConfig(mode="exact", temperature=temperature, seed=seed + i, gen_length=gen_length)
-        from ..noise import GumbelNoise
-
         noise = GumbelNoise(seed + i, target.info.vocab_size)
         prev = None
         for pr in decode_standard_stream(target, prompt, cfg, record_logits=True):
@@ -34,7 +33,7 @@ def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 2
                 for c in pr.record.commits:
                     logp = prev[1][c.position - lo]
                     if temperature > 0:
-                        logp = logp / temperature + noise.at(c.step, c.position)
+                        logp = gumbel_scores(logp, temperature, noise.at(c.step, c.position))
                     total += 1
                     hits += int(int(logp.argmax()) == c.token)
             prev = (lo, logp_window)

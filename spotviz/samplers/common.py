@@ -121,6 +121,31 @@ def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tupl
     return ids, False
 
 
+class SpecDecodingStats:
+    """Running totals of a decode (as vLLM's SpecDecodingStats), updated once per pass so that the counters
+    streamed after every pass cost O(1): commits, accepted drafted commits, drafted nodes, and per depth d the
+    passes whose walk reached depth d - 1 and how many of them accepted depth d."""
+
+    def __init__(self):
+        self.commits = self.accepted = self.drafted = 0
+        self.depth_hits: dict[int, list[int]] = {}
+
+    def observe(self, rec: PassRecord) -> None:
+        self.commits += len(rec.commits)
+        self.accepted += sum(c.drafted for c in rec.commits)
+        if len(rec.tree) > 1:
+            self.drafted += len(rec.tree) - 1
+            reached = len(rec.accepted_path) - 1  # accepted drafted edges
+            for d in range(1, max(n.depth for n in rec.tree) + 1):  # P(accept depth d | reached depth d-1)
+                if reached >= d - 1:
+                    hits = self.depth_hits.setdefault(d, [0, 0])
+                    hits[0] += int(reached >= d)
+                    hits[1] += 1
+
+    def acceptance_per_depth(self) -> list[float]:
+        return [h / n for _, (h, n) in sorted(self.depth_hits.items())]
+
+
 class DecodeState:
     """The token row being decoded, with the bookkeeping every sampler needs."""
 
@@ -151,8 +176,7 @@ class DecodeState:
         self.passes: list[PassRecord] = []
         self.t0 = time.perf_counter()
         self.end = self.total_len  # one past the last position decoded so far
-        self._n_commits = self._n_accepted = self._n_drafted = 0
-        self._depth_hits: dict[int, list[int]] = {}
+        self.stats = SpecDecodingStats()
 
     def masked(self, lo: int, hi: int, row: torch.Tensor | None = None) -> torch.Tensor:
         r = self.tokens if row is None else row
@@ -182,28 +206,18 @@ class DecodeState:
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
                          wall_s=time.perf_counter() - t_start, budget=int(budget))
         self.passes.append(rec)
-        # running totals, so that counters() is O(1) per pass (it is streamed after every pass)
-        self._n_commits += len(commits)
-        self._n_accepted += sum(c.drafted for c in commits)
-        if rec.tree:
-            self._n_drafted += len(rec.tree) - 1
-            reached = len(rec.accepted_path) - 1  # accepted drafted edges
-            for d in range(1, max(n.depth for n in rec.tree) + 1):  # P(accept depth d | reached depth d-1)
-                if reached >= d - 1:
-                    hits = self._depth_hits.setdefault(d, [0, 0])
-                    hits[0] += int(reached >= d)
-                    hits[1] += 1
+        self.stats.observe(rec)
         return rec
 
     def counters(self) -> Counters:
         wall = time.perf_counter() - self.t0
         n_pass = len(self.passes)
         gen = len(self.generated())
-        per_depth = [h / n for _, (h, n) in sorted(self._depth_hits.items())]
-        return Counters(target_passes=n_pass, commits=self._n_commits, generated_tokens=gen,
-                        drafted_nodes=self._n_drafted, accepted_drafts=self._n_accepted,
-                        mean_accepted_length=self._n_commits / max(n_pass, 1), acceptance_per_depth=per_depth,
-                        wall_s=wall, tokens_per_s=gen / wall if wall > 0 else 0.0)
+        s = self.stats
+        return Counters(target_passes=n_pass, commits=s.commits, generated_tokens=gen, drafted_nodes=s.drafted,
+                        accepted_drafts=s.accepted, mean_accepted_length=s.commits / max(n_pass, 1),
+                        acceptance_per_depth=s.acceptance_per_depth(), wall_s=wall,
+                        tokens_per_s=gen / wall if wall > 0 else 0.0)
 
     def meta(self, drafter: str | None = None) -> RunMeta:
         """The run's description (the same for the start event and the trace, but for what the run's end knows:

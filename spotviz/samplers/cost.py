@@ -1,50 +1,74 @@
-"""The target's forward cost curve f(N) and the tree size that maximises expected commits per second.
+"""The target's forward cost curve f(N), and the budget policies that size each pass's draft tree.
 
-f(N) is the wall time of one target pass over N states of one window (measured once per model, device and
-thread count; cached in the user's cache folder, never in the repository). A SPOT pass over a tree of N nodes
-costs about f(N) + c, where c is the pass's own work outside the forward (drafter, tree, decisions), and commits
-1 + sum of the accepted edges. With nodes in best-first order (path probabilities p_1 >= p_2 >= ...), every
-prefix of the tree is a tree, and the expected commits of the first N nodes are
+f(N) is the time of one target pass over N states of one window (measured once per model, device, dtype and
+thread count; cached in the user's cache folder, never in the repository). It is measured as real decodes see
+it: each size's calls in a row (a call after a different input shape costs more), the median of several calls
+after a warm-up at that shape, in thread CPU time on a CPU (a busy machine does not inflate it) and in wall time
+after a synchronisation elsewhere. The fused pass (a node completes the window, so the pass also evaluates the
+next one: twice the width) has its own curve. Nothing is smoothed: the curve is what the hardware does.
+
+A SPOT pass over a tree of N nodes costs about f(N) + c, where c is the pass's own work outside the forward
+(drafter, tree, decisions), and commits 1 + the accepted edges. With nodes in best-first order (path
+probabilities p_1 >= p_2 >= ...), every prefix of the tree is a tree, and the expected commits of the first N
+nodes are
 
     E(N) = 1 + s * (p_1 + ... + p_{N-1})
 
 (p_i: the drafter's probability that node i is reached by the acceptance walk; s: a running calibration, the
-accepted edges seen so far over the edges the drafter expected). Each pass keeps the prefix N maximising
-E(N) / (l f(N) + c); N = 1 is the standard decoder's pass (no c). l rescales the cached curve to the machine's
-load during this run (a running mean of the forward times seen over f of their sizes). When drafting did not pay (N = 1 chosen), the next
-passes skip the drafter altogether (1, 2, 4, ... up to 16 passes, reset as soon as drafting pays again), so that the worst
-case is the standard decoder's speed plus an occasional drafter call.
+accepted edges seen so far over the edges the drafter expected). CostAwareBudget keeps the prefix N >= 2
+maximising E(N) / (l f(N) + c); l rescales the cached curve to the machine's load during this run (a running
+mean of the forward times seen over f of their sizes).
+
+Whether to draft at all is decided before the drafter runs, from the stale confidences the previous pass
+already computed (c_(1) >= c_(2) >= ... over the positions still masked): the chain estimate
+
+    G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
+
+with its own calibration s_g (accepted edges over the chain's expectation for the size verified). The pass
+drafts only if some N >= 2 has G(N) / (l f(N) + c) > 1 / (l f(1)); otherwise it is a standard pass, with no
+drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs.
+FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations
 
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..drafter.tree import FixedBudget
+
 SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
+FUSED_SIZES = (1, 2, 4, 8, 16, 32)
+CURVE_VERSION = 2  # cached curves of an older measurement are measured again
+CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 _MEMO: dict = {}
 
 
 @dataclass
 class CostCurve:
-    """Seconds per target pass for N states (one window), measured at `sizes`; interpolated in between."""
+    """Seconds per target pass for N states (one window), measured at `sizes`; interpolated in between.
+    fused_sizes / fused_seconds: the same for a fused pass (this window and the next)."""
 
     key: str
     sizes: list[int]
     seconds: list[float]
     threads: int = 1
     device: str = "cpu"
+    fused_sizes: list[int] = field(default_factory=list)
+    fused_seconds: list[float] = field(default_factory=list)
+    clock: str = "thread"  # "thread" (thread CPU time) or "wall"
+    dtype: str = "float32"
     calls: int = 0  # target forward calls made to measure it now (0 when read from memory or the user cache)
 
-    def table(self, n_max: int) -> np.ndarray:
+    def table(self, n_max: int, fused: bool = False) -> np.ndarray:
         """f(N) for N = 0..n_max (index 0 unused), linear interpolation / extrapolation from the last segment."""
-        x = np.asarray(self.sizes, float)
-        y = np.asarray(self.seconds, float)
+        x = np.asarray(self.fused_sizes if fused and self.fused_sizes else self.sizes, float)
+        y = np.asarray(self.fused_seconds if fused and self.fused_sizes else self.seconds, float)
         n = np.arange(n_max + 1, dtype=float)
         f = np.interp(n, x, y)
         if n_max > x[-1] and len(x) > 1:
@@ -52,8 +76,29 @@ class CostCurve:
             f = np.where(n > x[-1], y[-1] + slope * (n - x[-1]), f)
         return f
 
+    def ratios(self, sizes=(1, 2, 4, 8)) -> dict[int, float]:
+        """f(N) / f(1): what a pass over N states costs in standard passes."""
+        t = self.table(max(sizes))
+        return {n: float(t[n] / t[1]) for n in sizes}
+
     def as_pairs(self) -> list[list[float]]:
         return [[int(n), float(s)] for n, s in zip(self.sizes, self.seconds)]
+
+
+def pass_cost(passes, curve: CostCurve) -> float:
+    """A run's passes in standard passes of time with no overhead: the sum of f(N) / f(1) over its passes (N: the
+    states verified; a pass that committed past its window was fused, and costs f at the fused width)."""
+    n_max = max([p.states for p in passes] + [2])
+    f, ff = curve.table(n_max), curve.table(n_max, fused=True)
+    return float(sum((ff if any(c.position >= p.window[1] for c in p.commits) else f)[p.states]
+                     for p in passes) / f[1])
+
+
+def ceiling(standard_passes: int, passes, curve: CostCurve) -> float:
+    """The zero-overhead wall-clock ceiling of a run against the standard decoder (which needs standard_passes):
+    what the hardware allows if drafting, tree and bookkeeping cost nothing. In exact mode it is r / (f(N)/f(1))
+    for a run of r commits per pass over N states."""
+    return standard_passes / max(pass_cost(passes, curve), 1e-9)
 
 
 def cache_dir() -> Path:
@@ -63,10 +108,16 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spotviz"
 
 
+def _dtype(target) -> str:
+    model = getattr(target, "model", None)
+    p = next(model.parameters(), None) if isinstance(model, torch.nn.Module) else None
+    return str(p.dtype).replace("torch.", "") if p is not None else "float32"
+
+
 def curve_key(target) -> str:
     info = target.info
-    return (f"{info.name}-{info.attention}-b{info.block_size}-v{info.vocab_size}-{target.device}"
-            f"-t{torch.get_num_threads()}-torch{torch.__version__.split('+')[0]}")
+    return (f"{info.name}-{info.attention}-b{info.block_size}-v{info.vocab_size}-{target.device}-{_dtype(target)}"
+            f"-t{torch.get_num_threads()}-torch{torch.__version__.split('+')[0]}-c{CURVE_VERSION}")
 
 
 def _cacheable(target) -> bool:
@@ -76,35 +127,63 @@ def _cacheable(target) -> bool:
     return target.info.name in EMBEDDED or "/" in target.info.name and not Path(target.info.name).exists()
 
 
+def _clock(device) -> tuple[str, callable]:
+    """Thread CPU time on a CPU; elsewhere wall time after synchronising the device."""
+    if str(device).startswith("cpu"):
+        return "thread", time.thread_time
+    sync = getattr(getattr(torch, str(device).split(":")[0], None), "synchronize", None)
+
+    def wall():
+        if sync is not None:
+            sync()
+        return time.perf_counter()
+
+    return "wall", wall
+
+
 @torch.no_grad()
-def measure(target, sizes=SIZES, repeats: int = 5, log=None) -> CostCurve:
-    """Time one window's forward for each N in `sizes` (best of `repeats`, after a warm-up call)."""
+def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_sizes=FUSED_SIZES, log=None) -> CostCurve:
+    """Time one window's forward for each N in `sizes`: per size, a warm-up call at that shape, then the median
+    of `per_round` calls in a row; the best of `rounds` such rounds. The same for the fused width (block models
+    whose context has room for it)."""
     info = target.info
     b = info.block_size
-    total = min(info.max_length, 3 * b)
-    lo = total - b if info.attention == "block" else max(0, total - b)
+    # the cached context of a typical decode (a short prompt and half of a default 128-token generation): a
+    # pass's cost grows with it, and the curve is linear in it, so its middle gives the run's mean cost
+    lo = max(2 * b, -(-CONTEXT // b) * b)
+    lo = max(0, min(lo, info.max_length - 2 * b)) // b * b
+    total = min(info.max_length, lo + 2 * b)
     row = torch.randint(3, max(info.vocab_size, 4), (total,))
     row[lo:] = info.mask_id
-    row[lo::2] = torch.randint(3, max(info.vocab_size, 4), (len(row[lo::2]),))  # a half-decoded window
+    row[lo:lo + b:2] = torch.randint(3, max(info.vocab_size, 4), (len(row[lo:lo + b:2]),))  # a half-decoded window
     cache = target.empty_cache()
     if info.attention == "block" and lo:
         out = target.forward(row.unsqueeze(0), 0, lo, cache)
         cache = target.extend_cache(cache, out, 0, lo)
-    batches = {n: row.unsqueeze(0).repeat(n, 1) for n in sizes}
-    for n in sizes:  # warm-up
-        target.forward(batches[n], lo, total, cache)
-    best = {n: float("inf") for n in sizes}
-    for _ in range(repeats):  # round robin: a burst of load elsewhere does not bias one size
-        for n in sizes:
-            t0 = time.perf_counter()
-            target.forward(batches[n], lo, total, cache)
-            best[n] = min(best[n], time.perf_counter() - t0)
-    # noise only ever adds time, and more states never cost less: f(n) = min over m >= n of the best time
-    seconds = np.minimum.accumulate(np.array([best[n] for n in sizes])[::-1])[::-1].tolist()
+    clock_name, clock = _clock(target.device)
+
+    def timed(n, hi):  # one size: a warm-up call at its shape, then `per_round` calls in a row; their median
+        batch = row.unsqueeze(0).repeat(n, 1).to(target.device)  # (on the device: no copy in the timing)
+        target.forward(batch, lo, hi, cache)
+        times = []
+        for _ in range(per_round):
+            t0 = clock()
+            target.forward(batch, lo, hi, cache)
+            times.append(clock() - t0)
+        return float(np.median(times))
+
+    def best_of_rounds(ns, hi):  # the best of `rounds` rounds over every size: a burst of load elsewhere spoils one round
+        return np.min([[timed(n, hi) for n in ns] for _ in range(rounds)], axis=0).tolist() if ns else []
+
+    seconds = best_of_rounds(sizes, lo + b)
+    fused = [n for n in fused_sizes if n <= max(sizes)] if lo + 2 * b <= total and info.attention == "block" else []
+    fused_seconds = best_of_rounds(fused, lo + 2 * b)
+    curve = CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device),
+                      fused, fused_seconds, clock_name, _dtype(target))
     if log:
         log("  ".join(f"f({n}) = {1000 * s:.2f} ms" for n, s in zip(sizes, seconds)))
-    calls = (1 if info.attention == "block" and lo else 0) + len(sizes) * (1 + repeats)
-    return CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device), calls)
+    curve.calls = (1 if info.attention == "block" and lo else 0) + rounds * (1 + per_round) * (len(sizes) + len(fused))
+    return curve
 
 
 NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
@@ -139,87 +218,103 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     return curve
 
 
-class TreeSizer:
-    """Per-pass tree size: a fixed budget, or (auto) the best-first prefix maximising expected commits per second.
+@dataclass
+class PassOutcome:
+    """What a budget policy learns from one pass."""
 
-    The tree builder calls begin(), then add(path_prob) for every node after s1 while stop(next_p) is False, then
-    choose() for the size to keep; the decoder reports each pass with observe()."""
+    states: int  # nodes verified (1: a standard pass)
+    forward_s: float  # wall time of the target pass
+    fused: bool  # the pass also evaluated the next window
+    accepted_edges: int = 0
+    overhead_s: float = 0.0  # the pass's time outside the forward
+    drafted: bool = False
 
-    def __init__(self, budget, curve: CostCurve | None = None, n_max: int = 64):
-        self.auto = curve is not None
-        self.n_max = n_max if self.auto else int(budget)
+
+class CostAwareBudget(FixedBudget):
+    """`auto`: draft only when the stale confidences say it pays; keep the best-first prefix (N >= 2) with the
+    most expected commits per second (module docstring; the interface is drafter/tree.FixedBudget's)."""
+
+    def __init__(self, curve: CostCurve, n_max: int = 64):
+        super().__init__(n_max)
         self.curve = curve
-        self.f = curve.table(self.n_max) if self.auto else None
-        self._more = np.arange(self.n_max + 1)
-        self.overhead = 0.0  # running mean of a drafted pass's time outside the forward (seconds)
+        self.f = curve.table(n_max)
+        self.f_fused = curve.table(n_max, fused=True)
+        self._more = np.arange(n_max + 1)
+        self.overhead = 0.1 * self.f[1]  # running mean of a drafted pass's time outside the forward (seconds)
         self.load = 1.0  # running mean of (forward time seen in this run) / f(N): the curve is rescaled by it
-        self.expected = self.accepted = 1.0  # calibration s = accepted / expected drafted edges (prior: 1 / 1)
-        self.skip = self.backoff = 0
-        self.last_expected = 0.0
+        self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
+        self.gate_expected = self.gate_accepted = 2.0  # chain calibration s_g (prior: 1)
+        self._f = self.f.tolist()
+        self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
+        self._edges = [0.0]
+        self.last_expected = self.last_chain = 0.0
 
-    @property
-    def budget(self) -> int:
-        """The most nodes a tree may have this pass."""
-        return self.n_max
+    def draft_now(self, stale_conf) -> bool:
+        """Whether this pass should draft: some N >= 2 beats a standard pass under the chain estimate G(N).
+        (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would dominate.)"""
+        s_g, load, f, over = self.gate_accepted / self.gate_expected, self.load, self._f, self.overhead
+        standard = 1.0 / (load * f[1])
+        chain, edges, path, draft = self._chain, 0.0, 1.0, False
+        for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.budget - 1], start=1):
+            path *= float(c)
+            edges += path
+            chain[k] = edges
+            draft = draft or (1.0 + s_g * edges) / (load * f[k + 1] + over) > standard
+        return draft
 
-    def draft_now(self) -> bool:
-        """False while the drafter is being skipped (it recently did not pay)."""
-        if self.skip > 0:
-            self.skip -= 1
-            return False
-        return True
-
-    def begin(self) -> None:
+    def begin(self, n_masked: int) -> None:
         """A new tree: only s1 so far."""
         self._s = self.accepted / self.expected
         self._edges = [0.0]  # expected accepted edges of the first k nodes, k = 1, 2, ...
-        self._best_k, self._best = 1, (1.0 / (self.load * self.f[1]) if self.auto else 0.0)
+        self._best_k, self._best = 1, 0.0
 
     def add(self, path_prob: float) -> None:
         """The next best-first node was added with this path probability."""
         self._edges.append(self._edges[-1] + path_prob)
-        if self.auto:
-            k = len(self._edges)
-            rate = (1.0 + self._s * self._edges[-1]) / (self.load * self.f[k] + self.overhead)
-            if rate > self._best:
-                self._best_k, self._best = k, rate
+        k = len(self._edges)
+        rate = (1.0 + self._s * self._edges[-1]) / (self.load * self.f[k] + self.overhead)
+        if rate > self._best:
+            self._best_k, self._best = k, rate
 
     def stop(self, next_p: float) -> bool:
         """Growing stops when no larger prefix can beat the best so far, even if every further node had path
         probability `next_p` (the largest left: best-first order makes it an upper bound)."""
-        if not self.auto:
-            return False
         k = len(self._edges)
-        if k >= self.n_max:
+        if k >= self.budget:
             return True
+        if k < 2:
+            return False
         more = self._more[k + 1:]
         e = 1.0 + self._s * (self._edges[-1] + next_p * (more - k))
         return bool((e / (self.load * self.f[more] + self.overhead)).max() <= self._best)
 
-    def choose(self) -> int:
-        """How many of the best-first nodes to keep (the pass's tree size); schedules skips when it is 1. The rate
-        of N = 1 carries no overhead: that pass is the standard decoder's."""
-        if not self.auto:
-            return len(self._edges)
-        k = self._best_k
+    def choose(self, n_nodes: int) -> int:
+        """How many of the best-first nodes to keep: at least 2 (the drafter ran: a pass that drafts verifies
+        something drafted), the best rate otherwise."""
+        k = max(self._best_k, min(2, n_nodes))
         self.last_expected = self._edges[k - 1]
-        if k == 1:
-            self.backoff = min(max(1, 2 * self.backoff), 16)
-            self.skip = self.backoff
-        else:
-            self.backoff = 0
+        self.last_chain = self._chain[k - 1]
         return k
 
-    def observe(self, states: int, forward_s: float, accepted_edges: int, overhead_s: float) -> None:
+    def observe(self, o: PassOutcome) -> None:
         """After a pass: its forward time (rescales the curve to the machine's load now); after a drafted pass
-        also its accepted edges (calibration) and its time outside the forward."""
-        if not self.auto:
-            return
-        if forward_s > 0:  # (a fused pass also evaluates the next window: not comparable with f)
-            self.load = 0.9 * self.load + 0.1 * min(max(forward_s / self.f[min(states, self.n_max)], 0.25), 8.0)
-        if states > 1:
-            if self.last_expected > 0:
-                self.expected += self.last_expected
-                self.accepted += accepted_edges
-            self.overhead = overhead_s if self.overhead == 0 else 0.8 * self.overhead + 0.2 * overhead_s
-        self.last_expected = 0.0
+        also its accepted edges (both calibrations) and its time outside the forward."""
+        f = float((self.f_fused if o.fused else self.f)[min(o.states, self.budget)])
+        if o.forward_s > 0 and f > 0:
+            self.load = 0.9 * self.load + 0.1 * min(max(o.forward_s / f, 0.25), 8.0)
+        if o.drafted and o.states > 1:
+            self.expected += self.last_expected
+            self.accepted += o.accepted_edges
+            self.gate_expected += self.last_chain
+            self.gate_accepted += o.accepted_edges
+            # (one slow pass, e.g. a first call, moves the estimate at most threefold)
+            self.overhead = 0.8 * self.overhead + 0.2 * min(o.overhead_s, 3 * self.overhead)
+        self.last_expected = self.last_chain = 0.0
+
+
+def budget_policy(budget, target) -> FixedBudget:
+    """The run's tree sizing: the fixed budget, or the cost-aware one (auto) with the target's cost curve."""
+    if budget != "auto":
+        return FixedBudget(budget)
+    curve = cost_curve(target)
+    return CostAwareBudget(curve, n_max=min(64, max(curve.sizes)))

@@ -11,7 +11,6 @@ from typing import Iterator
 
 from ..decision import decide
 from ..targets.base import DiffusionTarget
-from ..trace import Commit
 from .common import DecodeConfig, DecodeState, Progress, run_to_end
 
 
@@ -25,21 +24,28 @@ def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConf
     for lo, hi in st.windows:
         masked = st.masked(lo, hi)
         while bool(masked.any()):
-            t_start = time.perf_counter()
-            out = target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
-            st.cache = target.extend_cache(st.cache, out, 0, lo)
-            d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
-            commits = [Commit(lo + o, t, st.step, c) for o, t, c in zip(d.offsets, d.tokens, d.confidences)]
-            st.apply(commits)
+            out, d, rec = standard_pass(st, lo, hi, masked)
             masked[d.offsets] = False
-            st.step += 1
-            rec = st.add_pass("decode", (lo, hi), 1, commits, t_start)
             extra = {"lo": lo, "hi": hi, "logits": out.logits[0], "step": st.step - 1} if record_logits else {}
             yield Progress(st.tokens.tolist(), rec, st.counters(), extra=extra)
         st.end = hi
         if st.finished_with_eos(hi):
             break
     yield st.finished("none")
+
+
+def standard_pass(st: DecodeState, lo: int, hi: int, masked):
+    """One standard pass over the window [lo, hi) of the row (masked: its masked positions, [w] bool): the
+    forward (the previous window's keys/values enter the cache), the decision, its commits.
+    Returns (forward output, decision, pass record)."""
+    t_start = time.perf_counter()
+    out = st.target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
+    st.cache = st.target.extend_cache(st.cache, out, 0, lo)
+    d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
+    commits = d.commits(lo, st.step)
+    st.apply(commits)
+    st.step += 1
+    return out, d, st.add_pass("decode", (lo, hi), 1, commits, t_start)
 
 
 def decode_standard(target: DiffusionTarget, prompt: str, cfg: DecodeConfig):

@@ -7,7 +7,7 @@ Given the node states of a tree rooted at s1 (node 0) and one target pass over a
   Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's;
 - the bonus is d(stop), the stop node's own decision, already computed by the same pass. If the stop node
   completes the window and the pass also evaluated the next window (the fused pass), the bonus is the first
-  decision of the next window instead, and the finished window's keys/values enter the cache.
+  decision of the next window instead (the decoder then adds the finished window's keys/values to the cache).
 Commits per pass = accepted edges + 1.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..decision import Decision, decide
 from ..drafter.tree import DraftNode
 from ..targets.base import ForwardOutput
 from ..targets.invariance import check_pass
-from ..trace import Commit, TreeNode
+from ..trace import TreeNode
 
 
 @dataclass
@@ -52,8 +52,7 @@ def accept_walk(nodes: list[DraftNode], decisions: list[Decision | None], lo: in
     """Walk from s1 along the edges that equal the target's decisions. Returns (node ids walked, drafted commits)."""
     n, walk, accepted = nodes[0], [0], []
     while (d := decisions[n.id]) is not None and (child := n.children.get(d.key)) is not None:
-        accepted += [Commit(lo + o, t, step + n.depth, c, drafted=True)
-                     for o, t, c in zip(d.offsets, d.tokens, d.confidences)]
+        accepted += d.commits(lo, step + n.depth, drafted=True)
         n = nodes[child]
         walk.append(n.id)
     return walk, accepted
@@ -74,17 +73,16 @@ def tree_record(nodes: list[DraftNode], walk: list[int], decisions: list[Decisio
 
 def bonus(st, v: Verified, stop: DraftNode, lo: int, hi: int, next_window):
     """The pass's own decision at the stop node: its decision in this window, or (fused pass, window complete)
-    the first decision of the next window, whose keys/values then extend the cache.
+    the first decision of the next window (whose keys/values the caller then adds to the cache: a pure function).
 
-    Returns (decision or None, the logits it was made from, the window it was made in)."""
+    Returns (decision or None, the window it was made in); the decision's log-probabilities are the next root's."""
     d = v.decisions[stop.id]
     if d is not None:
-        return d, v.out.logits[stop.id, : hi - lo], (lo, hi)
+        return d, (lo, hi)
     if v.fused and not st.finished_with_eos(hi):
         nlo, nhi = next_window
-        st.cache = st.target.extend_cache(st.cache, v.out, stop.id, nlo)
         logits = v.out.logits[stop.id, hi - lo :]
         d = decide(logits.unsqueeze(0), st.masked(nlo, nhi).unsqueeze(0), [st.step + stop.depth], nlo, st.rule,
                    st.noise, st.mask_id)[0]
-        return d, logits, (nlo, nhi)
-    return None, None, (lo, hi)
+        return d, (nlo, nhi)
+    return None, (lo, hi)

@@ -28,8 +28,8 @@ from ..samplers.common import DecodeConfig
 from ..samplers.standard import decode_standard_stream
 from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
                        position_features)
-from ..drafter.model import (DrafterConfig, SpotDrafter, keep_logits, pointer_loss, set_inclusion,
-                    teacher_forced_pointer, teacher_forced_scores)
+from ..drafter.losses import keep_logits, pointer_loss, set_inclusion, teacher_forced_pointer, teacher_forced_scores
+from ..drafter.model import DrafterConfig, SpotDrafter
 
 MAX_DEPTH = 16
 # the scalar heads that light calibration refits for a new target (everything else stays frozen)

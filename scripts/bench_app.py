@@ -230,9 +230,9 @@ def main() -> int:
                     && document.querySelector('#sv-status').innerText.includes('Stopped')""", polling=10,
                                      timeout=30_000)
                 t_shown = pg.evaluate("() => performance.now()")
-                before = pg.inner_html(f"{EXPLAINER} .sve-canvases")
+                before = pg.inner_html(f"{EXPLAINER} .sve-lanes")
                 pg.wait_for_timeout(1500)
-                still = pg.inner_html(f"{EXPLAINER} .sve-canvases") == before and "Stopped" in pg.inner_text("#sv-status")
+                still = pg.inner_html(f"{EXPLAINER} .sve-lanes") == before and "Stopped" in pg.inner_text("#sv-status")
                 stops.append({"stop_ms": t_shown - t_stop, "stayed_stopped": still})
             res["stops"] = stops
             res["stop_ms"] = statistics.median(s["stop_ms"] for s in stops)

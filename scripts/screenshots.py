@@ -44,7 +44,8 @@ def shoot(pg, url: str, k: int, path: Path, full_page: bool) -> None:
     pg.click(f"{EXPLAINER} .sve-play")  # pause the autoplay, then show pass k
     pg.evaluate(f"""() => {{ const s = document.querySelector('{EXPLAINER} .sve-scrub');
         s.value = '{k}'; s.dispatchEvent(new Event('input', {{bubbles: true}})); }}""")
-    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '{k}'")
+    pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+        return r.dataset.pass === '{k}' && r.dataset.drawn === r.dataset.session + ':{k}'; }}""", timeout=60_000)
     pg.wait_for_timeout(600)
     pg.evaluate("() => window.scrollTo(0, 0)")
     path.parent.mkdir(parents=True, exist_ok=True)

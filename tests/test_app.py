@@ -52,9 +52,10 @@ def client(app):
     return Client(app[1], verbose=False)
 
 
-def _run_args(prompt, drafter, model=TINY, gen=GEN, seed=1, mode="exact", tau=0.9, temperature=0.0, budget=8):
+def _run_args(prompt, drafter, model=TINY, gen=GEN, seed=1, mode="exact", tau=0.9, temperature=0.0, budget=8,
+              **extra):
     return dict(prompt=prompt, model=model, mode=mode, tau=tau, temperature=temperature, seed=seed, gen_length=gen,
-                drafter=drafter, budget=budget, coupled=True, api_name="/run")
+                drafter=drafter, budget=budget, coupled=True, api_name="/run", **extra)
 
 
 def _timeline(text: str) -> list[dict]:
@@ -81,7 +82,7 @@ def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_
     assert files and len(files) == 3  # the two traces and the run's page of Plotly figures
     traces = [Trace.load(f) for f in files if f.endswith(".json")]
     page = next(open(f, encoding="utf-8").read() for f in files if f.endswith(".html"))
-    assert all(f'id="sv-{k}"' in page for k in ("order", "tree", "speedup")) and "identical to the standard" in page
+    assert 'class="sve"' in page and 'id="sv-timeline"' in page and "identical to the standard" in page
     main = next(t for t in traces if t.meta.drafter == drafter)
     direct = decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=GEN, seed=1, drafter=drafter, budget=8))
     assert main.tokens == direct.tokens
@@ -180,3 +181,56 @@ def test_app_starts_without_a_model(example_dir):
     demo = build_app(loader=loader, models=["shakespeare-bd"], trace_dir=example_dir, gpu=False)
     config = str(demo.get_config_file())
     assert "is not available" in config and "is missing" in config
+
+
+def test_a_race_decodes_every_drafter_on_one_prompt(client, tiny_prompt):
+    """One Run with race: SPOT (or, without its weights, the next drafter), training-free, calibrated and the
+    standard decoder on the same prompt and seed, each a lane of the one timeline, all with the same text."""
+    from spotviz.trace import Trace
+
+    out = client.predict(**_run_args(tiny_prompt, "none", gen=16, race=True))
+    assert "Done" in out[0], out[0]
+    lines = _timeline(out[1])
+    lanes = [r for r, _ in lines[0]["runs"]]
+    assert lanes[-1] == "base" and lanes[0] == "main" and {"training-free", "calibrated"} <= set(lanes) | {
+        next(x["meta"]["drafter"] for x in lines if x["t"] == "run" and x["r"] == "main")}
+    ran = {x["r"] for x in lines if x["t"] == "run"}
+    traces = [Trace.load(f) for f in out[2] if f.endswith(".json")]
+    assert len(traces) == len(ran) >= 3 and len({tuple(t.tokens) for t in traces}) == 1  # lossless, every lane
+    s = next(x for x in lines if x["t"] == "sum")
+    assert s["kpis"][1]["big"].startswith("race: ") and len(s["race"]) == len(ran)
+    assert "identical" in out[0]
+
+
+def test_a_prompt_longer_than_the_context_runs_and_says_so(app, client, tiny_block_target):
+    from spotviz.ui.app import Handlers
+
+    demo = app[0]
+    cap = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "cap_length").fn
+    long_prompt = "ROMEO.\n" + "O Romeo, wherefore art thou Romeo? " * 150  # 5,000+ characters
+    upd = cap(long_prompt, TINY, 24)
+    assert upd["maximum"] >= 8 and upd["value"] <= upd["maximum"]  # never below the slider's minimum (HTTP 500)
+    assert isinstance(cap.__self__, Handlers)
+    out = client.predict(**_run_args(long_prompt, "none", gen=16))
+    assert "Done" in out[0] and "beginning was dropped" in out[0], out[0]
+    run = next(x for x in _timeline(out[1]) if x["t"] == "run")
+    assert run["meta"]["prompt"].startswith("…") and len(run["meta"]["prompt"]) < 2000  # the kept tokens only
+
+
+def test_switching_the_model_updates_banner_prompt_and_menu(app):
+    from spotviz.ui.inputs import CODE_PROMPTS, PROMPT_EXAMPLES
+
+    demo = app[0]
+    on_model = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn
+    banner, prompt, menu = on_model("broken-model", PROMPT_EXAMPLES[0])
+    assert "not available" in banner and "broken-model" in banner
+    banner, prompt, menu = on_model(TINY, "my own prompt")
+    assert "Model ready" in banner and TINY in banner
+    assert not isinstance(prompt, str)  # the visitor's own prompt stays (gr.skip)
+    ctx = on_model.__self__.ctx
+    ctx.models.append("python-code")
+    try:
+        _, prompt, menu = on_model("python-code", PROMPT_EXAMPLES[0])
+        assert prompt == CODE_PROMPTS[0] and menu["choices"] == CODE_PROMPTS
+    finally:
+        ctx.models.remove("python-code")

@@ -207,7 +207,7 @@ def test_trace_html_page_and_baseline_checks(capsys, tiny_block_dir, tmp_path):
     code, out, err = run_main(capsys, "trace", str(spot), "--html", str(page), "--baseline", str(std))
     assert code == 0 and "target passes" in out and "wrote" in err
     html = page.read_text(encoding="utf-8")
-    assert 'id="sv-order"' in html and 'id="sv-speedup"' in html and "identical to the standard decoder" in html
+    assert 'id="sv-timeline"' in html and 'data-view="tree"' in html and "identical to the standard decoder" in html
     code, _, err = run_main(capsys, "trace", str(spot), "--baseline", str(std))
     assert code == 2 and err.strip() == "error: --baseline is used only with --html"
 

@@ -1,4 +1,5 @@
-"""The figure builders (spotviz.views): one frame per pass, fixed axes, accepted path colouring, escaping."""
+"""The views' Python side (spotviz.views): the timeline the browser's Plotly views draw, the headline, the
+standalone page. The views themselves (spotviz/ui/static/views/*.js) are tested in Chromium (test_browser.py)."""
 from __future__ import annotations
 
 import json
@@ -6,10 +7,7 @@ import json
 import pytest
 
 from spotviz.trace import Commit, Counters, PassRecord, RunMeta, Trace, TreeNode
-from spotviz.views import (canvas_html, commit_order_figure, counters_html, identical_output, speedup_figure,
-                           trace_canvas, tree_figure)
-from spotviz.views.canvas import Cell
-from spotviz.views.common import ACCEPTED, BONUS, REJECTED
+from spotviz.views import identical_output, report_html, summary
 
 EVIL = "<script>alert(1)</script>"
 EVIL_IMG = '<img src=x onerror="alert(2)">'
@@ -67,157 +65,6 @@ def _standard_trace(n: int = 6, tokens=None, **meta) -> Trace:
                  text="y", counters=counters, token_text={str(t): f"w{t}" for t in tokens})
 
 
-def _axis_ranges(fig):
-    return {k: v.get("range") for k, v in fig["layout"].items() if k.startswith(("xaxis", "yaxis"))}
-
-
-# -------------------------------------------------------------------------------------------- commit order
-def test_commit_order_one_frame_per_pass_and_fixed_axes():
-    for trace in (_tree_trace(), _standard_trace(7)):
-        fig = commit_order_figure(trace)
-        assert len(fig["frames"]) == len(trace.passes)
-        assert [f["name"] for f in fig["frames"]] == [str(p.index) for p in trace.passes]
-        ranges = _axis_ranges(fig)
-        assert ranges["xaxis"] and ranges["yaxis"]
-        assert fig["layout"]["xaxis"]["autorange"] is False and fig["layout"]["yaxis"]["autorange"] is False
-        for f in fig["frames"]:
-            assert "layout" not in f or not any(k.startswith(("xaxis", "yaxis")) for k in f["layout"])
-        # every committed cell lies inside the fixed ranges
-        x0, x1 = sorted(ranges["xaxis"])
-        y0, y1 = sorted(ranges["yaxis"])
-        for p in trace.passes:
-            for c in p.commits:
-                assert x0 < c.position < x1 and y0 < p.index < y1
-        # slider: one step per frame; play button animates all frames with redraw
-        steps = fig["layout"]["sliders"][0]["steps"]
-        assert [s["args"][0][0] for s in steps] == [f["name"] for f in fig["frames"]]
-        play = fig["layout"]["updatemenus"][0]["buttons"][0]
-        assert play["args"][0] is None and play["args"][1]["fromcurrent"] is True
-
-
-def test_commit_order_frames_reveal_commits_pass_by_pass():
-    trace = _tree_trace()
-    fig = commit_order_figure(trace)
-    cells = fig["data"][0]
-    assert cells["mode"] == "markers" and cells["marker"]["symbol"] == "square"
-    n_cells = sum(len(p.commits) for p in trace.passes)
-    assert len(cells["text"]) == len(cells["customdata"]) == n_cells  # hover texts once, aligned by index
-    shown = 0
-    for p, f in zip(trace.passes, fig["frames"]):
-        d = f["data"][0]
-        shown += len(p.commits)
-        assert len(d["x"]) == len(d["y"]) == len(d["marker"]["color"]) == shown
-        got = sorted(zip(d["x"], d["y"], d["marker"]["color"]))
-        want = sorted((c.position, q.index, c.step) for q in trace.passes[: p.index + 1] for c in q.commits)
-        assert got == want  # exactly the commits of passes <= this one, coloured by step
-        assert "text" not in d  # frames stay small
-        # the current pass is outlined
-        assert f["data"][1]["y"][0] == p.index - 0.5
-        assert sorted(f["data"][2]["x"]) == sorted(c.position for c in p.commits)
-    assert cells["marker"]["cmin"] == 0
-    assert cells["marker"]["cmax"] >= max(c.step for p in trace.passes for c in p.commits)
-    assert "t22" in cells["text"]
-
-
-# ---------------------------------------------------------------------------------------------------- tree
-def test_tree_accepted_path_rejected_branches_and_bonus():
-    trace = _tree_trace()
-    fig = tree_figure(trace)
-    assert len(fig["frames"]) == len(trace.passes)
-    names = [d["name"] for d in fig["data"]]
-    acc_i, rej_i, bonus_i = names.index("accepted"), names.index("rejected"), names.index("bonus decision")
-    assert fig["data"][acc_i]["marker"]["color"] == ACCEPTED
-    assert fig["data"][rej_i]["marker"]["color"] == REJECTED
-    assert fig["data"][rej_i]["marker"]["opacity"] < 1  # dimmed
-    assert fig["data"][bonus_i]["marker"]["color"] == BONUS
-    frame = fig["frames"][1]["data"]  # the pass with the tree
-    assert frame[acc_i]["customdata"] == [0, 1, 3]  # the accepted path, root first
-    assert sorted(frame[rej_i]["customdata"]) == [2, 4, 5]
-    assert frame[acc_i]["text"][0] == "root"
-    assert frame[acc_i]["text"][1].startswith("3:")  # position:token
-    # the bonus is the commit with drafted=False (position 5, token 23), hung off the stop node (id 3)
-    assert "5:t23" in frame[bonus_i]["text"][0]
-    stop_xy = (frame[acc_i]["x"][2], frame[acc_i]["y"][2])
-    assert (frame[bonus_i - 1]["x"][0], frame[bonus_i - 1]["y"][0]) == stop_xy
-    # hover: drafter probability and the target's decision
-    hover = " ".join(frame[acc_i]["hovertext"] + frame[rej_i]["hovertext"])
-    assert "drafter probability 0.700" in hover and "path probability 0.420" in hover
-    assert "target decision here: 4:t22" in hover
-    # the passes without a tree: empty node traces and a note
-    for k in (0, 2):
-        f = fig["frames"][k]["data"]
-        assert f[acc_i]["x"] == [] and f[rej_i]["x"] == [] and f[bonus_i]["x"] == []
-        assert "no draft tree" in f[-1]["text"][0]
-    # fixed axes across frames
-    assert fig["layout"]["xaxis"]["autorange"] is False and fig["layout"]["yaxis"]["autorange"] is False
-    assert all("layout" not in f for f in fig["frames"])
-    x0, x1 = fig["layout"]["xaxis"]["range"]
-    for f in fig["frames"]:
-        for tr in f["data"]:
-            for x in tr.get("x", []):
-                assert x is None or x0 < x < x1
-
-
-def test_tree_of_standard_run_is_all_notes():
-    trace = _standard_trace(5)
-    fig = tree_figure(trace)
-    assert len(fig["frames"]) == 5
-    assert all("no draft tree" in f["data"][-1]["text"][0] for f in fig["frames"])
-
-
-# ------------------------------------------------------------------------------------------------ speed-up
-def test_speedup_frames_counters_and_identical_check():
-    base = _standard_trace(7, tokens=[20, 21, 22, 23, 26, 27, 28])
-    base.meta.gen_length = 8
-    spot = _tree_trace()
-    fig = speedup_figure(spot, base)
-    assert len(fig["frames"]) == max(len(spot.passes), len(base.passes))
-    lines = fig["data"][:2]
-    assert lines[0]["x"][-1] == 3 and lines[0]["y"][-1] == spot.counters.commits
-    assert lines[1]["x"][-1] == 7 and lines[1]["y"][-1] == base.counters.commits
-    assert fig["layout"]["xaxis"]["range"][1] >= 7 and fig["layout"]["yaxis"]["range"][1] >= spot.counters.commits
-    for k, f in enumerate(fig["frames"]):
-        assert f["data"][0]["x"][-1] == min(k + 1, 3)
-    assert identical_output(spot, base) is True
-    # a long baseline: every drafter pass has a frame, then a few frames stride to the baseline's last pass
-    long_base = _standard_trace(60)
-    fig = speedup_figure(spot, long_base)
-    names = [int(f["name"]) for f in fig["frames"]]
-    assert names[:3] == [0, 1, 2] and names[-1] == 59 and len(names) <= 3 + 21 and names == sorted(set(names))
-    assert fig["frames"][-1]["data"][1]["x"][-1] == 60  # the baseline curve ends at its last pass
-    html = counters_html(spot, base)
-    assert "identical" in html and "2.33×" in html  # 7 passes / 3 passes
-    other = _standard_trace(7, tokens=[20, 21, 22, 23, 26, 27, 99])
-    other.meta.gen_length = 8
-    assert identical_output(spot, other) is False
-    assert "differs" in counters_html(spot, other)
-    other.meta.seed = 5  # different settings: no verdict
-    assert identical_output(spot, other) is None
-
-
-# ---------------------------------------------------------------------------------------------------- escaping
-def test_labels_are_escaped_everywhere():
-    trace = _tree_trace(model="<b>model</b>", prompt="<script>p()</script>\n")
-    base = _standard_trace(3)
-    figs = [commit_order_figure(trace), tree_figure(trace), speedup_figure(trace, base)]
-    blob = json.dumps(figs)
-    for bad in ("<script", "<img", "<b>model"):
-        assert bad not in blob
-    assert "&lt;script&gt;" in blob and "&lt;img" in blob
-    for html in (trace_canvas(trace), counters_html(trace, base)):
-        assert "<script" not in html and "<img" not in html and "<b>model" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in trace_canvas(trace)
-
-
-def test_canvas_masked_positions_and_colours():
-    cells = {3: Cell(3, "a", 0, 0), 5: Cell(5, "\n", 1, 1, drafted=True)}
-    html = canvas_html("P", 2, 6, cells, latest_pass=1)
-    assert html.count('class="sv-tok sv-mask"') == 4  # positions 2, 4, 6, 7
-    assert 'data-pos="3" data-pass="0"' in html and 'data-pos="5" data-pass="1"' in html
-    assert "sv-new" in html.split('data-pos="5"')[0].rsplit("<span", 1)[1]  # latest pass outlined
-    assert "↵" in html
-
-
 # ---------------------------------------------------------------------------------------- real engine traces
 @pytest.fixture(scope="module")
 def real_traces(tiny_block_target, tiny_prompt):
@@ -231,20 +78,6 @@ def real_traces(tiny_block_target, tiny_prompt):
     except (ImportError, ValueError) as e:  # the drafters land separately
         pytest.skip(f"training-free drafter unavailable: {e}")
     return spot, base
-
-
-def test_views_of_real_traces(real_traces):
-    spot, base = real_traces
-    order, tree, speed = commit_order_figure(spot), tree_figure(spot), speedup_figure(spot, base)
-    assert len(order["frames"]) == len(tree["frames"]) == len(spot.passes)
-    assert len(speed["frames"]) == max(len(spot.passes), len(base.passes))
-    names = [d["name"] for d in tree["data"]]
-    acc_i = names.index("accepted")
-    for p, f in zip(spot.passes, tree["frames"]):
-        if p.tree:
-            assert f["data"][acc_i]["customdata"] == p.accepted_path
-    assert identical_output(spot, base) is True
-    json.dumps([order, tree, speed])  # plain JSON
 
 
 # ------------------------------------------------------------------------------------------------- timeline
@@ -289,6 +122,7 @@ def test_timeline_stale_right_final_slots_and_headline():
     assert end["final"][0] == EVIL and end["end"] == len(trace.tokens) and len(end["final"]) == 8
     s = lines[-1]
     assert s["t"] == "sum" and s["saved"] == 8 - 3 and s["ratio"] == round(8 / 3, 3)
+    assert s["kpis"][0]["big"] == "5 target passes saved"  # passes saved first
 
 
 def test_timeline_keeps_code_text_and_never_html():
@@ -303,20 +137,21 @@ def test_timeline_keeps_code_text_and_never_html():
     assert p1["c"][1][1] == "\n    return"
     assert any("<script>" in c[1] for c in lines[2]["c"])  # raw: escaping happens in the browser's textContent
     tree_labels = [n[4] for n in p1["tree"]["nodes"]]
-    assert "↵····return" in tree_labels  # tree labels make whitespace visible
+    assert "4:↵····return" in tree_labels  # tree labels say slot:token, whitespace made visible
 
 
 def test_live_session_lines_equal_the_replayed_trace(tiny_block_target, tiny_prompt):
     """The app's live session turns engine events into the same pass lines as the finished trace."""
     from spotviz.samplers.common import DecodeConfig
+    from spotviz.ui.inputs import RunPlan
     from spotviz.ui.runner import ModelStore, decode_events, register_store
     from spotviz.ui.session import LiveSession
     from spotviz.views.timeline import trace_lines
 
     key = register_store(ModelStore(lambda name: tiny_block_target))
-    cfg = DecodeConfig(gen_length=16, seed=4, drafter="training-free", budget=8)
-    session = LiveSession()
-    for ev in decode_events(key, "tiny", tiny_prompt, cfg, True):
+    plan = RunPlan(DecodeConfig(gen_length=16, seed=4, drafter="training-free", budget=8))
+    session = LiveSession(plan)
+    for ev in decode_events(key, "tiny", tiny_prompt, plan):
         session.event(ev)
     session.finish()
     live = [x for x in _lines(session.text) if x["t"] == "pass" and x["r"] == "main"]
@@ -327,27 +162,97 @@ def test_live_session_lines_equal_the_replayed_trace(tiny_block_target, tiny_pro
     assert _lines(session.text)[-1]["final"] is True
 
 
+
+
+def test_tree_labels_say_slot_and_token_and_undrafted_passes_say_why():
+    from spotviz.views.timeline import pass_line, timeline
+
+    trace = _tree_trace()
+    lines = _lines(timeline(trace))
+    p1 = lines[3]["tree"]
+    labels = {n[0]: n[4] for n in p1["nodes"]}
+    assert labels[1].startswith("3:") and labels[2].startswith("4:") and labels[3] == "4:t22"
+    assert labels[2] == labels[3]  # two drafts of the same decision in different branches: same slot:token
+    assert p1["bonus"][0] == "5:t23"
+    assert "first pass" in lines[2]["note"]  # the prefill drafted nothing: said why
+    assert "nothing to propose" in lines[4]["note"]
+    # a one-node tree under budget auto: the cost-aware budget chose one state
+    trace.meta.budget_auto = True
+    root_only = PassRecord(index=2, kind="verify", window=[4, 8], states=1, commits=[Commit(6, 26, 4, 0.5)],
+                           tree=[TreeNode(id=0, parent=-1, depth=0, positions=[], tokens=[], accepted=True)],
+                           accepted_path=[0])
+    line = pass_line(root_only, "main", trace.token_text, 5, trace.meta)
+    assert "Budget auto chose 1 state" in line["note"] and line["tree"]["size"] == 1
+    std = _standard_trace(3)
+    assert all("note" not in x for x in _lines(timeline(std)) if x["t"] == "pass")  # nothing to explain
+
+
+def test_truncated_prompt_shows_the_tokens_the_model_saw():
+    from spotviz.views.timeline import run_header
+
+    trace = _tree_trace(prompt="a very long prompt that was cut\n", prompt_truncated=True)
+    meta = run_header(trace.meta, "main", trace.token_text)["meta"]
+    assert meta["prompt"] == "…ROMEO.\n" and meta["truncated"] is True
+
+
+# ------------------------------------------------------------------------------------------------- headline
+def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling():
+    spot = _tree_trace()
+    base = _standard_trace(8, tokens=spot.tokens + [0])
+    base.meta.gen_length = spot.meta.gen_length
+    base.tokens = list(spot.tokens)  # the text ends before the last slot
+    spot.counters.wall_s, base.counters.wall_s = 0.02, 0.01  # slower on the clock: amber
+    spot.meta.cost_curve = [[1, 0.01], [4, 0.02], [8, 0.04]]
+    s = summary(spot, base)
+    assert [k["big"] for k in s["kpis"]][:3] == ["5 target passes saved", "0.50× wall-clock", "✓ identical output"]
+    assert s["kpis"][1]["tone"] == "warn" and s["kpis"][0]["tone"] == "good"
+    # the forwards cost f(1) + f(6) + f(1) = 0.01 + 0.03 + 0.01; the standard run 8 f(1) = 0.08
+    assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6
+    assert "at most 1.60× on this hardware" in s["kpis"][1]["small"]
+    assert "costs 3.0 plain passes (measured on this machine)" in s["note"] and "GPU" in s["note"]
+    spot.counters.wall_s = 0.005
+    assert summary(spot, base)["kpis"][1]["tone"] == "good"
+    spot.meta.device = "cuda:0"
+    assert "about one plain pass" in summary(spot, base)["note"]
+
+
+def test_headline_says_when_auto_stopped_drafting_and_ranks_a_race():
+    spot = _tree_trace(budget_auto=True)
+    base = _standard_trace(8, tokens=spot.tokens + [0])
+    base.meta.gen_length = spot.meta.gen_length
+    s = summary(spot, base)
+    assert s["auto_off"] == 1 and any(k["big"] == "drafting off in 1 of 2 passes" for k in s["kpis"])
+    other = _tree_trace(drafter="training-free")
+    other.passes.append(PassRecord(index=3, kind="decode", window=[8, 8], states=1, commits=[]))
+    other.counters.target_passes = 4
+    s = summary(spot, base, [other])
+    assert s["kpis"][1]["big"] == "race: SPOT 3 · training-free 4 · standard 8"
+    assert [r["drafter"] for r in s["race"]] == ["spot", "training-free", "none"]
+
+
+
 # --------------------------------------------------------------------------------------------- report page
-def test_report_page_holds_every_view_escaped_and_plotly_once(real_traces):
-    from spotviz.views.report import report_html
+def test_report_page_is_the_apps_explainer_offline_with_the_timeline_embedded(real_traces):
+    from spotviz.views.static_files import SCRIPTS, static_text
 
     spot, base = real_traces
     page = report_html(spot, base)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    for key in ("order", "tree", "speedup"):
-        assert page.count(f'id="sv-{key}"') == 1
-    assert page.count("plotly.js v") == 1  # plotly.js embedded once (the page opens offline)
-    assert "identical to the standard decoder" in page and 'class="sv-canvas"' in page
-    assert page.count("Plotly.addFrames") == 3  # every figure animated
-    linked = report_html(base, plotlyjs="cdn")
-    assert "cdn.plot.ly" in linked and "plotly.js v" not in linked and 'id="sv-tree"' not in linked
-    with pytest.raises(ValueError, match="plotlyjs"):
-        report_html(base, plotlyjs="web")
+    assert page.count("plotly.js v") == 1 and "<script src" not in page  # plotly.js inlined once, nothing fetched
+    for name in SCRIPTS:  # the app's own view files, the same text
+        assert static_text(name) in page
+    assert 'class="sve"' in page and "identical to the standard decoder" in page
+    blob = page.split('<script id="sv-timeline" type="application/json">', 1)[1].split("</script>", 1)[0]
+    lines = [json.loads(x) for x in json.loads(blob).splitlines()]
+    assert lines[0] == {"t": "session", "id": "page", "source": "page", "play": False,
+                        "runs": [["main", "training-free"], ["base", "Standard decoder"]]}
+    assert sum(x["t"] == "pass" and x["r"] == "main" for x in lines) == len(spot.passes)
 
 
 def test_report_page_escapes_labels():
-    from spotviz.views.report import report_html
-
-    page = report_html(_tree_trace(model="<b>model</b>", prompt="<script>p()</script>\n"), plotlyjs="cdn")
-    assert "<script>p()" not in page and "<b>model" not in page and EVIL not in page and EVIL_IMG not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    page = report_html(_tree_trace(model="<b>model</b>", prompt="<script>p()</script>\n"))
+    head, rest = page.split('<script id="sv-timeline"', 1)
+    timeline_blob = rest.split("</script>", 1)[0]
+    assert "<b>model" not in head and "<script>p()" not in page and EVIL not in page and EVIL_IMG not in page
+    assert "&lt;b&gt;model&lt;/b&gt;" in head and "<" not in timeline_blob.split(">", 1)[1]
+    assert "\\u003cscript\\u003ealert(1)" in timeline_blob  # token text travels as JSON, unescaped by JSON.parse

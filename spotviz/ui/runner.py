@@ -1,15 +1,17 @@
 """Decoding for the app: model loading (injectable), and the decode generator that streams plain events.
 
 `decode_events` is the only function that touches the model. On a ZeroGPU Space it runs under `spaces.GPU`
-(in a forked worker), so its arguments (plain values and a frozen DecodeConfig) and every event it yields are
-picklable, the events plain data (str, int, float, list, dict): the UI turns them back into traces and views. Elsewhere the decorator is a no-op.
+(in a forked worker), so its arguments (plain values and a RunPlan of frozen DecodeConfigs) and every event it
+yields are picklable, the events plain data (str, int, float, list, dict): the UI turns them back into traces and
+views. Elsewhere the decorator is a no-op.
 
 Events (dicts, key "type"):
   start  {run, meta}                        before the first pass (meta = RunMeta fields)
   pass   {run, record, counters, token_text} after every target pass (PassRecord / Counters as dicts)
   done   {run, trace}                       the finished trace (Trace.to_dict())
   error  {run, message, where}              where = "input" (nothing can run), "model", "drafter" or "internal"
-`run` is "main" (the chosen drafter) or "baseline" (the standard decoder on the same prompt and seed).
+`run` is "main" (the chosen drafter), a race drafter's name, or "baseline" (the standard decoder on the same
+prompt and seed); see inputs.RunPlan.
 """
 from __future__ import annotations
 
@@ -145,12 +147,9 @@ def _error(run: str, where: str, e: BaseException) -> dict:
 
 
 @_gpu(duration=120)
-def decode_events(store_key: int, model: str, prompt: str, cfg, compare: bool = True) -> Iterator[dict]:
-    """Decode `prompt` with `cfg` (a DecodeConfig, checked when the app made it: parse_run_inputs), then (if
-    `compare` and a drafter is chosen) with the standard decoder on the same prompt and seed; yield plain events
-    (see the module docstring)."""
-    from dataclasses import replace
-
+def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dict]:
+    """Decode `prompt` with every run of `plan` (inputs.RunPlan: its configs are validated already), one after
+    another on the same prompt and seed; yield plain events (see the module docstring)."""
     from ..samplers.common import encode_prompt
 
     try:
@@ -159,14 +158,11 @@ def decode_events(store_key: int, model: str, prompt: str, cfg, compare: bool = 
         yield _error("main", "model", e)
         return
     try:
-        encode_prompt(target, prompt, cfg.gen_length)
+        encode_prompt(target, prompt, plan.cfg.gen_length)
     except Exception as e:  # noqa: BLE001
         yield _error("main", "input", e)
         return
-    runs = [("main", cfg)]
-    if compare and cfg.drafter != "none":
-        runs.append(("baseline", replace(cfg, drafter="none")))
-    for run, run_cfg in runs:
+    for run, run_cfg in plan.runs:
         try:
             yield from _one_run(target, prompt, run_cfg, run)
         except GeneratorExit:

@@ -10,9 +10,10 @@ import time
 import uuid
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
-from ..views.timeline import end_line, pass_line, run_header, session_line, status_line, summary
+from ..views.headline import drafter_name, summary
+from ..views.timeline import end_line, pass_line, run_header, session_line, status_line
 
-ROLES = {"main": "main", "baseline": "base"}
+ROLES = {"main": "main", "baseline": "base"}  # runner run -> timeline role (a race drafter keeps its name)
 UPDATE_EVERY_S = 0.15  # at most ~7 streamed updates a second (the browser paints them at most this often)
 
 
@@ -26,7 +27,8 @@ def record_from_dict(d: dict) -> PassRecord:
 class LiveSession:
     """The timeline of one Run press: both runs' lines, the traces when they finish, and the notes to show."""
 
-    def __init__(self, every_s: float = UPDATE_EVERY_S):
+    def __init__(self, plan=None, every_s: float = UPDATE_EVERY_S):
+        """`plan` (inputs.RunPlan): the runs to come, so the page lays out every lane before the first pass."""
         self.id = uuid.uuid4().hex[:10]
         self.text = ""
         self.every_s = every_s
@@ -36,7 +38,10 @@ class LiveSession:
         self.passes: dict[str, int] = {}
         self.traces: dict[str, Trace] = {}
         self.notes: list[tuple[str, str]] = []
-        self._add([session_line(self.id, "live")])
+        self.metas: dict[str, RunMeta] = {}
+        lanes = [[ROLES.get(run, run), "Standard decoder" if cfg.drafter == "none" else drafter_name(cfg.drafter)]
+                 for run, cfg in plan.runs] if plan is not None else None
+        self._add([session_line(self.id, "live", runs=lanes)])
 
     def _add(self, lines: list[dict]) -> None:
         from ..views.timeline import encode
@@ -45,19 +50,21 @@ class LiveSession:
 
     def event(self, ev: dict) -> None:
         """Take one runner event (start / pass / done / error)."""
-        kind, role = ev["type"], ROLES.get(ev.get("run", "main"), "main")
+        run = ev.get("run", "main")
+        kind, role = ev["type"], ROLES.get(run, run)
         if kind == "start":
             self.token_text[role] = dict(ev.get("token_text", {}))
             self.committed[role] = 0
             self.passes[role] = 0
-            self._add([run_header(RunMeta(**ev["meta"]), role, self.token_text[role])])
+            self.metas[role] = RunMeta(**ev["meta"])
+            self._add([run_header(self.metas[role], role, self.token_text[role])])
         elif kind == "pass":
             tt = self.token_text.setdefault(role, {})
             tt.update(ev.get("token_text", {}))
             rec = record_from_dict(ev["record"])
             self.committed[role] = self.committed.get(role, 0) + len(rec.commits)
             self.passes[role] = self.passes.get(role, 0) + 1
-            self._add([pass_line(rec, role, tt, self.committed[role])])
+            self._add([pass_line(rec, role, tt, self.committed[role], self.metas.get(role))])
         elif kind == "done":
             trace = Trace.from_dict(ev["trace"])
             self.traces[role] = trace
@@ -87,7 +94,12 @@ class LiveSession:
 
     @property
     def main(self) -> Trace | None:
-        return self.traces.get("main")
+        """The drafter run shown (the race's next drafter when the first one failed)."""
+        return self.traces.get("main") or next((t for r, t in self.traces.items() if r != "base"), None)
+
+    @property
+    def race(self) -> list[Trace]:
+        return [t for r, t in self.traces.items() if r not in ("main", "base") and t is not self.main]
 
     @property
     def base(self) -> Trace | None:
@@ -104,15 +116,19 @@ class LiveSession:
         c = shown.counters
         text = (f"Done: {c.generated_tokens} tokens of text in {c.target_passes} target passes "
                 f"({c.mean_accepted_length:.2f} slots committed per pass)")
+        race = self.race
+        if race:
+            text += "; " + ", ".join(f"{drafter_name(t.meta.drafter)} {t.counters.target_passes}" for t in race)
         if main is not None and base is not None:
+            same = all(t.tokens == base.tokens for t in [main] + race)
             text += (f"; the standard decoder needed {base.counters.target_passes} passes; output "
-                     + ("identical ✓" if main.tokens == base.tokens else "DIFFERS ✗"))
+                     + ("identical ✓" if same else "DIFFERS ✗"))
         if shown.meta.prompt_truncated:
             text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
                      f"{len(shown.meta.prompt_tokens)} tokens)")
         failed = [m for m, k in self.notes if k == "err"]
         if failed:
             text = failed[0] + " " + text
-        self._add([summary(main or base, base if main is not None else None),
+        self._add([summary(main or base, base if main is not None else None, self.race),
                    {**status_line(text + ".", "ok" if not failed else "err"), "final": True}])
         return text

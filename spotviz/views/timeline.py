@@ -8,9 +8,12 @@ A run is a header line, then one line per pass, then a closing line:
     {"t": "end",  "r": role, "why": [...], "final": [...]}        the finished run: final token per slot and,
                                                                   per pass, which masked slots the drafter
                                                                   already had right ("stale = right")
-    {"t": "sum",  ...}                                            the comparison of the two runs (headline)
+    {"t": "sum",  ...}                                            the comparison with the standard decoder
+                                                                  (views/headline.py)
 
-`role` is "main" (the chosen drafter) or "base" (the standard decoder on the same prompt and seed). The lines
+`role` is "main" (the chosen drafter), "base" (the standard decoder on the same prompt and seed) or, in a race,
+the other drafters' names. A session line may list the runs to come ("runs": [[role, title], ...]) so the
+page lays out every lane before the first pass. The lines
 are appended while a run streams (the app sends only what is new), so a pass line depends on that pass alone
 and on the run's header: the live stream and a replayed trace produce the same lines.
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 import json
 
 from .common import visible_token
-from .speedup import identical_output, same_run
+from .headline import drafter_name, summary
 
 LABEL_CHARS = 12  # token text in a tree label (whitespace made visible)
 
@@ -36,11 +39,15 @@ def _dump(obj) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def run_header(meta, role: str, token_text: dict[str, str], title: str = "") -> dict:
-    """The header of a run: the prompt, its slots (positions) and the settings."""
+def run_header(meta, role: str, token_text: dict[str, str]) -> dict:
+    """The header of a run: the prompt, its slots (positions) and the settings. A truncated prompt shows the
+    tokens the model saw (its end), after an ellipsis."""
     prompt_ids = list(meta.prompt_tokens)
+    prompt = meta.prompt
+    if meta.prompt_truncated:
+        prompt = "…" + "".join(token_text.get(str(t), "") for t in prompt_ids)
     return {"t": "run", "r": role, "meta": {
-        "title": title, "prompt": meta.prompt, "start": len(prompt_ids), "gen": meta.gen_length,
+        "prompt": prompt, "start": len(prompt_ids), "gen": meta.gen_length,
         "drafter": meta.drafter, "budget": meta.budget, "mode": meta.mode, "tau": meta.threshold,
         "temperature": meta.temperature, "seed": meta.seed, "model": meta.model,
         "prune": meta.min_path_prob, "truncated": bool(meta.prompt_truncated),
@@ -48,12 +55,48 @@ def run_header(meta, role: str, token_text: dict[str, str], title: str = "") -> 
         "mask": token_text.get(str(meta.mask_id), "[MASK]")}}
 
 
+def layout_tree(nodes) -> tuple[dict[int, tuple[float, float]], int]:
+    """(x, y) of every node id (x = depth, y = leaf order; parents centred on children) and the leaf count."""
+    by_id = {n.id: n for n in nodes}
+    children: dict[int, list] = {}
+    roots = []
+    for n in nodes:
+        if n.parent in by_id and n.parent != n.id:
+            children.setdefault(n.parent, []).append(n)
+        else:
+            roots.append(n)
+    for ch in children.values():
+        ch.sort(key=lambda c: (not c.accepted, -c.path_prob, c.id))
+    pos: dict[int, tuple[float, float]] = {}
+    leaf = 0
+    seen = set()
+    for r in roots:
+        stack = [(r, False)]
+        while stack:  # iterative post-order (trees can be deep)
+            n, done = stack.pop()
+            if done:
+                ch = [c for c in children.get(n.id, []) if c.id in pos]
+                y = (pos[ch[0].id][1] + pos[ch[-1].id][1]) / 2 if ch else float(leaf)
+                if not ch:
+                    leaf += 1
+                pos[n.id] = (float(n.depth), y)
+                continue
+            if n.id in seen:
+                continue
+            seen.add(n.id)
+            stack.append((n, True))
+            for c in reversed(children.get(n.id, [])):
+                stack.append((c, False))
+    return pos, max(leaf, 1)
+
+
 def _label(token_text: dict[str, str], tok: int) -> str:
     return token_text.get(str(tok), f"#{tok}")
 
 
 def _text(token_text, positions, tokens, limit: int = LABEL_CHARS) -> str:
-    parts = [visible_token(_label(token_text, t), limit) for t in tokens]
+    """`slot:token` for each drafted decision (at most three, then +n): where and what."""
+    parts = [f"{p}:{visible_token(_label(token_text, t), limit)}" for p, t in zip(positions, tokens)]
     if len(parts) > 3:
         parts = parts[:3] + [f"+{len(parts) - 3}"]
     return " ".join(parts) if parts else "∅"
@@ -72,8 +115,6 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     `expect`: the slots of the drafter's most likely path (its expected next commits)."""
     if not rec.tree:
         return None
-    from .tree import layout_tree
-
     pos, leaves = layout_tree(rec.tree)
     by_id = {n.id: n for n in rec.tree}
     path = [i for i in rec.accepted_path if i in by_id] or [rec.tree[0].id]
@@ -116,16 +157,34 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     return out
 
 
-def pass_line(rec, role: str, token_text: dict[str, str], committed: int) -> dict:
+def undrafted_note(rec, meta) -> str:
+    """Why pass `rec` of a drafted run verified no drafted state (empty when it did, or for a standard run)."""
+    if meta.drafter == "none" or len(rec.tree) > 1:
+        return ""
+    if rec.index == 0:
+        return "The first pass is a plain pass: its decision is free, and there is nothing to draft from yet."
+    if getattr(meta, "budget_auto", False):
+        return ("Budget auto chose 1 state: on this hardware a tree was expected to cost more time than its "
+                "guesses save (drafting pauses for a few passes after such a pass).")
+    if meta.min_path_prob > 0:
+        return f"Every draft fell below the prune threshold {meta.min_path_prob:g}: only the current state was checked."
+    return "The drafter had nothing to propose here (no masked slot left to guess in this window)."
+
+
+def pass_line(rec, role: str, token_text: dict[str, str], committed: int, meta=None) -> dict:
     """One pass: its commits [slot, text, decision step, drafted (1) or the target's own decision (0),
-    confidence], the tree it verified, the states in its batch (the budget chosen for the pass) and the
-    slots committed so far."""
-    return {"t": "pass", "r": role, "k": rec.index, "kind": rec.kind, "states": rec.states,
-            "budget": int(getattr(rec, "budget", 0) or 0),
-            "wall": round(float(rec.wall_s), 5), "n": committed,
-            "c": [[c.position, _label(token_text, c.token), c.step, int(bool(c.drafted)), round(c.confidence, 3)]
-                  for c in rec.commits],
-            "tree": tree_frame(rec, token_text)}
+    confidence], the tree it verified, the states in its batch (the budget chosen for the pass), the slots
+    committed so far and, for a pass of a drafted run that drafted nothing, why (`note`)."""
+    out = {"t": "pass", "r": role, "k": rec.index, "kind": rec.kind, "states": rec.states,
+           "budget": int(getattr(rec, "budget", 0) or 0),
+           "wall": round(float(rec.wall_s), 5), "n": committed,
+           "c": [[c.position, _label(token_text, c.token), c.step, int(bool(c.drafted)), round(c.confidence, 3)]
+                 for c in rec.commits],
+           "tree": tree_frame(rec, token_text)}
+    note = undrafted_note(rec, meta) if meta is not None else ""
+    if note:
+        out["note"] = note
+    return out
 
 
 def stale_right(trace) -> list[list[int]]:
@@ -161,29 +220,13 @@ def end_line(trace, role: str) -> dict:
                          "tps": round(c.tokens_per_s, 2)}}
 
 
-def summary(main, base=None) -> dict:
-    """The headline: target passes saved against the standard decoder, the wall-clock ratio next to it, and
-    whether the outputs are identical."""
-    out = {"t": "sum", "passes": main.counters.target_passes, "drafter": main.meta.drafter,
-           "device": main.meta.device, "wall": round(main.counters.wall_s, 4),
-           "guaranteed": bool(getattr(main.meta, "identity_guaranteed", True))}
-    if base is not None and same_run(main, base) and main.meta.drafter != "none":
-        b = base.counters
-        out.update({"base_passes": b.target_passes, "saved": b.target_passes - main.counters.target_passes,
-                    "ratio": round(b.target_passes / max(main.counters.target_passes, 1), 3),
-                    "base_wall": round(b.wall_s, 4),
-                    "wall_ratio": round(b.wall_s / main.counters.wall_s, 3) if main.counters.wall_s > 0 else None,
-                    "identical": identical_output(main, base)})
-    return out
-
-
-def trace_lines(trace, role: str, title: str = "") -> list[dict]:
+def trace_lines(trace, role: str) -> list[dict]:
     """Every line of one finished (or replayed) run."""
-    lines = [run_header(trace.meta, role, trace.token_text, title)]
+    lines = [run_header(trace.meta, role, trace.token_text)]
     committed = 0
     for rec in trace.passes:
         committed += len(rec.commits)
-        lines.append(pass_line(rec, role, trace.token_text, committed))
+        lines.append(pass_line(rec, role, trace.token_text, committed, trace.meta))
     lines.append(end_line(trace, role))
     return lines
 
@@ -192,22 +235,32 @@ def status_line(text: str, kind: str = "info") -> dict:
     return {"t": "status", "text": text, "kind": kind}
 
 
-def timeline(main, base=None, *, titles: tuple[str, str] = ("", ""), status: tuple[str, str] | None = None,
+def run_title(trace, role: str) -> str:
+    return "Standard decoder" if role == "base" or trace.meta.drafter == "none" else drafter_name(trace.meta.drafter)
+
+
+def timeline(main, base=None, *, race: list | None = None, status: tuple[str, str] | None = None,
              session: str = "", play: bool = False, source: str = "replay") -> str:
-    """The explainer's value for finished traces: a session line, both runs, the headline and a status."""
-    lines: list[dict] = [session_line(session, source, play)]
-    lines += trace_lines(main, "main", titles[0])
-    if base is not None:
-        lines += trace_lines(base, "base", titles[1])
-    lines.append(summary(main, base))
+    """The explainer's value for finished traces: a session line, every run (`race`: the other drafters of a
+    race, in lane order), the headline and a status."""
+    race = [t for t in (race or []) if t is not main and t is not base]
+    runs = [("main", main)] + [(t.meta.drafter, t) for t in race] + ([("base", base)] if base is not None else [])
+    lines: list[dict] = [session_line(session, source, play, [[r, run_title(t, r)] for r, t in runs])]
+    for role, t in runs:
+        lines += trace_lines(t, role)
+    lines.append(summary(main, base, race))
     if status:
         lines.append(status_line(*status))
     return encode(lines)
 
 
-def session_line(session: str, source: str, play: bool = False) -> dict:
-    """Starts a new value: `source` is "example", "replay" or "live"; `play`: start playing at pass 1."""
-    return {"t": "session", "id": session, "source": source, "play": bool(play)}
+def session_line(session: str, source: str, play: bool = False, runs: list | None = None) -> dict:
+    """Starts a new value: `source` is "example", "replay", "live" or "page" (the downloaded page); `play`: start
+    playing at pass 1; `runs`: [[role, title], ...] of the runs to come, in lane order."""
+    out = {"t": "session", "id": session, "source": source, "play": bool(play)}
+    if runs:
+        out["runs"] = runs
+    return out
 
 
 def encode(lines: list[dict]) -> str:

@@ -1,0 +1,293 @@
+"""The app's event handlers: Run (a live decode streamed as a timeline), Stop, examples and replays, and the
+controls that follow each other (mode and drafter, model and prompt, prompt and length).
+
+Handlers receive the run's settings once, as a validated DecodeConfig (inputs.parse_run_inputs), and pass that
+object on (runner, session, downloads)."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from ..registry import DEFAULT_MODEL, EMBEDDED
+from ..samplers.common import DecodeError
+from ..trace import Trace, TraceError
+from ..views.common import esc
+from ..views.timeline import timeline
+from .examples import load_example
+from .files import TraceFiles, load_uploads
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, TEMPERATURE_MAX, parse_run_inputs, plan_run, \
+    prompts_for
+from .runner import ModelStore, decode_events
+from .session import LiveSession
+
+CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
+            "prune", "race")  # the run's inputs, in the order of the /run endpoint
+RUN_OUTPUTS = ("status", "explainer", "files")
+SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS  # an example or a replay also sets the controls
+
+
+def status_html(message: str, kind: str = "info") -> str:
+    return f'<div class="sv-status {kind}">{esc(message)}</div>'
+
+
+def statuses_html(parts: list[tuple[str, str]]) -> str:
+    return "".join(status_html(m, k) for m, k in parts)
+
+
+def compact_session(demo: gr.Blocks, request: gr.Request | None) -> int:
+    """Drop the component copies that Gradio 6.31 leaves in a session after each run; returns how many.
+
+    A skipped output (gr.skip()) makes Gradio construct a new instance of the component for the session; when
+    the next update of that output carries a value, the instance is also stored under its own new id, with the
+    value, in the session's config. Those ids are not part of the page, nothing reads them, and they piled up
+    with every run of a session (about 1 MB per run here). Called at the start of each handler; it only removes
+    ids that are not in the app's own config."""
+    try:
+        session = demo.state_holder.session_data.get(request.session_hash) if request is not None else None
+        if session is None:
+            return 0
+        known = demo.default_config.blocks
+        blocks = session.blocks_config.blocks
+        stale = [k for k in list(blocks) if k not in known]
+        for k in stale:
+            blocks.pop(k, None)
+            session.config_values.pop(k, None)
+        return len(stale)
+    except Exception:  # noqa: BLE001 - Gradio internals: never let the workaround break a request
+        return 0
+
+
+@dataclass
+class Outputs:
+    """Every output an event can set; unset ones are skipped. `values(names)` lines them up with components."""
+
+    status: object = field(default_factory=gr.skip)
+    explainer: object = field(default_factory=gr.skip)
+    files: object = field(default_factory=gr.skip)
+    shown: object = field(default_factory=gr.skip)
+    controls: dict = field(default_factory=dict)  # control name -> value or gr.update
+
+    def values(self, names: tuple[str, ...]) -> list:
+        return [getattr(self, n) if hasattr(self, n) and n != "controls" else self.controls.get(n, gr.skip())
+                for n in names]
+
+
+@dataclass
+class AppContext:
+    """What the handlers need: the model store, the menus and limits, the example traces, the download folder."""
+
+    store: ModelStore
+    store_key: int
+    models: list[str]
+    default_model: str
+    budgets: list
+    gen_limit: int
+    examples: list[dict]
+    files: TraceFiles
+    demo: gr.Blocks | None = None
+
+    def gen_cap(self, model: str, prompt: str) -> int:
+        """The longest generation the model's context leaves room for after `prompt` (and the app's limit); at
+        least GEN_STEP: a longer prompt loses its beginning (the engine keeps its end) and the run says so."""
+        try:
+            target = self.store.get(model)
+            n_prompt = len(target.encode(prompt)) if isinstance(prompt, str) and prompt.strip() else 1
+            room = int(target.info.max_length) - max(n_prompt, 1)
+        except Exception:  # noqa: BLE001 - an unknown or broken model: keep the app's limit
+            return self.gen_limit
+        return max(GEN_STEP, min(self.gen_limit, room))
+
+    def gen_top(self, model: str, prompt: str) -> int:
+        """The length slider's maximum: gen_cap rounded down to the slider's step, and above the slider's minimum
+        (Gradio refuses a slider whose maximum is not above its minimum: the page got HTTP 500)."""
+        cap = self.gen_cap(model, prompt)
+        return max(2 * GEN_STEP, cap - cap % GEN_STEP)
+
+
+def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
+    """The control values that reproduce the run of `meta` (models or budgets the menus lack are left as they are)."""
+    model = meta.model if meta.model in ctx.models else ctx.default_model
+    top = ctx.gen_top(model, meta.prompt)  # the recorded length, if the model that will run has room for it
+    out = {"prompt": meta.prompt, "mode": meta.mode, "temperature": min(meta.temperature, TEMPERATURE_MAX),
+           "seed": meta.seed, "gen_length": gr.update(value=min(meta.gen_length, top), maximum=top),
+           "drafter": meta.drafter if meta.drafter in DRAFTER_ORDER else gr.skip(), "coupled": meta.coupled_noise,
+           "prune": meta.min_path_prob, "race": race,
+           "model": meta.model if meta.model in ctx.models else gr.skip(),
+           "tau": gr.update(value=meta.threshold, visible=meta.mode == "threshold")}
+    budget = AUTO if meta.budget_auto else meta.budget
+    out["budget"] = budget if budget in ctx.budgets else gr.skip()
+    return out
+
+
+def banner_for(store: ModelStore, model: str) -> str:
+    try:
+        about = store.describe(model)
+        return status_html("Model ready: " + (about if about.startswith(model) else f"{model} ({about})"), "ok")
+    except Exception as e:  # noqa: BLE001 - any load problem is shown
+        return status_html(f"The model {model!r} is not available: {e}. You can still replay the example traces "
+                           "and trace files below.", "err")
+
+
+class Handlers:
+    """The app's event handlers over one AppContext."""
+
+    def __init__(self, ctx: AppContext):
+        self.ctx = ctx
+
+    # ---------------------------------------------------------------------------------------- run / stop
+    def run(self, prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
+            race=None, request: gr.Request = None):
+        ctx = self.ctx
+        compact_session(ctx.demo, request)
+        try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
+            cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
+                                   coupled, prune, models=ctx.models, budgets=ctx.budgets, gen_max=ctx.gen_limit)
+            if race is not None and not isinstance(race, bool):
+                raise DecodeError(f"race must be true or false, got {race!r}")
+        except DecodeError as e:
+            yield Outputs(status=status_html(f"Cannot run: {e}", "err")).values(RUN_OUTPUTS)
+            return
+        plan = plan_run(cfg, bool(race))
+        session = LiveSession(plan)
+        names = ", ".join("the standard decoder" if c.drafter == "none" else c.drafter for _, c in plan.runs)
+        # the views change with the first run's start: a run refused before it starts leaves them as they were
+        yield Outputs(status=status_html(f"Decoding {cfg.gen_length} tokens with {model}: {names}…"),
+                      files=None).values(RUN_OUTPUTS)
+        for ev in decode_events(ctx.store_key, model, prompt, plan):
+            session.event(ev)
+            if ev["type"] == "error" and (ev["where"] in ("input", "model") or cfg.drafter == "none"):
+                break
+            if ev["type"] in ("start", "done") or session.due():
+                yield Outputs(explainer=session.text).values(RUN_OUTPUTS)
+        final = session.finish()
+        traces = [t for t in [session.main, *session.race, session.base] if t is not None]
+        kind = "ok" if traces and not any(k == "err" for _, k in session.notes) else "err"
+        if not traces:
+            final = "Cannot run: " + final.removeprefix("Cannot run: ")
+        started = bool(session.passes)  # a run's start event arrived (its header is on screen)
+        yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind),
+                      explainer=session.text if started else gr.skip(),
+                      files=ctx.files.write(traces, page=True) if traces else None).values(RUN_OUTPUTS)
+
+    # ------------------------------------------------------------------------------------ example / replay
+    def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False,
+             race: list | None = None) -> list:
+        ctx = self.ctx
+        return Outputs(status=status_html(message, "ok"),
+                       explainer=timeline(main, base, race=race, session=uuid.uuid4().hex[:10], play=play,
+                                          source=source),
+                       files=ctx.files.write([t for t in (main, *(race or []), base) if t is not None]),
+                       shown={"main": main.meta.__dict__.copy(), "race": bool(race)},
+                       controls=controls_of(main.meta, ctx, bool(race))).values(SHOW_OUTPUTS)
+
+    def replay(self, paths, request: gr.Request = None):
+        """Replay uploaded trace file(s); the upload box is cleared so the next upload starts afresh."""
+        compact_session(self.ctx.demo, request)
+        if not paths:
+            return Outputs().values(SHOW_OUTPUTS) + [gr.skip()]
+        try:
+            main, base, race = load_uploads(paths)
+        except TraceError as e:
+            return Outputs(status=status_html(f"Cannot replay {e}", "err")).values(SHOW_OUTPUTS) + [None]
+        what = "Replaying " + (f"{main.meta.drafter} run" if main.meta.drafter != "none" else "a standard run")
+        what += f" against {', '.join(t.meta.drafter for t in race)}" if race else ""
+        what += " with its standard-decoder comparison" if base else ""
+        msg = (f"{what} (no model needed): {main.meta.model}, seed {main.meta.seed}. The controls now hold its "
+               "settings: Run decodes it again live.")
+        return self.show(main, base, msg, "replay", race=race) + [None]
+
+    def example(self, title, request: gr.Request = None):
+        compact_session(self.ctx.demo, request)
+        entry = next((e for e in self.ctx.examples if e["title"] == title), None)
+        if entry is None:
+            return Outputs(status=status_html("No example traces are shipped in this build.", "info")).values(
+                SHOW_OUTPUTS)
+        try:
+            main, base = load_example(entry)
+        except TraceError as e:
+            return Outputs(status=status_html(f"Cannot load the example {title!r}: {e}", "err")).values(SHOW_OUTPUTS)
+        return self.show(main, base, f"Recorded example (replayed without a model): {title}. “Run this example "
+                                     "yourself” decodes it live.", "example", play=True)
+
+    def first_example(self, request: gr.Request = None):
+        """The page opens on the first example, playing by itself."""
+        if not self.ctx.examples:
+            return Outputs().values(SHOW_OUTPUTS)
+        return self.example(self.ctx.examples[0]["title"], request)
+
+    # --------------------------------------------------------------------------------------------- controls
+    def fill(self, shown):
+        """"Run this yourself": the controls of the run on screen (an example or a replay)."""
+        meta = (shown or {}).get("main") if isinstance(shown, dict) else None
+        if not meta:
+            return [gr.skip()] * len(CONTROLS)
+        from ..trace import RunMeta
+
+        try:
+            run_meta = RunMeta(**meta)
+        except TypeError:
+            return [gr.skip()] * len(CONTROLS)
+        c = controls_of(run_meta, self.ctx, bool(shown.get("race")))
+        return [c.get(n, gr.skip()) for n in CONTROLS]
+
+    def cap_length(self, prompt, model, gen_length):
+        """The length slider's maximum: the context minus the prompt (and at most the app's limit)."""
+        top = self.ctx.gen_top(model, prompt)
+        value = gen_length if isinstance(gen_length, (int, float)) and gen_length <= top else top
+        return gr.update(maximum=top, value=value)
+
+    def on_model(self, model, prompt):
+        """A new model: its banner, its prompts to try and, if the prompt is one of another model's prompts to try,
+        this model's first one."""
+        prompts = prompts_for(model)
+        others = {p for m in self.ctx.models for p in prompts_for(m)} - set(prompts)
+        new_prompt = prompts[0] if (not isinstance(prompt, str) or not prompt.strip() or prompt in others) \
+            else gr.skip()
+        return (banner_for(self.ctx.store, model), new_prompt, gr.update(choices=prompts, value=None))
+
+    @staticmethod
+    def on_mode(mode, drafter):
+        fix = gr.skip()
+        if mode == "threshold" and drafter == "spot":
+            fix = gr.update(value="spot-sets")
+        elif mode == "exact" and drafter == "spot-sets":
+            fix = gr.update(value="spot")
+        return gr.update(visible=mode == "threshold"), fix
+
+    @staticmethod
+    def on_drafter(drafter, mode):
+        info = gr.update(info=DRAFTER_HELP.get(drafter, ""))
+        budget = gr.update(interactive=drafter != "none")
+        if drafter == "spot" and mode != "exact":
+            return info, gr.update(value="exact"), budget
+        if drafter == "spot-sets" and mode != "threshold":
+            return info, gr.update(value="threshold"), budget
+        return info, gr.skip(), budget
+
+
+def startup_banner(store: ModelStore, models: list[str], default_model: str, check_model: bool) -> tuple[str, str]:
+    """The model banner and the default model (the first other model that loads if the default does not)."""
+    if not check_model:
+        return status_html(f"Model {default_model} loads on the first run.", "info"), default_model
+    try:
+        return status_html("Model ready: " + store.describe(default_model), "ok"), default_model
+    except Exception as e:  # noqa: BLE001 - any load problem is shown, the app still starts
+        problem = f"The model {default_model!r} is not available: {e}."
+        banner = status_html(problem + " You can still replay the example traces and trace files below.", "err")
+        from ..targets.published import PUBLISHED
+
+        fallbacks = sorted((m for m in models if m != default_model and m not in PUBLISHED),
+                           key=lambda m: (m != DEFAULT_MODEL, m not in EMBEDDED))
+        for fb in fallbacks:
+            try:
+                ready = store.describe(fb)
+            except Exception:  # noqa: BLE001 - try the next one
+                continue
+            return statuses_html([(problem, "err"), (f"Using {fb} instead. Model ready: {ready}", "ok")]), fb
+        return banner, default_model
+
+
+__all__ = ["AUTO", "AppContext", "CONTROLS", "Handlers", "Outputs", "RUN_OUTPUTS", "SHOW_OUTPUTS", "compact_session",
+           "controls_of", "startup_banner", "status_html"]

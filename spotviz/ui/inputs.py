@@ -1,0 +1,99 @@
+"""The app's inputs: the menus (drafters, prompts to try) and the one place the run endpoint's raw values become a
+validated DecodeConfig, which the rest of the UI passes on as it is.
+
+The run event runs with preprocess=False, so API callers get these messages in the status instead of Gradio's
+component errors. Checked here only what the API can send that the UI cannot (a model outside the menu, values
+of the wrong type); the ranges are checked by DecodeConfig's one validator when it is made, with the UI's limits
+(generation length up to gen_max, the menu's budgets and drafters, temperature up to TEMPERATURE_MAX)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..engine import DRAFTERS
+from ..samplers.common import DecodeConfig, DecodeError, Limits
+
+from ..samplers.common import AUTO
+
+PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
+CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class Stack:\n", "def quicksort(items):\n",
+                "import os\n\n\ndef main():\n"]
+DRAFTER_ORDER = [d for d in ("spot", "spot-sets", "training-free", "calibrated", "none") if d in DRAFTERS]
+DRAFTER_HELP = {
+    "spot": "SPOT: the learned drafter predicts the commit order (exact mode)",
+    "spot-sets": "SPOT-Sets: drafts whole commit sets (threshold mode)",
+    "training-free": "baseline: order by the stale confidence of the previous pass",
+    "calibrated": "baseline: a static draft-graph template calibrated offline",
+    "none": "the standard decoder (one decision per pass)",
+}
+RACE_BASELINES = [d for d in ("training-free", "calibrated") if d in DRAFTERS]  # raced against SPOT
+TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, samplers.common.MAX_TEMPERATURE, is higher)
+GEN_STEP = 8
+
+
+def prompts_for(model: str) -> list[str]:
+    """Prompts to try with `model`: code for a code model (its name says python or code), else play text."""
+    name = str(model).lower()
+    return CODE_PROMPTS if "python" in name or "code" in name else PROMPT_EXAMPLES
+
+
+def _number(name: str, v, whole: bool = False):
+    """A finite int/float from the API (never a bool or a string); whole numbers for integer settings."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        raise DecodeError(f"{name} must be a {'whole ' if whole else ''}number, got {v!r}")
+    if whole:
+        if isinstance(v, float) and not v.is_integer():
+            raise DecodeError(f"{name} must be a whole number, got {v!r}")
+        return int(v)
+    try:
+        return float(v)
+    except OverflowError:  # an int too large for a float
+        raise DecodeError(f"{name} is out of range (a {len(str(v))}-digit number)") from None
+
+
+def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
+                     *, models: list[str], budgets: list, gen_max: int) -> DecodeConfig:
+    """The run's DecodeConfig from the run endpoint's raw values, checked once when it is made against the app's
+    limits (raises DecodeError with the message to show)."""
+    if prompt is not None and not isinstance(prompt, str):
+        raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
+    if not isinstance(model, str) or model not in models:
+        raise DecodeError(f"unknown model {model!r}; choose one of: {', '.join(models)}")
+    coupled = True if coupled is None else coupled
+    if not isinstance(coupled, bool):
+        raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
+    gen = _number("generation length", gen_length, whole=True)
+    limits = Limits(gen_max=gen_max, temperature_max=TEMPERATURE_MAX,
+                    budgets=tuple(b for b in budgets if b != AUTO), drafters=tuple(DRAFTER_ORDER))
+    return DecodeConfig(mode=mode, threshold=_number("tau (threshold)", tau),
+                        temperature=_number("temperature", temperature),
+                        seed=0 if seed is None else _number("seed", seed, whole=True), gen_length=gen,
+                        drafter=drafter, budget=budget if budget == AUTO else _number("tree budget", budget, whole=True),
+                        coupled_noise=coupled,
+                        min_path_prob=0.0 if prune is None else _number("prune threshold", prune), limits=limits)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one Run press decodes: the shown run's config, then the race's other drafters, then (when a drafter
+    is chosen) the standard decoder on the same prompt and seed."""
+
+    cfg: DecodeConfig
+    race: tuple[str, ...] = ()
+
+    @property
+    def runs(self) -> list[tuple[str, DecodeConfig]]:
+        """(role, config) in decoding order; roles are "main", the race drafters' names and "baseline"."""
+        out = [("main", self.cfg)] + [(d, replace(self.cfg, drafter=d)) for d in self.race]
+        if self.cfg.drafter != "none":
+            out.append(("baseline", replace(self.cfg, drafter="none")))
+        return out
+
+
+def plan_run(cfg: DecodeConfig, race: bool = False) -> RunPlan:
+    """A race decodes SPOT (SPOT-Sets in threshold mode) against the training-free and calibrated drafters and the
+    standard decoder, all in the chosen mode; otherwise the chosen drafter against the standard decoder."""
+    if not race:
+        return RunPlan(cfg)
+    spot = "spot-sets" if cfg.mode == "threshold" else "spot"
+    lead = spot if spot in DRAFTERS else (RACE_BASELINES[0] if RACE_BASELINES else "none")
+    return RunPlan(replace(cfg, drafter=lead), tuple(d for d in RACE_BASELINES if d != lead))

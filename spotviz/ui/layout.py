@@ -1,0 +1,213 @@
+"""The app's layout: the Blocks, the components and the events that wire them to the handlers.
+
+    demo = build_app()                        # the embedded default model
+    demo = build_app(loader=my_load_fn, models=["tiny"])   # tests: inject the model loader
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import gradio as gr
+
+from ..registry import DEFAULT_MODEL, EMBEDDED
+from ..samplers.common import BUDGETS, MAX_GEN_LENGTH
+from ..trace import MAX_TRACE_BYTES
+from .examples import list_examples
+from .explainer import Explainer
+from .files import TraceFiles
+from .handlers import CONTROLS, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers, startup_banner, status_html
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, RACE_BASELINES, TEMPERATURE_MAX, prompts_for
+from .runner import ModelStore, has_gpu, register_store
+
+# Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
+# shows "This application is currently busy").
+MAX_QUEUE = 32
+STATE_SESSIONS = 256  # sessions whose last outputs and traces the server keeps (oldest dropped first)
+STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") are dropped after an hour
+MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
+CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
+START_JS = "(...a) => { window.__svStart && window.__svStart(); return a; }"
+
+HEADER = """
+<div class="sv-header"><b>spotviz</b> <span>lossless speculative decoding for diffusion language models: a small
+drafter guesses which slots the model will fill next, and one model pass checks all the guesses at once.</span></div>
+"""
+
+APP_CSS = """
+.sv-header { font-size: 14px; color: var(--body-text-color-subdued, #666); }
+.sv-header b { font-size: 22px; color: var(--body-text-color, #222); margin-right: 8px; }
+.sv-status { font-size: 14px; padding: 6px 10px; border-radius: 8px; }
+.sv-status.ok { background: #eef7ee; color: #1b5e20; }
+.sv-status.err { background: #fdecea; color: #8e1b10; }
+.sv-status.info { background: #eef3fb; color: #1a3d6d; }
+"""
+
+
+APP_CSS = """
+.sv-header { font-size: 14px; color: var(--body-text-color-subdued, #666); }
+.sv-header b { font-size: 22px; color: var(--body-text-color, #222); margin-right: 8px; }
+.sv-status { font-size: 14px; padding: 6px 10px; border-radius: 8px; }
+.sv-status.ok { background: #eef7ee; color: #1b5e20; }
+.sv-status.err { background: #fdecea; color: #8e1b10; }
+.sv-status.info { background: #eef3fb; color: #1a3d6d; }
+"""
+LAYOUT_CSS = """
+#sv-main-row { align-items: flex-start; }
+#sv-head-line h1 { margin: 0; font-size: 22px; }
+#sv-run-row { gap: 8px; }
+#sv-explainer .html-container { padding-top: 2px; }
+#sv-download td.filename, #sv-download td.filename .stem { white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; overflow-wrap: anywhere; max-width: none !important; }
+@media (max-width: 760px) {
+  #sv-main-row { flex-direction: column; flex-wrap: nowrap; }
+  #sv-controls { display: contents; }
+  #sv-prompt, #sv-run-row, #sv-run-this { order: 1; }
+  #sv-out { order: 2; width: 100%; min-width: 0 !important; }
+  #sv-settings, #sv-replay { order: 3; width: 100%; }
+  #sv-explainer .html-container { padding-left: 2px; padding-right: 2px; }
+  #sv-out, #sv-explainer { padding-left: 0 !important; padding-right: 0 !important; }
+}
+"""
+# outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone
+PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6px !important; "
+             "padding-right: 6px !important; } }</style>")
+
+
+def default_models(extra: str | None = None) -> list[str]:
+    from ..targets.published import PUBLISHED
+
+    models = []
+    if extra:
+        models.append(extra)
+    models += [m for m in EMBEDDED if m not in models]
+    if has_gpu():
+        models += [m for m in PUBLISHED if m not in models]
+    return models
+
+
+def build_app(loader: Callable[[str], object] | None = None, models: list[str] | None = None,
+              default_model: str | None = None, trace_dir: str | Path | None = None,
+              gpu: bool | None = None, check_model: bool = True, max_queue: int = MAX_QUEUE,
+              concurrency: int | None = None) -> gr.Blocks:
+    """The Gradio Blocks app.
+
+    loader: name -> target (default spotviz.registry.load_target); models: the model dropdown (default: the
+    embedded models, $SPOTVIZ_MODEL first if set, and the published DLMs when a GPU is present);
+    trace_dir: the example traces (default assets/traces); gpu: override device detection for the defaults;
+    max_queue: the waiting line (Gradio's queue max_size); concurrency: decodes at a time (default 1 on a CPU,
+    2 on a GPU). If the default model cannot be loaded, the first other model of the menu that loads (the
+    embedded default first; never a published one) becomes the default, and the banner says so."""
+    env_model = os.environ.get("SPOTVIZ_MODEL") or None
+    models = list(models) if models else default_models(env_model)
+    default_model = default_model or env_model or (DEFAULT_MODEL if DEFAULT_MODEL in models else models[0])
+    if default_model not in models:
+        models.insert(0, default_model)
+    gpu = has_gpu() if gpu is None else gpu
+    store = ModelStore(loader)
+    gen_default, gen_max = (128, 512) if gpu else (64, 256)
+    budgets = [AUTO] + [b for b in BUDGETS if b >= 2]
+    banner, default_model = startup_banner(store, models, default_model, check_model)
+    ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
+                     budgets=budgets, gen_limit=min(gen_max, MAX_GEN_LENGTH), examples=list_examples(trace_dir),
+                     files=TraceFiles())
+    h = Handlers(ctx)
+    example_titles = [e["title"] for e in ctx.examples]
+    first_prompt = prompts_for(default_model)[0]
+    gen_top = ctx.gen_top(default_model, first_prompt) if check_model else ctx.gen_limit
+
+    with gr.Blocks(title="spotviz — SPOT speculative decoding for diffusion LMs", delete_cache=CACHE_CLEANUP,
+                   analytics_enabled=False) as demo:
+        ctx.demo = demo
+        gr.HTML(HEADER, js_on_load=None, elem_id="sv-head-line")
+        with gr.Row(equal_height=False, elem_id="sv-main-row"):
+            with gr.Column(scale=1, min_width=290, elem_id="sv-controls"):
+                prompt = gr.Textbox(label="Prompt", value=first_prompt, lines=3, max_lines=12,
+                                    elem_id="sv-prompt")
+                with gr.Row(elem_id="sv-run-row"):
+                    run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
+                    stop_btn = gr.Button("Stop", variant="stop", elem_id="sv-stop", min_width=80)
+                run_this = gr.Button("Run this example yourself", size="sm", elem_id="sv-run-this")
+                race = gr.Checkbox(value=False, label="Race: " + ", ".join(
+                    ["SPOT (SPOT-Sets in threshold mode)"] + RACE_BASELINES + ["the standard decoder"])
+                    + " on this prompt", elem_id="sv-race", visible=bool(RACE_BASELINES))
+                with gr.Accordion("Settings", open=True, elem_id="sv-settings"):
+                    drafter = gr.Dropdown(DRAFTER_ORDER, value="spot" if "spot" in DRAFTER_ORDER else "none",
+                                          label="Drafter", info=DRAFTER_HELP.get("spot", ""), elem_id="sv-drafter")
+                    gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
+                                           label="Generation length (tokens)", elem_id="sv-gen-length",
+                                           info="at most the model's context minus the prompt")
+                    budget = gr.Dropdown(budgets, value=AUTO, elem_id="sv-budget",
+                                         label="Tree budget (states checked per pass)",
+                                         info="auto: chosen per pass from the model's measured cost per state")
+                    mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
+                                    info="exact: one decision per pass; threshold: every slot with confidence ≥ tau",
+                                    elem_id="sv-mode")
+                    tau = gr.Slider(0.05, 1.0, value=0.9, step=0.01, label="tau (threshold)", visible=False,
+                                    elem_id="sv-tau")
+                    temperature = gr.Slider(0.0, TEMPERATURE_MAX, value=0.0, step=0.05, label="Temperature",
+                                            elem_id="sv-temperature")
+                    seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed")
+                    model = gr.Dropdown(models, value=default_model, label="Model", elem_id="sv-model",
+                                        allow_custom_value=False)
+                    model_banner = gr.HTML(banner, js_on_load=None, css_template=APP_CSS, elem_id="sv-model-banner")
+                    with gr.Accordion("Advanced", open=False):
+                        coupled = gr.Checkbox(value=True, label="Coupled noise (the drafter shares the target's "
+                                                               "Gumbel noise; off = ablation at T > 0)")
+                        prune = gr.Slider(0.0, 0.9, value=0.0, step=0.05, elem_id="sv-prune",
+                                          label="Prune draft nodes below this path probability",
+                                          info="0 fills the budget every pass; higher values verify fewer, likelier "
+                                               "states (cheaper passes on a CPU)")
+                with gr.Accordion("Examples, replay and share", open=False, elem_id="sv-replay"):
+                    example_dd = gr.Dropdown(example_titles, value=example_titles[0] if example_titles else None,
+                                             label="Recorded examples", elem_id="sv-example")
+                    example_btn = gr.Button("Show this example", size="sm", elem_id="sv-load-example")
+                    prompt_pick = gr.Dropdown(prompts_for(default_model), value=None, label="Prompts to try",
+                                              elem_id="sv-prompt-pick")
+                    upload = gr.File(label="Replay trace file(s) (.json; add the standard run's trace to compare)",
+                                     file_count="multiple", file_types=[".json"], type="filepath",
+                                     elem_id="sv-upload")
+                    files_out = gr.File(label="This run's traces (JSON) and its page of animated views (HTML, offline)",
+                                        file_count="multiple", interactive=False, elem_id="sv-download")
+            with gr.Column(scale=3, min_width=320, elem_id="sv-out"):
+                status = gr.HTML(status_html("Loading the example…" if ctx.examples else
+                                         "Type a prompt and press Run."), js_on_load=None, css_template=APP_CSS,
+                                 elem_id="sv-status")
+                explainer = Explainer(elem_id="sv-explainer")
+        shown = gr.State(None, time_to_live=STATE_TTL_S)
+        stop_note = gr.HTML("", visible=False, js_on_load=None)  # what /stop answers an API caller
+
+        ui = {"status": status, "explainer": explainer, "files": files_out, "shown": shown, "prompt": prompt,
+              "model": model, "mode": mode, "tau": tau, "temperature": temperature, "seed": seed,
+              "gen_length": gen_length, "drafter": drafter, "budget": budget, "coupled": coupled, "prune": prune,
+              "race": race}
+        outs = lambda names: [ui[n] for n in names]  # noqa: E731
+        inputs = outs(CONTROLS)
+        run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",
+                               concurrency_id="decode", preprocess=False, js=START_JS)
+        # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is
+        stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
+                       None, [stop_note], cancels=[run_ev], api_name="stop", queue=False,
+                       js="() => { window.__svStop && window.__svStop(); }")
+        run_this.click(h.fill, [shown], inputs, api_name=False, queue=False).then(
+            h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
+            preprocess=False, js=START_JS)
+        upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,
+                      concurrency_id="replay", show_progress="minimal")
+        example_btn.click(h.example, [example_dd], outs(SHOW_OUTPUTS), api_name="example", concurrency_limit=4,
+                          concurrency_id="replay", show_progress="hidden")
+        mode.change(h.on_mode, [mode, drafter], [tau, drafter], api_name=False, queue=False)
+        drafter.change(h.on_drafter, [drafter, mode], [drafter, mode, budget], api_name=False, queue=False)
+        prompt_pick.input(lambda p: p if p else gr.skip(), [prompt_pick], [prompt], api_name=False, queue=False).then(
+            h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
+        model.input(h.on_model, [model, prompt], [model_banner, prompt, prompt_pick], api_name=False).then(
+            h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
+        prompt.blur(h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
+        if ctx.examples:
+            demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
+                      concurrency_id="replay", show_progress="hidden")
+    demo.queue(default_concurrency_limit=concurrency or (2 if gpu else 1), max_size=max_queue)
+    return demo
+
+

@@ -1,0 +1,496 @@
+// spotviz explainer: every view of a run driven by one pass scrubber. The app's explainer component calls
+// SpotvizExplainer(element, props, watch) (Gradio's js_on_load); the downloaded page calls it with its embedded
+// timeline. The value is the timeline (spotviz/views/timeline.py): JSON lines that only grow while a run streams,
+// so each update parses just the new lines.
+//
+// At scrubber position k every view shows the state after pass k: the token canvases (text, one lane per run,
+// fixed token slots so nothing reflows), the draft tree, the race, the acceptance per depth and the commit order
+// (Plotly figures from SV.views, see views/*.js). Paints are throttled to animation frames and, while streaming,
+// spaced by PAINT_SHARE times the script time of a paint (within MIN_PAINT_MS..MAX_PAINT_GAP_MS); figures are drawn
+// one per animation frame, each only when its inputs changed. A live run is shown at a
+// watchable pace (one pass per paint, more when the rest would take over LIVE_WATCH_MS: a fast model's run is
+// still watched from pass 1, a slow machine's within seconds) and rests on its end.
+//
+// For tests the root carries data-state (idle / starting / live / done / stopped / error), data-pass (k),
+// data-npasses, data-playing, data-session, data-renders (paints), data-tree-pass (the pass whose tree shows),
+// data-drawn ("session:k" once every figure shows pass k) and data-step-ms (the player's pace per pass).
+(function () {
+  'use strict';
+  const MIN_PAINT_MS = 120, MAX_PAINT_GAP_MS = 1500, PAINT_SHARE = 5, LIVE_STEP_MS = 110, LIVE_WATCH_MS = 8000;
+  const PLAY_TREE_MS = 450, PLAY_TAIL_MS = 300;   // per pass at 1x: while trees change, then the rest
+
+  function setStatus(text, kind) {   // the app's status line (#sv-status) belongs to Gradio: written on Stop and
+    // for a clamped length only
+    const st = document.querySelector('#sv-status .sv-status');
+    if (st) { st.textContent = text; st.className = 'sv-status ' + (kind || 'info'); }
+  }
+
+  window.SpotvizExplainer = function (element, props, watch) {
+    const SV = window.SV;
+    const root = element.querySelector('.sve');
+    const $ = (s) => root.querySelector(s);
+    const headEl = $('.sve-headline'), noteEl = $('.sve-note'), guide = $('.sve-guide');
+    const playBtn = $('.sve-play'), prevBtn = $('.sve-prev'), nextBtn = $('.sve-next');
+    const scrub = $('.sve-scrub'), posEl = $('.sve-pos'), speedSel = $('.sve-speed');
+    const lanesEl = $('.sve-lanes'), treeCap = $('.sve-tree-cap'), whyEl = $('.sve-why'), tableEl = $('.sve-table');
+    const plots = {};
+    for (const d of root.querySelectorAll('.sve-plot')) plots[d.dataset.view] = d;
+    const VIEWS = [['tree', SV.views.tree], ['race', SV.views.race], ['depth', SV.views.depth], ['order', SV.views.commitOrder]];
+    const HEIGHTS = {race: 190, depth: 118, order: 170};
+
+    let S = null, consumed = 0, head = '', K = 0, follow = true;
+    let playing = false, playTimer = null, paintQueued = false, lastPaint = 0, paintTimer = null, liveTimer = null;
+    let ignoreId = null;   // a stopped session: later lines are ignored
+    let lanes = new Map(), drawn = {}, tableFor = null;
+
+    function span(cls, text) { const d = document.createElement('span'); d.className = cls; if (text != null) d.textContent = text; return d; }
+
+    // ------------------------------------------------------------------------------------ lines in
+    function newSession(line) {
+      stopPlay(); clearTimeout(liveTimer); liveTimer = null; liveAwait = false;
+      S = SV.newSession(line);
+      K = 0; follow = true; drawn = {}; tableFor = null;
+      root.dataset.session = S.id;
+      headEl.textContent = ''; noteEl.textContent = ''; whyEl.textContent = ''; tableEl.textContent = '';
+      guide.hidden = !(S.source === 'example' && !window.__svGuideClosed);
+      lanesEl.textContent = ''; lanes = new Map();
+      for (const role of S.order) lane(role);
+    }
+    function ingest(line) {
+      if (line.t === 'session') { newSession(line); return; }
+      if (!S || (ignoreId !== null && S.id === ignoreId)) return;
+      const what = SV.ingest(S, line);
+      if (what === 'run') buildLane(line.r);
+      else if (what === 'end') fixSlots(line.r);
+    }
+    function onValue() {
+      let v = props.value;
+      if (typeof v !== 'string') v = v == null ? '' : String(v);
+      const nl = v.indexOf('\n');
+      const first = nl >= 0 ? v.slice(0, nl) : '';
+      if (first !== head || v.length < consumed) { head = first; consumed = 0; }
+      const end = v.lastIndexOf('\n') + 1;
+      if (end <= consumed) return;
+      const chunk = v.slice(consumed, end);
+      consumed = end;
+      for (const s of chunk.split('\n')) {
+        if (!s) continue;
+        try { ingest(JSON.parse(s)); } catch (err) { console.warn('spotviz: bad timeline line', err); }
+      }
+      if (!S) return;
+      if (S.source === 'live') { if (follow) liveStep(); }
+      else if (!S.opened) {
+        S.opened = true;
+        if (S.play) { K = Math.min(1, SV.total(S)); startPlay(); }
+        else K = S.source === 'page' ? Math.min(1, SV.total(S)) : restPass();
+      }
+      schedule();
+    }
+    // Where a finished run rests: its end (the tree view then shows the last drafted pass).
+    function restPass() { return SV.total(S); }
+
+    // ------------------------------------------------------------------------------------ the timeline
+    function schedule() {
+      if (paintQueued) return;
+      paintQueued = true;
+      const gap = paintGap();
+      const wait = Math.max(0, gap - (performance.now() - lastPaint));
+      const go = () => requestAnimationFrame(() => { paintQueued = false; lastPaint = performance.now(); paint(); });
+      if (S && S.state === 'live' && wait > 0) paintTimer = setTimeout(go, wait); else go();
+    }
+    function paintGap() { return Math.min(MAX_PAINT_GAP_MS, Math.max(MIN_PAINT_MS, PAINT_SHARE * cost)); }
+    function setK(k, user) {
+      const n = S ? SV.total(S) : 0;
+      K = Math.max(0, Math.min(n, k));
+      if (user) { follow = (K === n); if (!follow) { clearTimeout(liveTimer); liveTimer = null; } }
+      schedule();
+    }
+    // A live run at a watchable pace: a step after each paint (at most one per LIVE_STEP_MS), of one pass, or of
+    // more when showing the rest pass by pass would take over LIVE_WATCH_MS at the current paint spacing.
+    let liveAwait = false;
+    function liveStep() {
+      if (liveTimer || liveAwait || !S) return;
+      liveTimer = setTimeout(liveTick, K === 0 ? 0 : LIVE_STEP_MS);
+    }
+    function liveTick() {
+      liveTimer = null;
+      if (!S || !follow || playing) return;
+      const n = SV.total(S);
+      if (K >= n) return;
+      const gap = Math.max(LIVE_STEP_MS, paintGap());
+      K = K === 0 ? 1 : Math.min(n, K + Math.max(1, Math.ceil((n - K) * gap / LIVE_WATCH_MS)));
+      liveAwait = true;   // the next step comes after this one is painted
+      schedule();
+    }
+    function livePainted() {
+      if (!liveAwait) return;
+      liveAwait = false;
+      liveStep();
+    }
+    function speed() { return +speedSel.value || 1; }
+    function stepDelay() {
+      const R = SV.main(S);
+      const trees = R && SV.drafted(R) && K < R.passes.length;
+      const ms = (trees ? PLAY_TREE_MS : PLAY_TAIL_MS) / speed();
+      root.dataset.stepMs = String(ms);
+      return ms;
+    }
+    function startPlay() {
+      if (!S || !SV.total(S)) return;
+      if (K >= SV.total(S)) K = 0;
+      clearTimeout(liveTimer); liveTimer = null;
+      playing = true; follow = false; root.dataset.playing = '1'; playBtn.textContent = '❚❚ Pause';
+      const tick = () => {
+        if (!playing) return;
+        if (K >= SV.total(S)) { stopPlay(); return; }
+        setK(K + 1, false);
+        playTimer = setTimeout(tick, stepDelay());
+      };
+      clearTimeout(playTimer);
+      playTimer = setTimeout(tick, K === 0 ? 50 : stepDelay());
+      schedule();
+    }
+    function stopPlay() {
+      playing = false; clearTimeout(playTimer); playTimer = null;
+      root.dataset.playing = '0'; playBtn.textContent = '▶ Play';
+    }
+    function togglePlay() { if (playing) stopPlay(); else startPlay(); }
+    playBtn.addEventListener('click', togglePlay);
+    prevBtn.addEventListener('click', () => { stopPlay(); setK(K - 1, true); });
+    nextBtn.addEventListener('click', () => { stopPlay(); setK(K + 1, true); });
+    scrub.addEventListener('input', () => { stopPlay(); setK(+scrub.value, true); });
+    guide.querySelector('.sve-guide-close').addEventListener('click', () => { guide.hidden = true; window.__svGuideClosed = true; });
+    if (!window.__svKeys) {   // one document listener for the page's lifetime (never one per update)
+      window.__svKeys = true;
+      document.addEventListener('keydown', (e) => {
+        const t = e.target, tag = t && t.tagName;
+        if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || (t && t.isContentEditable)) return;
+        if (e.key === ' ' && (tag === 'BUTTON' || tag === 'SUMMARY' || tag === 'A')) return;   // their own click
+        if (window.__svKey) window.__svKey(e);
+      });
+      window.addEventListener('resize', () => { if (window.__svResize) window.__svResize(); });
+      window.addEventListener('scroll', () => { if (window.__svFloat) window.__svFloat(); }, {passive: true});
+      // The length box: Gradio clamps a number above the slider's maximum without a word; say so (the value
+      // typed is seen here, before Gradio clamps it).
+      document.addEventListener('change', (e) => {
+        const t = e.target;
+        if (!t || t.type !== 'number' || !t.closest || !t.closest('#sv-gen-length')) return;
+        const range = t.closest('#sv-gen-length').querySelector('input[type=range]');
+        const max = range ? +range.max : +t.max, v = +t.value;
+        if (max && v > max) {
+          setTimeout(() => setStatus('Generation length ' + v + ' is more than this model can write after this prompt: ' +
+            'at most ' + max + ' tokens (its context minus the prompt), so the length is set to ' + max + '.', 'info'), 0);
+        }
+      }, true);
+    }
+    window.__svKey = (e) => {
+      if (e.key === 'ArrowLeft') { stopPlay(); setK(K - 1, true); e.preventDefault(); }
+      else if (e.key === 'ArrowRight') { stopPlay(); setK(K + 1, true); e.preventDefault(); }
+      else if (e.key === ' ' || e.code === 'Space') { togglePlay(); e.preventDefault(); }
+    };
+    window.__svResize = () => { drawn = {}; schedule(); };
+    // The scrubber stays on screen while the views below it are (on a phone the tree is far below it): when its
+    // place scrolls off the top, it floats at the top of the window; a slot keeps its place in the layout.
+    const bar = $('.sve-bar'), barSlot = document.createElement('div');
+    barSlot.className = 'sve-bar-slot';
+    bar.parentNode.insertBefore(barSlot, bar);
+    window.__svFloat = () => {
+      const top = barSlot.getBoundingClientRect().top, bottom = root.getBoundingClientRect().bottom;
+      const float = top < 0 && bottom > bar.offsetHeight + 60;
+      if (float === bar.classList.contains('sve-float')) return;
+      barSlot.style.height = float ? bar.offsetHeight + 'px' : '';
+      if (float) { const r = root.getBoundingClientRect(); bar.style.left = r.left + 'px'; bar.style.width = r.width + 'px'; }
+      else { bar.style.left = ''; bar.style.width = ''; }
+      bar.classList.toggle('sve-float', float);
+    };
+
+    // ------------------------------------------------------------------------------------ lanes (token canvases)
+    function lane(role) {
+      if (lanes.has(role)) return lanes.get(role);
+      const box = document.createElement('div');
+      box.className = 'sve-run sve-waiting'; box.dataset.role = role;
+      const h = document.createElement('div'); h.className = 'sve-head';
+      const text = document.createElement('div'); text.className = 'sve-text';
+      const foot = document.createElement('div'); foot.className = 'sve-foot';
+      box.appendChild(h); box.appendChild(text); box.appendChild(foot);
+      lanesEl.appendChild(box);
+      const L = {box: box, head: h, text: text, foot: foot, slots: [], shownK: 0, overlay: []};
+      lanes.set(role, L);
+      lanesEl.classList.toggle('sve-one', lanes.size === 1);
+      lanesEl.classList.toggle('sve-two', lanes.size === 2);
+      const R = SV.run(S, role);
+      writeHead(R, L);
+      text.textContent = 'waiting for its turn…';
+      return L;
+    }
+    function writeHead(R, L) {
+      const [who, how] = SV.runTitle(S, R);
+      L.head.textContent = '';
+      L.count = span('sve-count', ''); L.head.appendChild(L.count);
+      const b = document.createElement('b'); b.textContent = who; b.style.color = R.meta ? SV.runColor(R.meta) : '';
+      L.head.appendChild(b); L.head.appendChild(document.createTextNode(' — ' + how));
+    }
+    function buildLane(role) {
+      const R = S.runs.get(role), m = R.meta, L = lane(role);
+      L.box.classList.remove('sve-waiting');
+      writeHead(R, L);
+      L.text.textContent = '';
+      const frag = document.createDocumentFragment();
+      frag.appendChild(span('sve-prompt', m.prompt));
+      L.slots = [];
+      for (let i = 0; i < m.gen; i++) {
+        const s = span('sve-s m g', '▯');
+        s.dataset.pos = String(m.start + i);
+        frag.appendChild(s); L.slots.push(s);
+      }
+      L.text.appendChild(frag);
+      L.shownK = 0; L.overlay = [];
+    }
+    function slotTip(pos, c) {
+      return 'slot ' + pos + ' · ' + JSON.stringify(c.text) + ' · committed in pass ' + (c.k + 1) + ' · ' +
+        (c.d ? 'drafted and accepted' : "the model's own decision") + ' · confidence ' + c.conf;
+    }
+    function fixSlots(role) {   // a finished run reserves each slot's final text: scrubbing never reflows
+      const R = S.runs.get(role), L = lanes.get(role);
+      if (!R.final || !L) return;
+      L.slots.forEach((s, i) => {
+        const f = R.final[i];
+        if (f == null) { s.classList.add('g'); return; }
+        s.classList.remove('g');
+        const c = R.cells.get(R.meta.start + i);
+        s.textContent = f === '' ? '∅' : f;
+        if (c) s.title = slotTip(R.meta.start + i, c);
+        if (R.end != null && i >= R.end) s.classList.add('after');
+      });
+    }
+    function setSlot(R, L, i, k) {   // slot i as it is after k passes
+      const s = L.slots[i]; if (!s) return;
+      const pos = R.meta.start + i, c = R.cells.get(pos);
+      const on = c && c.k < k;
+      if (on) {
+        s.classList.remove('m', 'g');
+        s.classList.toggle('d', !!c.d); s.classList.toggle('t', !c.d);
+        if (!R.final) { s.textContent = c.text === '' ? '∅' : c.text; s.title = slotTip(pos, c); }
+      } else {
+        s.classList.remove('d', 't'); s.classList.add('m');
+        if (!R.final) { s.classList.add('g'); s.textContent = '▯'; s.title = 'slot ' + pos + ': masked'; }
+        else if (R.final[i] == null) s.classList.add('g');
+      }
+      s.classList.toggle('now', !!(c && c.k === k - 1));
+    }
+    function paintLane(role, k) {
+      const R = S.runs.get(role), L = lanes.get(role);
+      if (!R.meta || !L) return;
+      const kk = Math.min(k, R.passes.length);
+      const lo = Math.min(kk, L.shownK), hi = Math.max(kk, L.shownK);
+      // slots whose state differs between L.shownK and kk: committed in passes [lo-1, hi) (the 'now' mark included)
+      const touched = new Set();
+      for (let p = Math.max(0, lo - 1); p < hi; p++) for (const c of R.passes[p].c) touched.add(c[0]);
+      for (const pos of touched) setSlot(R, L, pos - R.meta.start, kk);
+      L.shownK = kk;
+      for (const s of L.overlay) s.classList.remove('x', 'st');
+      L.overlay = [];
+      if (role === SV.main(S).role && SV.drafted(R) && k < R.passes.length) {   // the next pass: expected, already right
+        const nxt = R.passes[k];
+        const mark = (pos, cls) => { const s = L.slots[pos - R.meta.start]; if (s && s.classList.contains('m')) { s.classList.add(cls); L.overlay.push(s); } };
+        if (SV.hasTree(nxt)) for (const pos of nxt.tree.expect) mark(pos, 'x');
+        if (R.why && R.why[k]) for (const pos of R.why[k]) mark(pos, 'st');
+      }
+      const n = SV.committedAt(R, kk);
+      const finished = R.done && k >= R.passes.length;
+      L.count.textContent = (finished ? '✓ ' : '') + 'pass ' + kk + (R.done ? ' / ' + R.passes.length : '');
+      L.foot.textContent = (finished ? 'finished: ' : '') + n + ' of ' + R.meta.gen + ' slots committed after ' +
+        SV.plural(kk, 'target pass', 'target passes') + (kk ? ' (' + (n / kk).toFixed(2) + ' per pass)' : '');
+    }
+    function highlight(slots, on) {
+      const R = SV.main(S), L = R && lanes.get(R.role);
+      if (!L) return;
+      for (const pos of slots) { const s = L.slots[pos - R.meta.start]; if (s) s.classList.toggle('hl', on); }
+    }
+
+    // ------------------------------------------------------------------------------------ figures
+    let lit = [];
+    function hookTree(div) {   // hovering a tree node highlights its slots on the canvas (once per div)
+      if (div.__svHooked || !div.on) return;
+      div.__svHooked = true;
+      div.on('plotly_hover', (ev) => {
+        highlight(lit, false); lit = [];
+        const pt = ev.points && ev.points[0];
+        const tp = SV.treePass(SV.main(S), K);
+        if (!pt || !tp.p || !tp.p.tree) return;
+        if (pt.customdata === 'bonus') lit = tp.p.tree.bonus[2];
+        else { const n = tp.p.tree.nodes.find((x) => x[0] === pt.customdata); if (n) lit = n[7]; }
+        highlight(lit, true);
+      });
+      div.on('plotly_unhover', () => { highlight(lit, false); lit = []; });
+    }
+    // Figures are drawn one per animation frame (the tree first), each at the scrubber's position when its turn
+    // comes: no single task draws them all. `cost` keeps the script time of the last full round, which spaces
+    // the paints of a live run (at most about a fifth of the time goes to painting).
+    let figQueue = [], figBusy = false, cost = 0;
+    const figCost = {};   // script ms of each figure's last draw; cost = their sum (one paint of every view)
+    function paintFigures() {
+      if (!window.Plotly) return;
+      const R = SV.main(S), drafted = SV.drafted(R);
+      $('.sve-tree-panel').hidden = !drafted;
+      $('.sve-depth-panel').hidden = !drafted;
+      whyEl.textContent = drafted ? why(R, K) : '';
+      figQueue = VIEWS.map(([name]) => name).filter((name) => !plots[name].closest('.sve-panel').hidden);
+      if (!figBusy) { figBusy = true; requestAnimationFrame(nextFigure); }
+    }
+    function nextFigure() {
+      const name = figQueue.shift();
+      if (!name || !S) {
+        figBusy = false;
+        root.dataset.drawn = S ? S.id + ':' + K : '';
+        livePainted();
+        return;
+      }
+      const t0 = performance.now();
+      if (drawFigure(name, K)) {
+        figCost[name] = performance.now() - t0;
+        cost = Object.values(figCost).reduce((a, b) => a + b, 0);
+      }
+      requestAnimationFrame(nextFigure);
+    }
+    function drawFigure(name, k) {
+      const div = plots[name];
+      const width = Math.max(200, Math.floor(div.parentNode.clientWidth || 300));
+      const want = S.id + ':' + S.version + ':' + k + ':' + width;
+      if (drawn[name] === want) return false;
+      drawn[name] = want;
+      const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});
+      window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
+      if (name === 'tree') {
+        treeCap.textContent = fig.caption ? '— ' + fig.caption : '';
+        root.dataset.treePass = String(fig.shown);
+        hookTree(div);
+      }
+      return true;
+    }
+    function why(R, k) {
+      const out = [];
+      const tp = SV.treePass(R, k);
+      if (SV.hasTree(tp.p)) out.push('Pass ' + tp.k + ' accepted ' + SV.plural(tp.p.tree.depth, 'drafted decision') + ' (dark bars).');
+      const nxt = k < R.passes.length ? R.passes[k] : null;
+      if (SV.hasTree(nxt)) {
+        const right = R.why && R.why[k] ? R.why[k].length : null;
+        out.push('Next pass: the drafter expects ' + SV.plural(nxt.tree.expect.length, 'slot') + ' (dashed)' + (right === null ? '.'
+          : right ? '; ' + SV.plural(right, 'slot') + ' still masked already hold their final token in the previous pass\'s predictions (purple) — that is why guessing works.'
+          : '; none of its drafts holds a final token yet.'));
+      }
+      return out.join(' ');
+    }
+
+    // ------------------------------------------------------------------------------------ headline, table
+    function kpi(big, small, tone) {
+      const d = document.createElement('div'); d.className = 'sve-kpi';
+      const b = document.createElement('b'); b.textContent = big; b.className = 'sve-' + (tone || 'plain');
+      const s = document.createElement('span'); s.textContent = small;
+      d.appendChild(b); d.appendChild(s); return d;
+    }
+    function paintHeadline() {
+      headEl.textContent = ''; noteEl.textContent = '';
+      const sum = S.sum;
+      if (sum && sum.kpis && (S.state !== 'live' || !follow || K >= SV.total(S))) {
+        for (const x of sum.kpis) headEl.appendChild(kpi(x.big, x.small, x.tone));
+        noteEl.textContent = sum.note || '';
+      } else if (SV.total(S)) {
+        const bits = [];
+        for (const role of S.order) {
+          const R = S.runs.get(role);
+          if (!R.meta) continue;
+          bits.push(SV.runTitle(S, R)[0] + ' ' + (R.done ? 'finished in ' + R.passes.length : 'pass ' + R.passes.length));
+        }
+        headEl.appendChild(kpi(S.state === 'live' ? 'Decoding…' : 'Passes', bits.join(' · '), 'plain'));
+      }
+    }
+    function row(name, help, vals) {
+      const tr = document.createElement('tr'), td = document.createElement('td');
+      td.textContent = name;
+      if (help) { td.appendChild(document.createElement('br')); const s = document.createElement('small'); s.textContent = help; td.appendChild(s); }
+      tr.appendChild(td);
+      for (const v of vals) { const c = document.createElement('td'); c.textContent = v; tr.appendChild(c); }
+      return tr;
+    }
+    function paintTable() {
+      const runs = S.order.map((r) => S.runs.get(r)).filter((R) => R.counters);
+      const key = S.id + ':' + runs.length;
+      if (tableFor === key) return;
+      tableFor = key;
+      tableEl.textContent = '';
+      if (!runs.length) return;
+      const t = document.createElement('table'), hd = document.createElement('tr');
+      hd.appendChild(document.createElement('th'));
+      for (const R of runs) { const th = document.createElement('th'); th.textContent = SV.runTitle(S, R)[0]; hd.appendChild(th); }
+      t.appendChild(hd);
+      const v = (f) => runs.map((R) => f(R.counters));
+      t.appendChild(row('target passes (NFE)', 'calls of the diffusion model; NFE = number of function evaluations, the cost measure of the paper', v((c) => c.passes)));
+      t.appendChild(row('slots committed', 'every filled slot, also those after the end-of-text token', v((c) => c.commits)));
+      t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
+      t.appendChild(row('commits per pass', 'the mean accepted length: 1 for the standard decoder in exact mode', v((c) => c.mal.toFixed(2))));
+      t.appendChild(row('drafted states checked', 'tree nodes verified, over all passes', v((c) => c.drafted)));
+      t.appendChild(row('drafts accepted', 'drafted decisions that equalled the model\'s own', v((c) => c.accepted)));
+      t.appendChild(row('wall-clock (s)', null, v((c) => c.wall.toFixed(3))));
+      t.appendChild(row('tokens per second', null, v((c) => c.tps.toFixed(1))));
+      tableEl.appendChild(t);
+    }
+
+    // ------------------------------------------------------------------------------------ paint
+    function paint() {
+      if (!S) return;
+      const n = SV.total(S);
+      if (K > n) K = n;
+      scrub.max = String(n); scrub.value = String(K);
+      posEl.textContent = 'pass ' + K + ' / ' + n;
+      prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
+      for (const role of S.order) paintLane(role, K);
+      paintFigures();
+      paintHeadline();
+      if (S.state !== 'live') paintTable();
+      root.dataset.state = S.state; root.dataset.pass = String(K); root.dataset.npasses = String(n);
+      root.dataset.renders = String((+root.dataset.renders || 0) + 1);
+    }
+
+    // ------------------------------------------------------------------------------------ run / stop (the app)
+    let before = 'idle';   // the state to go back to if the run is refused before it starts
+    window.__svStart = () => {
+      stopPlay();
+      before = S ? S.state : 'idle';
+      if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
+      root.dataset.state = 'starting';
+      setStatus('Starting… (the first run loads the model)', 'info');
+      // "Cannot run: ..." (bad input, no model) arrives without a timeline: keep the views as they were. (Polled
+      // while starting: Gradio may replace the status element, which an observer would not follow.)
+      clearInterval(window.__svRefused);
+      window.__svRefused = setInterval(() => {
+        if (root.dataset.state !== 'starting') { clearInterval(window.__svRefused); return; }
+        const st = document.querySelector('#sv-status');
+        if (st && st.innerText.trim().startsWith('Cannot run')) {
+          clearInterval(window.__svRefused);
+          if (S && S.state === 'starting') S.state = before;
+          root.dataset.state = S ? S.state : before;
+        }
+      }, 150);
+    };
+    // Stop: a live run ends where it is; a finished run (its "Done … identical") is left as it is.
+    window.__svStop = () => {
+      if (root.dataset.state === 'starting') { root.dataset.state = 'stopped'; if (S) S.state = 'stopped'; setStatus('Stopped.', 'info'); return; }
+      if (!S || S.source !== 'live' || S.state !== 'live') return;
+      stopPlay();
+      ignoreId = S.id;      // lines still on their way are dropped: the page ends in the state shown now
+      S.state = 'stopped';
+      clearTimeout(liveTimer); liveTimer = null;
+      const bits = S.order.map((r) => S.runs.get(r)).filter((R) => R.meta && !R.done);
+      const R = bits[0] || SV.main(S);
+      const text = 'Stopped after pass ' + R.passes.length + ' of the ' + SV.runTitle(S, R)[0] +
+        ' run. The views show the passes decoded before Stop; Run starts over.';
+      clearTimeout(paintTimer); paintQueued = false;
+      follow = true; K = SV.total(S); drawn = {}; paint(); setStatus(text, 'info');
+    };
+    window.__svRunning = () => !!(S && S.state === 'live');
+    if (watch) watch('value', onValue);
+    onValue();
+    root.dataset.ready = '1';
+  };
+})();

@@ -1,0 +1,94 @@
+// The draft tree of the pass on screen. Nodes are drafted decisions labelled slot:token (where and what), laid
+// out by depth (x axis) and leaf order; the accepted path is green and thick, rejected branches grey, the root
+// (the state the pass starts from) a dark square, and the bonus (the model's own decision where the acceptance
+// walk stopped, committed without being drafted) a blue star on its own row. A pass that drafted nothing shows
+// its root and bonus and says why (the caption); a finished run rests on its last drafted pass (SV.treePass).
+(function () {
+  'use strict';
+  const SV = window.SV, C = SV.COLORS;
+  const LABEL_CHARS = 14, COL_PX = 128, ROW_PX = 26;
+
+  function caption(R, tp, k) {
+    const p = tp.p;
+    if (!R || !SV.drafted(R)) return '';
+    if (k < 1) return 'Before pass 1: nothing verified yet. Press ▶ Play or drag the pass slider.';
+    if (!p) return R.done ? '' : 'Waiting for pass ' + k + '…';
+    const commits = p.c.length, acc = p.c.filter((c) => c[3]).length;
+    if (!SV.hasTree(p)) {
+      return 'Pass ' + tp.k + ' drafted nothing: ' + (p.note || 'it checked only the current state.') +
+        ' It committed ' + SV.plural(commits, 'slot') + ' by itself.';
+    }
+    let s = 'Pass ' + tp.k + ': ' + p.states + ' states verified in one batched pass' +
+      (R.meta.auto ? ' (budget auto chose ' + p.states + ')' : (p.budget && p.budget !== p.states ? ' (of ' + p.budget + ' allowed)' : '')) +
+      ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted + ' + (p.tree.bonus ? '1 own decision' : '0') +
+      ' = ' + SV.plural(commits, 'commit');
+    if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
+    return s;
+  }
+
+  SV.views.tree = function (S, k, o) {
+    const R = SV.main(S);
+    const tp = SV.treePass(R, k), p = tp.p;
+    const t = p && p.tree;
+    const ex = {r: [[], []], a: [[], []]};
+    const nodes = {r: {x: [], y: [], text: [], hovertext: [], customdata: []},
+                   a: {x: [], y: [], text: [], hovertext: [], customdata: []}};
+    const root = {x: [], y: [], text: [], hovertext: [], customdata: []};
+    const bonusEdge = {x: [], y: []}, bonus = {x: [], y: [], text: [], hovertext: [], customdata: []};
+    let cols = 1, rows = 1;
+    if (t) {
+      const at = new Map();
+      for (const n of t.nodes) at.set(n[0], n);
+      const top = t.bonus ? 1 : 0;   // the bonus gets its own row on top: it never overlaps a node
+      for (const n of t.nodes) {
+        const y = n[3] + top;
+        if (n[1] < 0) { root.x.push(n[2]); root.y.push(y); root.text.push('start'); root.hovertext.push(SV.esc(n[5])); root.customdata.push(n[0]); continue; }
+        const par = at.get(n[1]), on = n[6] && par && par[6];
+        const e = on ? ex.a : ex.r;
+        if (par) { e[0].push(par[2], n[2], null); e[1].push(par[3] + top, y, null); }
+        const tgt = n[6] ? nodes.a : nodes.r;
+        tgt.x.push(n[2]); tgt.y.push(y); tgt.text.push(SV.esc(SV.clip(n[4], LABEL_CHARS)));
+        tgt.hovertext.push(SV.esc(n[5] + (n[0] === t.stop ? ' · the walk stopped here' : ''))); tgt.customdata.push(n[0]);
+      }
+      cols = t.cols; rows = t.rows + top;
+      if (t.bonus) {
+        const s = at.get(t.stop), bx = s[2] + 1, by = 0;
+        bonusEdge.x.push(s[2], bx); bonusEdge.y.push(s[3] + top, by);
+        bonus.x.push(bx); bonus.y.push(by); bonus.text.push(SV.esc(SV.clip(t.bonus[0], LABEL_CHARS)));
+        bonus.hovertext.push(SV.esc(t.bonus[1])); bonus.customdata.push('bonus');
+        cols = Math.max(cols, bx + 1);
+      }
+    }
+    const width = Math.max(o.width || 400, 40 + cols * COL_PX);
+    const height = t ? Math.max(150, 56 + rows * ROW_PX) : 90;
+    const text = (color, size) => ({family: SV.MONO.family, size: size || 11, color: color});
+    const data = [
+      {type: 'scatter', mode: 'lines', name: 'rejected edges', x: ex.r[0], y: ex.r[1], hoverinfo: 'skip',
+       line: {color: '#c4c4c4', width: 1.2}},
+      {type: 'scatter', mode: 'lines', name: 'accepted path', x: ex.a[0], y: ex.a[1], hoverinfo: 'skip',
+       line: {color: C.draft, width: 3.5}},
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'middle right',
+       marker: {color: C.reject, size: 8}, textfont: text('#666'), hoverinfo: 'text', cliponaxis: false}, nodes.r),
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'accepted', textposition: 'middle right',
+       marker: {color: C.draft, size: 11, line: {color: '#0b4a24', width: 1}}, textfont: text('#0b4a24'),
+       hoverinfo: 'text', cliponaxis: false}, nodes.a),
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'root', textposition: 'middle right',
+       marker: {color: C.root, size: 11, symbol: 'square'}, textfont: text(C.root), hoverinfo: 'text',
+       cliponaxis: false}, root),
+      {type: 'scatter', mode: 'lines', name: 'bonus edge', x: bonusEdge.x, y: bonusEdge.y, hoverinfo: 'skip',
+       line: {color: C.target, width: 2, dash: 'dot'}},
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'bonus', textposition: 'middle right',
+       marker: {color: C.target, size: 15, symbol: 'star'}, textfont: text('#1d4f8c'), hoverinfo: 'text',
+       cliponaxis: false}, bonus),
+    ];
+    const layout = SV.layout({width: width, height: height}, {
+      margin: {l: 14, r: 10, t: 4, b: t ? 34 : 4},
+      xaxis: {range: [-0.35, cols - 0.1], dtick: 1, zeroline: false, showgrid: false, fixedrange: true,
+              visible: !!t, title: {text: 'depth (drafted decisions after the first)', font: {size: 11}},
+              tickfont: {size: 10}},
+      yaxis: {range: [rows - 0.4, -0.6], visible: false, fixedrange: true},
+      annotations: t ? [] : [SV.note(caption(R, tp, k) || ' ')],
+    });
+    return {data: data, layout: layout, caption: caption(R, tp, k), shown: p ? tp.k : 0};
+  };
+})();

@@ -1,0 +1,145 @@
+"""The headline of a run compared with the standard decoder: passes saved first, then the wall-clock ratio
+beside this hardware's ceiling for it, and one plain sentence saying why the two differ.
+
+A SPOT pass verifies a tree of N states in one batched forward and commits (accepted depth + 1) slots, where
+the standard decoder's pass (N = 1) commits one. Passes saved therefore count model calls saved. Time saved
+also depends on what a batch of N states costs: with f(N) the seconds of one forward over N states (the cost
+curve the auto budget measured, RunMeta.cost_curve), the forwards of a run cost sum_i f(N_i), so the best
+wall-clock ratio the forwards allow against the standard decoder's P passes is
+
+    ceiling = P f(1) / sum_i f(N_i)
+
+(the drafter's own work comes on top). On a GPU f(N) ~ f(1) for the tree sizes used, so the ceiling is about
+the pass ratio; on a CPU f(N)/f(1) grows nearly with N and the ceiling can fall below 1x. Without a recorded
+curve the run's own timings stand in for f: the mean wall time of its tree passes over the standard run's.
+"""
+from __future__ import annotations
+
+SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "threshold", "temperature", "gen_length")
+
+
+def same_run(a, b) -> bool:
+    """True if `a` and `b` decoded the same prompt with the same settings (so their outputs must agree)."""
+    return all(getattr(a.meta, f) == getattr(b.meta, f) for f in SAME_RUN_FIELDS)
+
+
+def identical_output(trace, baseline) -> bool | None:
+    """Tokens equal to the standard run's (None when there is no comparable baseline)."""
+    if baseline is None or not same_run(trace, baseline):
+        return None
+    return list(trace.tokens) == list(baseline.tokens)
+
+
+def drafter_name(drafter: str) -> str:
+    return {"none": "standard", "spot": "SPOT", "spot-sets": "SPOT-Sets"}.get(drafter, drafter)
+
+
+def _interp(curve: list, n: float) -> float:
+    """f(n) from [[N, seconds]] pairs (linear between points, the end segments extended)."""
+    pts = sorted((float(a), float(b)) for a, b in curve)
+    if n <= pts[0][0]:
+        (x0, y0), (x1, y1) = pts[0], pts[1]
+    elif n >= pts[-1][0]:
+        (x0, y0), (x1, y1) = pts[-2], pts[-1]
+    else:
+        i = next(i for i in range(1, len(pts)) if pts[i][0] >= n)
+        (x0, y0), (x1, y1) = pts[i - 1], pts[i]
+    return y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 != x0 else y0
+
+
+def drafted_passes(trace) -> list:
+    """The passes whose tree held drafted states (more than the root)."""
+    return [p for p in trace.passes if len(p.tree) > 1]
+
+
+def cost_of_trees(main, base) -> dict | None:
+    """What the run's tree passes cost in plain passes on its hardware: {"states": typical N, "ratio":
+    f(N)/f(1), "ceiling": the wall-clock ratio the forwards allow (None without a curve), "source"}."""
+    trees = drafted_passes(main)
+    if not trees:
+        return None
+    n = max(2, round(sum(p.states for p in trees) / len(trees)))
+    curve = [c for c in (main.meta.cost_curve or []) if isinstance(c, (list, tuple)) and len(c) == 2]
+    if len(curve) >= 2 and _interp(curve, 1) > 0:
+        f1 = _interp(curve, 1)
+        spent = sum(_interp(curve, max(p.states, 1)) for p in main.passes)
+        return {"states": n, "ratio": round(_interp(curve, n) / f1, 2),
+                "ceiling": round(len(base.passes) * f1 / spent, 2) if spent > 0 else None, "source": "measured"}
+    plain = [p.wall_s for p in base.passes if p.wall_s > 0]
+    tree_s = [p.wall_s for p in trees if p.wall_s > 0]
+    if not plain or not tree_s:
+        return None
+    return {"states": n, "ratio": round((sum(tree_s) / len(tree_s)) / (sum(plain) / len(plain)), 2),
+            "ceiling": None, "source": "this run"}
+
+
+def auto_off(trace) -> int:
+    """Passes (after the first) where the cost-aware budget drafted nothing: it judged a tree not worth its cost."""
+    if not getattr(trace.meta, "budget_auto", False):
+        return 0
+    return sum(1 for p in trace.passes[1:] if len(p.tree) <= 1)
+
+
+def wall_sentence(sum_: dict, device: str) -> str:
+    """One plain sentence on why the wall-clock ratio is what it is."""
+    cost = sum_.get("cost")
+    if str(device).startswith("cuda"):
+        return ("On a GPU one batched pass over the whole tree costs about one plain pass, so passes saved "
+                "become time saved.")
+    if not cost:
+        return ("On a CPU a batched pass costs more the more states it checks; on a GPU it costs about one "
+                "plain pass, so passes saved become time saved there.")
+    where = "measured on this machine" if cost["source"] == "measured" else "timed in this run"
+    lead = (f"Here a pass checking {cost['states']} states costs {cost['ratio']:.1f} plain passes ({where})")
+    if cost.get("ceiling") is not None:
+        lead += f", so {sum_['ratio']:.2f}× fewer passes allow at most {cost['ceiling']:.2f}× the speed"
+    return lead + "; on a GPU that batch costs about one pass, so passes saved become time saved."
+
+
+def summary(main, base=None, race: list | None = None) -> dict:
+    """The headline line of the timeline: numbers, `kpis` ([{big, small, tone}], tone good / warn / bad /
+    plain), and a plain `note`. `race`: the other drafters' traces of the same prompt (the race)."""
+    c = main.counters
+    out = {"t": "sum", "passes": c.target_passes, "drafter": main.meta.drafter, "device": main.meta.device,
+           "wall": round(c.wall_s, 4), "guaranteed": bool(getattr(main.meta, "identity_guaranteed", True)),
+           "kpis": [], "note": ""}
+    kpis = out["kpis"]
+    if base is not None and same_run(main, base) and main.meta.drafter != "none":
+        b = base.counters
+        out.update({"base_passes": b.target_passes, "saved": b.target_passes - c.target_passes,
+                    "ratio": round(b.target_passes / max(c.target_passes, 1), 3), "base_wall": round(b.wall_s, 4),
+                    "wall_ratio": round(b.wall_s / c.wall_s, 3) if c.wall_s > 0 else None,
+                    "identical": identical_output(main, base), "cost": cost_of_trees(main, base)})
+        kpis.append({"big": f"{out['saved']} target passes saved",
+                     "small": f"{c.target_passes} instead of {b.target_passes} ({out['ratio']:.2f}× fewer)",
+                     "tone": "good" if out["saved"] > 0 else "warn"})
+        if out["wall_ratio"] is not None:
+            ceiling = (out["cost"] or {}).get("ceiling")
+            kpis.append({"big": f"{out['wall_ratio']:.2f}× wall-clock",
+                         "small": f"{c.wall_s:.2f} s vs {b.wall_s:.2f} s"
+                                  + (f" · at most {ceiling:.2f}× on this hardware" if ceiling is not None else ""),
+                         "tone": "good" if out["wall_ratio"] >= 1 else "warn"})
+        if out["identical"] is not None:
+            ok = out["identical"]
+            small = ("lossless: the same tokens as the standard decoder" if ok else
+                     "not the standard decoder's tokens")
+            if not out["guaranteed"]:
+                small = ("the same tokens this time; " if ok else "") + ("this model's batched passes are not "
+                                                                        "bit-exact, so identity is not guaranteed")
+            kpis.append({"big": "✓ identical output" if ok else "✗ output differs", "small": small,
+                         "tone": "good" if ok else "bad"})
+        out["note"] = wall_sentence(out, main.meta.device)
+    off = auto_off(main)
+    if off:
+        out["auto_off"] = off
+        kpis.append({"big": f"drafting off in {off} of {c.target_passes - 1} passes",
+                     "small": "budget auto judged a tree not worth its cost on this hardware", "tone": "warn"})
+    if race:
+        lanes = [main] + [t for t in race if t is not main] + ([base] if base is not None else [])
+        out["race"] = [{"drafter": t.meta.drafter, "passes": t.counters.target_passes,
+                        "identical": identical_output(t, base) if t is not base else None} for t in lanes]
+        order = sorted(lanes, key=lambda t: t.counters.target_passes)
+        kpis.insert(1 if kpis else 0, {"big": "race: " + " · ".join(f"{drafter_name(t.meta.drafter)} "
+                                                                     f"{t.counters.target_passes}" for t in order),
+                                       "small": "target passes to finish the same text", "tone": "plain"})
+    return out

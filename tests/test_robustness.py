@@ -564,7 +564,7 @@ def test_client_that_disconnects_mid_stream_does_not_stall_the_queue(app, target
     slow = targets[SLOW]
     fn_index = next(d["id"] for d in demo.get_config_file()["dependencies"] if d.get("api_name") == "run")
     session = uuid.uuid4().hex[:11]
-    data = [PROMPT, SLOW, "exact", 0.9, 0.0, 3, SLOW_GEN, "none", 8, True, 0.0]
+    data = [PROMPT, SLOW, "exact", 0.9, 0.0, 3, SLOW_GEN, "none", 8, True, 0.0, False]  # ui.handlers.CONTROLS
     base = url.rstrip("/") + "/gradio_api"
     r = httpx.post(base + "/queue/join", json={"data": data, "fn_index": fn_index, "session_hash": session},
                    timeout=30)

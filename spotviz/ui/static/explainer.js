@@ -340,6 +340,11 @@
     }
     function nextFigure() {
       const name = figQueue.shift();
+      if (!name && S) {   // the scrubber may have moved while the round ran: redraw what shows another pass
+        const stale = VIEWS.map(([n]) => n).filter((n) => !plots[n].closest('.sve-panel').hidden
+                                                       && drawn[n] !== figKey(n, K));
+        if (stale.length) { figQueue = stale; requestAnimationFrame(nextFigure); return; }
+      }
       if (!name || !S) {
         figBusy = false;
         root.dataset.drawn = S ? S.id + ':' + K : '';
@@ -353,10 +358,14 @@
       }
       requestAnimationFrame(nextFigure);
     }
+    function figKey(name, k) {   // what a figure shows: run, its version, the pass and the width drawn at
+      const width = Math.max(200, Math.floor(plots[name].parentNode.clientWidth || 300));
+      return S.id + ':' + S.version + ':' + k + ':' + width;
+    }
     function drawFigure(name, k) {
       const div = plots[name];
       const width = Math.max(200, Math.floor(div.parentNode.clientWidth || 300));
-      const want = S.id + ':' + S.version + ':' + k + ':' + width;
+      const want = figKey(name, k);
       if (drawn[name] === want) return false;
       drawn[name] = want;
       const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});

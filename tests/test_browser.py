@@ -196,6 +196,15 @@ def tree_of(pg) -> dict:
             "caption": pg.inner_text(f"{EXPLAINER} .sve-tree-cap"), "shown": int(ex(pg)["treePass"])}
 
 
+def tiny_training_free(pg, gen_length: int, prompt: str | None = None) -> None:
+    """Set the controls for a live run of the tiny model with the training-free drafter (prompt: keep it if None)."""
+    if prompt is not None:
+        pg.fill("#sv-prompt textarea", prompt)
+    select(pg, "sv-model", TINY)
+    select(pg, "sv-drafter", "training-free")
+    set_number(pg, "sv-gen-length", gen_length)
+
+
 def expected_tree(p) -> dict:
     ids = {n.id for n in p.tree}
     root = [n.id for n in p.tree if n.parent not in ids]
@@ -338,9 +347,7 @@ def test_streaming_is_incremental_and_stop_ends_a_live_run_but_not_a_finished_on
     assert ex(pg)["npasses"] == shown["npasses"] and ex(pg)["state"] == "stopped"
     assert int(shown["pass"]) == int(shown["npasses"]) > 0
     # a finished run: Stop leaves "Done ... identical" as it is
-    select(pg, "sv-model", TINY)
-    select(pg, "sv-drafter", "training-free")
-    set_number(pg, "sv-gen-length", 8)
+    tiny_training_free(pg, 8)
     pg.click("#sv-run")
     done = wait_status(pg, "Done", "Cannot", timeout=60_000)
     assert "Done" in done and "identical" in done
@@ -353,10 +360,7 @@ def test_streaming_is_incremental_and_stop_ends_a_live_run_but_not_a_finished_on
 def test_a_live_run_is_watchable_its_lanes_are_laid_out_first_and_it_rests_on_a_drafted_pass(page, tiny_prompt):
     pg = page
     wait_example(pg)
-    pg.fill("#sv-prompt textarea", tiny_prompt)
-    select(pg, "sv-model", TINY)
-    select(pg, "sv-drafter", "training-free")
-    set_number(pg, "sv-gen-length", 40)
+    tiny_training_free(pg, 40, tiny_prompt)
     session = ex(pg)["session"]
     pg.evaluate(f"""() => {{ window.__lanes = []; window.__passes = new Set();
       new MutationObserver(() => {{ const r = document.querySelector('{EXPLAINER}');
@@ -382,10 +386,7 @@ def test_ten_runs_stop_replay_and_uploads_in_one_tab_without_errors_or_listener_
 
     pg = page
     wait_example(pg)
-    pg.fill("#sv-prompt textarea", tiny_prompt)
-    select(pg, "sv-model", TINY)
-    select(pg, "sv-drafter", "training-free")
-    set_number(pg, "sv-gen-length", 16)
+    tiny_training_free(pg, 16, tiny_prompt)
     counts = []
     for i in range(10):
         session = ex(pg)["session"]
@@ -522,10 +523,7 @@ def test_the_downloaded_page_opens_at_pass_1_and_every_frame_shows_its_own_pass(
 
     pg = page
     wait_example(pg)
-    pg.fill("#sv-prompt textarea", tiny_prompt)
-    select(pg, "sv-model", TINY)
-    select(pg, "sv-drafter", "training-free")
-    set_number(pg, "sv-gen-length", 24)
+    tiny_training_free(pg, 24, tiny_prompt)
     pg.click("#sv-run")
     assert "Done" in wait_status(pg, "Done", "Cannot", timeout=60_000)
     pg.locator("#sv-replay").get_by_text("Examples, replay and share").click()

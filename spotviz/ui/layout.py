@@ -43,16 +43,6 @@ APP_CSS = """
 .sv-status.err { background: #fdecea; color: #8e1b10; }
 .sv-status.info { background: #eef3fb; color: #1a3d6d; }
 """
-
-
-APP_CSS = """
-.sv-header { font-size: 14px; color: var(--body-text-color-subdued, #666); }
-.sv-header b { font-size: 22px; color: var(--body-text-color, #222); margin-right: 8px; }
-.sv-status { font-size: 14px; padding: 6px 10px; border-radius: 8px; }
-.sv-status.ok { background: #eef7ee; color: #1b5e20; }
-.sv-status.err { background: #fdecea; color: #8e1b10; }
-.sv-status.info { background: #eef3fb; color: #1a3d6d; }
-"""
 LAYOUT_CSS = """
 #sv-main-row { align-items: flex-start; }
 #sv-head-line h1 { margin: 0; font-size: 22px; }

@@ -11,9 +11,11 @@
    a. time to interactive: navigation start -> the example plays by itself, and a click on the pass stepper
       answered (the page reacts to input while the example plays);
    b. a live run of --gen-length tokens (drafter run, then the standard decoder): the share of the run's
-      duration the main thread was blocked, and the longest block (median of --repeats);
-   c. Stop: click -> the page shows its final stopped state (views and status), and the views stay unchanged
-      afterwards;
+      duration the main thread was blocked, and the longest block (median of --repeats); and, from a Chrome
+      trace of the run, the CPU time the main thread really ran (a long task is wall time: on a loaded machine
+      it also counts the time the operating system gave the CPU to others, e.g. the app's own decoder);
+   c. Stop (in runs of --stop-gen-length tokens): click -> the page shows its final stopped state (views and
+      status), and the views stay unchanged afterwards;
    d. a replay: upload the run's traces -> every view drawn.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ import os
 import socket
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,6 +67,25 @@ def blocked(pg, t0: float, t1: float) -> tuple[float, float]:
     return sum(d for _, d in tasks), max((d for _, d in tasks), default=0.0)
 
 
+def main_thread_cpu_ms(trace_path: Path) -> tuple[float, float]:
+    """(CPU ms, wall ms) of the renderer main thread's top-level tasks in a Chrome trace."""
+    events = json.loads(trace_path.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    mains = {(e["pid"], e["tid"]) for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"}
+    tasks = sorted((e for e in events if (e.get("pid"), e.get("tid")) in mains and e.get("ph") == "X"
+                    and e.get("name") in ("RunTask", "ThreadControllerImpl::RunTask") and "dur" in e),
+                   key=lambda e: e["ts"])
+    cpu = wall = 0.0
+    end = -1.0
+    for e in tasks:  # top-level tasks only (a nested RunTask lies inside the one before)
+        if e["ts"] >= end:
+            cpu += e.get("tdur", e["dur"]) / 1e3
+            wall += e["dur"] / 1e3
+            end = e["ts"] + e["dur"]
+    return cpu, wall
+
+
 def ex(pg) -> dict:
     return pg.evaluate(f"() => Object.assign({{}}, document.querySelector('{EXPLAINER}').dataset)")
 
@@ -87,6 +109,7 @@ def main() -> int:
     ap.add_argument("--prompt", default="ROMEO.\n")
     ap.add_argument("--gen-length", type=int, default=128)
     ap.add_argument("--budget", type=int, default=16)
+    ap.add_argument("--stop-gen-length", type=int, default=224, help="tokens of the runs that Stop interrupts")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--chromium", default=os.environ.get("SPOTVIZ_CHROMIUM", "/usr/bin/chromium"))
@@ -150,7 +173,7 @@ def main() -> int:
           f"{res['run_total_s']:.2f} s in {res['streamed_updates']:.0f} updates (median of {a.repeats})")
 
     # ---------------------------------------------------------------- 2. the timeline of the finished run
-    traces = [Trace.load(f) for f in files]
+    traces = [Trace.load(f) for f in files if str(f).endswith(".json")]  # the downloads also hold the .html page
     main_t = next(t for t in traces if t.meta.drafter == drafter)
     base_t = next((t for t in traces if t.meta.drafter == "none" and t is not main_t), None)
     times = []
@@ -198,46 +221,61 @@ def main() -> int:
             runs = []
             for _ in range(a.repeats):
                 session = ex(pg)["session"]
+                trace_path = Path(tempfile.mkdtemp()) / "trace.json"
+                b.start_tracing(page=pg, path=str(trace_path), categories=["toplevel", "disabled-by-default-devtools.timeline"])
                 t_start = pg.evaluate("() => performance.now()")
                 pg.click("#sv-run")
                 pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
                     return r.dataset.session !== '{session}' && r.dataset.state === 'done'; }}""",
                                      timeout=300_000, polling=50)
                 t_end = pg.evaluate("() => performance.now()")
+                b.stop_tracing()
+                cpu_ms, _ = main_thread_cpu_ms(trace_path)
                 ms, longest = blocked(pg, t_start, t_end)
                 runs.append({"run_s": (t_end - t_start) / 1e3, "blocked_ms": ms, "blocked_pct": 100 * ms / (t_end - t_start),
-                             "longest_ms": longest, "paints": int(ex(pg)["renders"])})
+                             "longest_ms": longest, "paints": int(ex(pg)["renders"]),
+                             "main_cpu_pct": 100 * cpu_ms / (t_end - t_start)})
             res["live_runs"] = runs
             res["long_tasks_on_page"] = pg.evaluate("() => window.__lt.length")
-            med = {k: statistics.median(r[k] for r in runs) for k in ("run_s", "blocked_pct", "longest_ms")}
+            med = {k: statistics.median(r[k] for r in runs) for k in ("run_s", "blocked_pct", "longest_ms", "main_cpu_pct")}
             res.update({"live_" + k: v for k, v in med.items()})
             print(f"3b. live {a.gen_length}-token run (drafter run + standard decoder), {a.repeats} runs: "
-                  + "; ".join(f"{r['run_s']:.2f} s, blocked {r['blocked_pct']:.1f}% (longest {r['longest_ms']:.0f} ms)"
-                              for r in runs)
+                  + "; ".join(f"{r['run_s']:.2f} s, blocked {r['blocked_pct']:.1f}% (longest {r['longest_ms']:.0f} ms,"
+                              f" main-thread CPU {r['main_cpu_pct']:.1f}%)" for r in runs)
                   + f" -> median blocked {med['blocked_pct']:.1f}%, longest {max(r['longest_ms'] for r in runs):.0f} ms"
+                  + f", main-thread CPU {med['main_cpu_pct']:.1f}% of the run"
                   + f" ({res['long_tasks_on_page']} long tasks on the page since it opened)")
-            # c. Stop
+            # c. Stop (in a longer run: on a loaded machine a short one can end before the click is handled)
+            set_controls(pg, max(a.gen_length, a.stop_gen_length), drafter, a.prompt)
             stops = []
             for _ in range(a.repeats):
                 session = ex(pg)["session"]
                 pg.click("#sv-run")
                 pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
-                    return r.dataset.session !== '{session}' && r.dataset.state === 'live' && +r.dataset.npasses >= 8; }}""",
+                    return r.dataset.session !== '{session}' && ((r.dataset.state === 'live' && +r.dataset.npasses >= 2)
+                                                                  || r.dataset.state === 'done'); }}""",
                                      timeout=120_000, polling=20)
-                t_stop = pg.evaluate("() => performance.now()")
-                pg.click("#sv-stop")
-                pg.wait_for_function(f"""() => document.querySelector('{EXPLAINER}').dataset.state === 'stopped'
-                    && document.querySelector('#sv-status').innerText.includes('Stopped')""", polling=10,
-                                     timeout=30_000)
+                # the click as the page gets it (playwright's own actionability checks wait for animation frames,
+                # which a loaded machine delays past the end of the run)
+                t_stop = pg.evaluate("() => { const t = performance.now(); document.querySelector('#sv-stop').click(); return t; }")
+                pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+                    return (r.dataset.state === 'stopped' && document.querySelector('#sv-status').innerText.includes('Stopped'))
+                        || r.dataset.state === 'done'; }}""", polling=10, timeout=60_000)
                 t_shown = pg.evaluate("() => performance.now()")
+                if ex(pg)["state"] == "done":  # the run ended before the click was handled: Stop leaves a finished run
+                    stops.append({"stop_ms": None, "stayed_stopped": True, "finished_first": True})
+                    continue
                 before = pg.inner_html(f"{EXPLAINER} .sve-lanes")
                 pg.wait_for_timeout(1500)
                 still = pg.inner_html(f"{EXPLAINER} .sve-lanes") == before and "Stopped" in pg.inner_text("#sv-status")
                 stops.append({"stop_ms": t_shown - t_stop, "stayed_stopped": still})
             res["stops"] = stops
-            res["stop_ms"] = statistics.median(s["stop_ms"] for s in stops)
-            print(f"3c. Stop: " + ", ".join(f"{s['stop_ms']:.0f} ms" + ("" if s["stayed_stopped"] else " (CHANGED after)")
-                                            for s in stops) + f" -> median {res['stop_ms']:.0f} ms")
+            timed = [s["stop_ms"] for s in stops if s["stop_ms"] is not None]
+            res["stop_ms"] = statistics.median(timed) if timed else None
+            print(f"3c. Stop: " + ", ".join("run finished before the click was handled" if s["stop_ms"] is None else
+                                            f"{s['stop_ms']:.0f} ms" + ("" if s["stayed_stopped"] else " (CHANGED after)")
+                                            for s in stops)
+                  + (f" -> median {res['stop_ms']:.0f} ms" if timed else ""))
             # d. replay
             pg.locator("#sv-replay").get_by_text("Examples, replay and share").click()
             t0 = time.perf_counter()

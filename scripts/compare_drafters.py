@@ -1,11 +1,16 @@
 """Compare two SPOT drafter folders on one target: target passes saved on the held-out prompts, per budget and
-temperature, plus each drafter's validation figures. Passes are counted, not timed, so the figures do not depend
+temperature, beside the training-free order, plus each drafter's validation figures (exact mode: the SPOT
+drafters in spot/; threshold mode: the SPOT-Sets drafters in spot-sets/). Passes are counted, not timed, so the figures do not depend
 on how busy the machine is. Every speculative decode is checked against the standard decoder.
 
 Used to choose the drafter's input width (the root's top-8 vs top-32 probabilities per position):
 
     python -m spotviz train-drafter --model python-bd --n-prompts 40 --topk 32 --out runs/drafters-top32
     python scripts/compare_drafters.py python-bd assets/drafters/python-bd runs/drafters-top32 --out docs/drafter-topk.md
+
+and SPOT-Sets drafters trained on more threshold trajectories (train-drafter --threshold-prompts):
+
+    python scripts/compare_drafters.py math-bd assets/drafters/math-bd runs/sets960 --mode threshold
 """
 from __future__ import annotations
 
@@ -27,7 +32,9 @@ from spotviz.samplers.common import DecodeConfig  # noqa: E402
 from spotviz.samplers.spot import decode_spot  # noqa: E402
 from spotviz.samplers.standard import decode_standard  # noqa: E402
 
-VALIDATION_KEYS = ("pos_acc@1", "pos_acc@2", "pos_acc@4", "pos_acc@8", "keep_acc")
+VALIDATION_KEYS = {"exact": ("pos_acc@1", "pos_acc@2", "pos_acc@4", "pos_acc@8", "keep_acc"),
+                   "threshold": ("set_acc@1", "set_acc@2")}
+SUB = {"exact": "spot", "threshold": "spot-sets"}
 
 
 def main() -> None:
@@ -38,30 +45,34 @@ def main() -> None:
     ap.add_argument("--gen-length", type=int, default=128)
     ap.add_argument("--budgets", default="4,16,32")
     ap.add_argument("--temperatures", default="0,1")
+    ap.add_argument("--mode", choices=("exact", "threshold"), default="exact")
+    ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--out", default=None, help="also write the table as markdown here")
     a = ap.parse_args()
+    sub, keys = SUB[a.mode], VALIDATION_KEYS[a.mode]
     torch.set_num_threads(1)
     target = load_target(a.model)
     prompts = heldout_prompts(target)[: a.prompts]
     budgets = [int(b) for b in a.budgets.split(",")]
     temps = [float(t) for t in a.temperatures.split(",")]
     names = [Path(d).as_posix() for d in a.drafters]
-    drafters = [SpotDrafter.load(Path(d) / "spot") for d in a.drafters]
-    proposers = [load_proposer("spot", target, "exact", folder=Path(d)) for d in a.drafters]
+    drafters = [SpotDrafter.load(Path(d) / sub) for d in a.drafters]
+    proposers = [load_proposer(sub, target, a.mode, folder=Path(d)) for d in a.drafters]
+    proposers.append(load_proposer("training-free", target, a.mode))
     t0 = time.time()
-    lines = [f"### Drafter input width on {a.model}: {len(prompts)} held-out prompts x {a.gen_length} tokens, exact mode",
-             "", "| drafter | top-k | parameters | " + " | ".join(VALIDATION_KEYS) + " |",
-             "|---|---|---|" + "---|" * len(VALIDATION_KEYS)]
+    lines = [f"### {sub} drafters on {a.model}: {len(prompts)} held-out prompts x {a.gen_length} tokens, {a.mode} mode",
+             "", "| drafter | top-k | parameters | " + " | ".join(keys) + " |",
+             "|---|---|---|" + "---|" * len(keys)]
     for name, d in zip(names, drafters):
-        val = json.loads((Path(name) / "spot" / "drafter.json").read_text()).get("validation", {})
+        val = json.loads((Path(name) / sub / "drafter.json").read_text()).get("validation", {})
         lines.append(f"| {name} | {d.cfg.topk} | {d.n_params():,} | "
-                     + " | ".join(f"{val.get(k, float('nan')):.3f}" for k in VALIDATION_KEYS) + " |")
-    lines += ["", "| T | budget | " + " | ".join(f"pass reduction, top-{d.cfg.topk}" for d in drafters)
-              + " | identical output |", "|---|---|" + "---|" * (len(drafters) + 1)]
+                     + " | ".join(f"{val.get(k, float('nan')):.3f}" for k in keys) + " |")
+    lines += ["", "| T | budget | " + " | ".join(f"pass reduction, {n} (top-{d.cfg.topk})" for n, d in zip(names, drafters))
+              + " | training-free | identical output |", "|---|---|" + "---|" * (len(drafters) + 2)]
     for T in temps:
         std = []
         for i, p in enumerate(prompts):
-            cfg = DecodeConfig(mode="exact", temperature=T, seed=i, gen_length=a.gen_length)
+            cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=T, seed=i, gen_length=a.gen_length)
             std.append(decode_standard(target, p, cfg))
         n_std = sum(s.counters.target_passes for s in std)
         for budget in budgets:
@@ -69,13 +80,14 @@ def main() -> None:
             for prop in proposers:
                 n = 0
                 for i, p in enumerate(prompts):
-                    cfg = DecodeConfig(mode="exact", temperature=T, seed=i, gen_length=a.gen_length, budget=budget)
+                    cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=T, seed=i,
+                                       gen_length=a.gen_length, budget=budget)
                     tr = decode_spot(target, p, cfg, prop)
                     n += tr.counters.target_passes
                     same += tr.tokens == std[i].tokens
                 row.append(n_std / n)
             lines.append(f"| {T:g} | {budget} | " + " | ".join(f"{r:.2f}x" for r in row)
-                         + f" | {100 * same / (len(prompts) * len(a.drafters)):.0f}% |")
+                         + f" | {100 * same / (len(prompts) * len(proposers)):.0f}% |")
             print(lines[-1], flush=True)
     lines += ["", f"({time.time() - t0:.0f} s; pass reduction = standard decoder's target passes / SPOT's, summed "
               "over the prompts)"]

@@ -221,8 +221,11 @@ def cmd_train_drafter(a) -> int:
                          f"to replace the shipped ones give --out {ASSETS.name}/drafters/{a.model} --force")
     _writable(a.out, "--out", force=a.force, folder=True)
     out = a.out
+    if a.threshold_prompts < 0:
+        raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
-                             threshold=a.threshold, epochs=a.epochs, topk=a.topk)
+                             threshold=a.threshold, epochs=a.epochs, topk=a.topk,
+                             threshold_prompts=a.threshold_prompts)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
     return 0
@@ -380,6 +383,9 @@ def main(argv=None) -> int:
                    help="allow --out to overwrite the shipped drafters in assets/drafters/MODEL")
     d.add_argument("--n-prompts", "--prompts", dest="n_prompts", type=int, default=120, metavar="N",
                    help="number of training prompts (--prompts is the old name)")
+    d.add_argument("--threshold-prompts", type=int, default=0, metavar="N",
+                   help="training prompts of the SPOT-Sets drafter (threshold decoding, several commits per pass: "
+                        "fewer passes per prompt, cheaper to collect); 0: as --n-prompts")
     d.add_argument("--gen-length", type=int, default=128)
     d.add_argument("--threshold", type=float, default=0.9)
     d.add_argument("--epochs", type=int, default=12)

@@ -237,7 +237,7 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     # Plotly figures, from plotly.js the app serves itself
     pg.wait_for_function(f"() => document.querySelectorAll('{EXPLAINER} .js-plotly-plot').length === 4")
     assert pg.evaluate("() => !!window.Plotly && Array.from(document.scripts).some(s => "
-                       "s.src.includes('/gradio_api/file=') && s.src.endsWith('plotly.min.js'))")
+                       "s.src.includes('/gradio_api/file=') && s.src.endsWith('plotly-basic.min.js'))")
     # the example set the controls: Run does what is shown
     assert pg.input_value("#sv-prompt textarea") == main.meta.prompt
     assert pg.input_value("#sv-drafter input") == main.meta.drafter

@@ -215,3 +215,9 @@ def test_trace_html_page_and_baseline_checks(capsys, tiny_block_dir, tmp_path):
 def test_train_drafter_bad_topk_is_one_error_line(capsys, tmp_path):
     code, out, err = run_main(capsys, "train-drafter", "--topk", "1", "--out", str(tmp_path / "d"))
     assert code == 2 and out == "" and err.strip() == "error: topk must be a whole number from 2 to 64, got 1"
+
+
+def test_train_drafter_bad_threshold_prompts_is_one_error_line(capsys, tmp_path):
+    code, out, err = run_main(capsys, "train-drafter", "--threshold-prompts", "-3", "--out", str(tmp_path / "d"))
+    assert code == 2 and out == "" and err.strip() == "error: --threshold-prompts must be 0 (as --n-prompts) or more, got -3"
+    assert not (tmp_path / "d").exists()

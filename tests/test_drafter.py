@@ -188,6 +188,22 @@ def test_train_drafter_end_to_end(tmp_path, tiny_block_dir, tiny_block_target, m
     assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in frozen)
 
 
+def test_threshold_prompts_gives_the_sets_drafter_its_own_prompt_count(tmp_path, tiny_block_dir, monkeypatch):
+    """--threshold-prompts: SPOT-Sets' trajectories come from more prompts (the exact ones among them)."""
+    from spotviz.training import drafter as train
+
+    monkeypatch.setattr("spotviz.embedded.prompts.training_prompts",
+                        lambda n, seed=0, corpus="shakespeare": [f"{PROMPTS[i % len(PROMPTS)]}{i}" for i in range(n)])
+    seen, real = [], train.collect
+    monkeypatch.setattr(train, "collect", lambda target, prompts, mode, *a, **k:
+                        seen.append((mode, list(prompts))) or real(target, prompts, mode, *a, **k))
+    cfg = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "dr"), n_prompts=1, threshold_prompts=3,
+                                   temperatures=(0.0,), gen_length=16, epochs=1, batch_size=64, val_fraction=0.5)
+    report = train.train_drafter(cfg, log=lambda *a: None)
+    assert [(m, len(p)) for m, p in seen] == [("exact", 1), ("threshold", 3)]
+    assert seen[0][1][0] in seen[1][1] and report["threshold_prompts"] == 3 and report["n_prompts"] == 1
+
+
 def test_topk_features_widen_only_the_probability_block(tiny_block_target):
     """A top-32 drafter reads the same features as a top-8 one plus 24 more sorted probabilities."""
     from spotviz.decision import DecisionRule

@@ -127,6 +127,10 @@ def test_train_on_python_then_continue_with_init_from(tmp_path):
     a, b = load_file(str(first / "model.safetensors")), load_file(str(tmp_path / "b" / "final" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert (first / "tokenizer.json").read_text() == (tmp_path / "b" / "final" / "tokenizer.json").read_text()
+    # the continued model says what it continued from, and its totals count both runs
+    cont = json.loads((tmp_path / "b" / "final" / "training.json").read_text())
+    assert cont["continued_from"]["steps"] == 3 and cont["continued_from"]["folder"] == str(first)
+    assert cont["total_steps"] == 6 and cont["total_minutes"] >= cont["minutes"]
     # a snapshot of the running training keeps the corpus, so drafters and prompts follow it
     from spotviz.embedded.prompts import corpus_of
     from spotviz.registry import load_target

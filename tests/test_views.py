@@ -238,7 +238,7 @@ def test_report_page_is_the_apps_explainer_offline_with_the_timeline_embedded(re
     spot, base = real_traces
     page = report_html(spot, base)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert page.count("plotly.js v") == 1 and "<script src" not in page  # plotly.js inlined once, nothing fetched
+    assert page.count("* plotly.js (basic - minified) v") == 1 and "<script src" not in page  # inlined once, nothing fetched
     for name in SCRIPTS:  # the app's own view files, the same text
         assert static_text(name) in page
     assert 'class="sve"' in page and "identical to the standard decoder" in page
@@ -247,6 +247,16 @@ def test_report_page_is_the_apps_explainer_offline_with_the_timeline_embedded(re
     assert lines[0] == {"t": "session", "id": "page", "source": "page", "play": False,
                         "runs": [["main", "training-free"], ["base", "Standard decoder"]]}
     assert sum(x["t"] == "pass" and x["r"] == "main" for x in lines) == len(spot.passes)
+
+
+def test_views_draw_only_trace_types_of_the_plotly_bundle_served():
+    import re
+
+    from spotviz.views.static_files import PLOTLY_BASIC, PLOTLY_BASIC_TRACES, VIEW_FILES, plotly_js_path, static_text
+
+    assert plotly_js_path() == PLOTLY_BASIC and "plotly.js (basic - minified)" in static_text("plotly.js")[:200]
+    used = {t for name in VIEW_FILES for t in re.findall(r"type:\s*'([a-z0-9]+)'", static_text(name))}
+    assert used and used <= set(PLOTLY_BASIC_TRACES), f"views draw {used}: not all are in the basic bundle"
 
 
 def test_report_page_escapes_labels():

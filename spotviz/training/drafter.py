@@ -51,6 +51,7 @@ class DrafterTrainConfig:
     seed: int = 0
     val_fraction: float = 0.1
     topk: int = TOPK  # the root's top-k probabilities per position the drafter reads
+    threshold_prompts: int = 0  # prompts of the threshold trajectories (SPOT-Sets); 0: n_prompts
 
 
 # ------------------------------------------------------------------------------------------ collect
@@ -316,11 +317,14 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     # the input width per mode: a calibrated drafter keeps its source's (which may differ between the two heads)
     topk = {m: SpotDrafter.load(Path(calibrate_from) / sub).cfg.topk if calibrate_from else cfg.topk
             for m, sub in subs.items()}
-    prompts = training_prompts(cfg.n_prompts, seed=cfg.seed + 17, corpus=corpus_of(target))
-    random.Random(cfg.seed).shuffle(prompts)
+    n_sets = cfg.threshold_prompts or cfg.n_prompts
+    pool = training_prompts(max(cfg.n_prompts, n_sets), seed=cfg.seed + 17, corpus=corpus_of(target))
+    random.Random(cfg.seed).shuffle(pool)
+    prompts_of = {"exact": pool[: cfg.n_prompts], "threshold": pool[:n_sets]}
+    prompts = prompts_of["exact"]
     from ..eval.progress import Progress, duration, unit_seconds
 
-    decodes = 2 * len(cfg.temperatures) * len(prompts)
+    decodes = len(cfg.temperatures) * (cfg.n_prompts + n_sets)
     unit_s = unit_seconds(target, prompts[0], cfg.gen_length)
     log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(decodes * unit_s)} "
         f"(one takes {unit_s:.1f} s here), then {'a short calibration' if calibrate_from else f'{cfg.epochs} epochs'} "
@@ -330,8 +334,8 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     for mode in ("exact", "threshold"):
         parts = []
         for j, t in enumerate(cfg.temperatures):
-            log(f"collecting {mode} trajectories at T={t} on {len(prompts)} prompts")
-            parts.append(collect(target, prompts, mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log,
+            log(f"collecting {mode} trajectories at T={t} on {len(prompts_of[mode])} prompts")
+            parts.append(collect(target, prompts_of[mode], mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log,
                                  topk=topk[mode], progress=progress))
         d = _cat(parts)
         d["tau"] = cfg.threshold
@@ -342,7 +346,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
                       {k: (v[perm[:n_val]] if torch.is_tensor(v) else v) for k, v in d.items()})
         log(f"{mode}: {n} training passes  [collection {progress.eta()}]")
     progress.close()
-    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "gen_length": cfg.gen_length,
+    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "threshold_prompts": n_sets, "gen_length": cfg.gen_length,
               "topk": {sub: topk[m] for m, sub in subs.items()}}
     for mode, sub in subs.items():
         train, val = data[mode]

@@ -413,11 +413,24 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     result = {"val_masked_loss": vl, "val_bits_per_token": vl / math.log(2), "steps": state["step"],
               "minutes": state["elapsed"] / 60, "parameters": n_params, "training_dtype": dtype,
               "corpus": source, "config": asdict(cfg)}
+    if cfg.init_from:
+        result |= lineage(cfg.init_from, state["step"], state["elapsed"] / 60)
     final = out / "final"
     export_model(model, tok, final, cfg.save_dtype)
     (final / "training.json").write_text(json.dumps(result | {"history": state["history"]}, indent=1))
     log(f"final: val masked-token loss {vl:.4f} nats = {vl / math.log(2):.3f} bits/token; exported to {final}")
     return result
+
+
+def lineage(init_from: str | Path, steps: int, minutes: float) -> dict:
+    """What a run continued from (`--init-from`): the parent's training record in brief, and the totals over
+    both runs (the parent's own lineage included)."""
+    f = Path(init_from) / "training.json"
+    parent = json.loads(f.read_text()) if f.is_file() else {}
+    brief = {k: parent[k] for k in ("steps", "minutes", "val_masked_loss", "continued_from") if k in parent}
+    return {"continued_from": brief | {"folder": str(init_from)},
+            "total_steps": parent.get("total_steps", parent.get("steps", 0)) + steps,
+            "total_minutes": parent.get("total_minutes", parent.get("minutes", 0.0)) + minutes}
 
 
 def export_checkpoint(out: str | Path, dest: str | Path, dtype: str = "bfloat16") -> Path:

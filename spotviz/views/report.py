@@ -46,7 +46,7 @@ def report_html(trace, baseline=None, race: list | None = None) -> str:
              f'<div id="sv-page">{static_text("explainer.html")}</div>',
              f'<script id="sv-timeline" type="application/json">'
              f"{_json_in_script(timeline(trace, baseline, race=race, source='page', session='page'))}</script>",
-             f"<script>{static_text('plotly.min.js')}</script>"]
+             f"<script>{static_text('plotly.js')}</script>"]
     parts += [f"<script>{static_text(s)}</script>" for s in SCRIPTS + ("page.js",)]
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -59,7 +59,12 @@
         cols = Math.max(cols, bx + 1);
       }
     }
-    const width = Math.max(o.width || 400, 40 + cols * COL_PX);
+    // Columns as narrow as the longest label allows, so that a deep tree of short labels fits its box; wider
+    // trees scroll sideways inside the box.
+    let longest = 1;
+    for (const g of [nodes.a, nodes.r, bonus]) for (const s of g.text) longest = Math.max(longest, s.length);
+    const colPx = Math.max(24 + 7 * longest, Math.min(COL_PX, ((o.width || 400) - 40) / cols));
+    const width = Math.max(o.width || 400, 40 + cols * colPx);
     const height = t ? Math.max(150, 56 + rows * ROW_PX) : 90;
     const text = (color, size) => ({family: SV.MONO.family, size: size || 11, color: color});
     const data = [

@@ -1,14 +1,11 @@
 """The math corpus: generated word problems, the digit tokenizer, the prompt template and row training."""
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from spotviz.embedded.wordproblems import (CHAT_TEMPLATE, FAMILIES, HELDOUT_FAMILIES, SPLITS, generate,
                                            parse_answer, split_of)
-
-STEP = re.compile(r"\$?(\d+) ([-+x/]) \$?(\d+) = \$?(\d+)")
+from spotviz.eval.answers import STEP
 
 
 def test_generation_is_deterministic_and_seeded():
@@ -151,3 +148,31 @@ def test_cli_decode_takes_the_bare_question_and_shows_the_template(tiny_math_dir
     q = "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?"
     assert main(["decode", "--model", str(tiny_math_dir / "final"), "--prompt", q, "--gen-length", "16"]) == 0
     assert capsys.readouterr().out.startswith(f"Question: {q}\nAnswer:")
+
+
+# ------------------------------------------------------------------------------------- answer accuracy (eval)
+def test_step_arithmetic_reads_every_computed_step_of_the_generators_solutions():
+    from spotviz.eval.answers import step_arithmetic
+
+    for p in generate(400, "train", seed=5):
+        n, right = step_arithmetic(p.solution)
+        assert n >= 1 and right == n, (p.family, p.solution)
+    assert step_arithmetic("Priya has 50 + 60 = 77 badges now.\nThen 77 - 7 = 70.") == (2, 1)
+    assert step_arithmetic("She spent 5 x $12 = $60. Each pays $60 / 6 = $10. 7 / 0 = 1.") == (3, 2)
+    assert step_arithmetic("The answer is 5.") == (0, 0)
+
+
+def test_accuracy_summary_per_split_and_family():
+    from spotviz.eval.answers import AnswerRow, heldout_problems, summarise, to_markdown
+
+    probs = heldout_problems(per_family=1, seed=1)
+    fams = {s: {p.family for sp, p in probs if sp == s} for s in ("heldout-problems", "heldout-families")}
+    assert fams["heldout-families"] == set(HELDOUT_FAMILIES) and not fams["heldout-problems"] & set(HELDOUT_FAMILIES)
+    rows = [AnswerRow("heldout-problems", "add", "q", 10, 10, "4 + 6 = 10", False, 1, 1),
+            AnswerRow("heldout-problems", "add", "q", 10, 9, "4 + 6 = 9", False, 1, 0),
+            AnswerRow("heldout-families", "wage", "q", 3, None, "x x x", True, 0, 0)]
+    res = summarise(rows)
+    assert res["splits"]["heldout-problems"] == {"accuracy": 0.5, "n": 2, "ends_with_answer": 1.0, "degenerate": 0,
+                                                 "steps_right": 0.5}
+    assert res["splits"]["heldout-families"]["degenerate"] == 1 and res["outputs"][0]["correct"]
+    assert "| heldout-problems | 2 | 50.0% | 50% | 100% | 0 |" in to_markdown(res)

@@ -4,10 +4,13 @@ Problems come from the generator (embedded/wordproblems.py), never from training
 training families, held-out phrasings of those families, and whole held-out families. The model sees only the
 bare question (its prompt template adds "Question:" / "Answer:"); its answer is the number of the first
 "The answer is N." line. Reported per split and per family, with the share of outputs that end with an answer
-line and the share that are degenerate (eval/quality.py).
+line, the share that are degenerate (eval/quality.py), and how often the computed steps' arithmetic is right
+(every "a op b = c" line of a solution, op one of + - x /, checked on its own: a model can copy the right
+operands and still get the sum wrong).
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
@@ -24,10 +27,24 @@ class AnswerRow:
     predicted: int | None
     text: str
     degenerate: bool
+    steps: int = 0  # "a op b = c" steps written
+    steps_right: int = 0  # of those, arithmetically right
 
     @property
     def correct(self) -> bool:
         return self.predicted == self.answer
+
+
+STEP = re.compile(r"\$?(\d+) ([-+x/]) \$?(\d+) = \$?(\d+)")
+
+
+def step_arithmetic(text: str) -> tuple[int, int]:
+    """(steps written, steps right) over the "a op b = c" computations of a solution."""
+    steps = right = 0
+    for a, op, b, c in ((int(m[1]), m[2], int(m[3]), int(m[4])) for m in STEP.finditer(text)):
+        steps += 1
+        right += {"+": a + b == c, "-": a - b == c, "x": a * b == c, "/": b != 0 and a == b * c}[op]
+    return steps, right
 
 
 def heldout_problems(per_family: int = 4, seed: int = 1) -> list[tuple[str, Problem]]:
@@ -51,7 +68,7 @@ def answer_accuracy(target, problems: list[tuple[str, Problem]], gen_length: int
         trace = decode_standard(target, p.question, DecodeConfig(mode="exact", temperature=0.0, gen_length=gen_length))
         ids = [t for t in trace.tokens if t not in target.info.eos_ids]
         rows.append(AnswerRow(split, p.family, p.question, p.answer, parse_answer(trace.text), trace.text,
-                              output_quality(ids).degenerate))
+                              output_quality(ids).degenerate, *step_arithmetic(trace.text)))
         if log and (i + 1) % 50 == 0:
             log(f"  {i + 1}/{len(problems)} problems decoded")
     return summarise(rows)
@@ -67,7 +84,8 @@ def summarise(rows: list[AnswerRow]) -> dict:
     def acc(rs):
         return {"accuracy": sum(r.correct for r in rs) / len(rs), "n": len(rs),
                 "ends_with_answer": sum(r.predicted is not None for r in rs) / len(rs),
-                "degenerate": sum(r.degenerate for r in rs)}
+                "degenerate": sum(r.degenerate for r in rs),
+                "steps_right": sum(r.steps_right for r in rs) / max(1, sum(r.steps for r in rs))}
 
     return {"splits": {s: acc(rs) for s, rs in by_split.items()},
             "families": [{"split": s, "family": f} | acc(rs) for (s, f), rs in by_family.items()],
@@ -75,10 +93,11 @@ def summarise(rows: list[AnswerRow]) -> dict:
 
 
 def to_markdown(res: dict) -> str:
-    lines = ["| split | problems | answer accuracy | ends with an answer | degenerate |", "|---|---|---|---|---|"]
+    lines = ["| split | problems | answer accuracy | computed steps right | ends with an answer | degenerate |",
+             "|---|---|---|---|---|---|"]
     for s, a in res["splits"].items():
-        lines.append(f"| {s} | {a['n']} | {100 * a['accuracy']:.1f}% | {100 * a['ends_with_answer']:.0f}% | "
-                     f"{a['degenerate']} |")
+        lines.append(f"| {s} | {a['n']} | {100 * a['accuracy']:.1f}% | {100 * a['steps_right']:.0f}% | "
+                     f"{100 * a['ends_with_answer']:.0f}% | {a['degenerate']} |")
     lines += ["", "| split | family | problems | answer accuracy |", "|---|---|---|---|"]
     for f in res["families"]:
         lines.append(f"| {f['split']} | {f['family']} | {f['n']} | {100 * f['accuracy']:.0f}% |")

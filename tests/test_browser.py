@@ -442,6 +442,15 @@ def test_phone_layout_puts_the_output_first_and_keeps_the_scrubber_by_the_tree(b
         assert canvas["y"] < settings["y"], (canvas, settings)
         assert pg.evaluate("() => document.documentElement.scrollWidth") <= 420 + 1
         pause(pg)
+        # every figure drawn for the pass shown, inside the screen's width, and it stays so (a figure wider than its
+        # grid column once widened the column, which redrew the figure wider, without end)
+        pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+            return r.dataset.drawn === r.dataset.session + ':' + r.dataset.pass; }}""", timeout=20_000)
+        widths = f"() => Array.from(document.querySelectorAll('{EXPLAINER} .sve-plot')).map(d => d.parentNode.clientWidth)"
+        first = pg.evaluate(widths)
+        pg.wait_for_timeout(1000)
+        assert pg.evaluate(widths) == first and max(first) <= 420, first
+        assert pg.evaluate("() => document.documentElement.scrollWidth") <= 420 + 1
         pg.locator(f"{EXPLAINER} .sve-tree-panel").scroll_into_view_if_needed()
         pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-tree-panel').scrollIntoView({{block: 'center'}})")
         pg.wait_for_timeout(300)

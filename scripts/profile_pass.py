@@ -30,9 +30,9 @@ import torch  # noqa: E402
 COMPONENTS = [
     ("spotviz.drafter.model", "NumpyDrafter.__call__", "drafter forward"),
     ("spotviz.drafter.numpy_forward", "NumpyDrafter.__call__", "drafter forward"),
-    ("spotviz.drafter.proposers", "np_position_features", "features"),
-    ("spotviz.drafter.proposers", "coupled_candidates", "drafter context"),
-    ("spotviz.drafter.proposers", "_Context.__init__", "drafter context"),
+    ("spotviz.drafter.proposers.spot", "np_position_features", "features"),
+    ("spotviz.drafter.proposers.common", "coupled_candidates", "drafter context"),
+    ("spotviz.drafter.proposers.common", "Context.__init__", "drafter context"),
     ("spotviz.samplers.spot", "masked_log_softmax", "root log-probs"),
     ("spotviz.samplers.spot", "build_tree", "tree build"),
     ("spotviz.samplers.spot", "node_states", "node states"),

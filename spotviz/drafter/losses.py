@@ -1,6 +1,6 @@
 """The SPOT drafter's training objectives (teacher-forced): the pointer distribution and its loss, the keep head's
 logits, the set head's inclusion probabilities. Batched torch, as training/drafter.py uses them; inference computes
-the same distributions per node in numpy (drafter/proposers.py, tied to these by tests/test_engine_fast.py)."""
+the same distributions per node in numpy (drafter/proposers/spot.py, tied to these by tests/test_engine_fast.py)."""
 from __future__ import annotations
 
 import math

@@ -1,0 +1,50 @@
+"""The calibrated proposer: a static draft-graph template fitted offline (train-drafter writes calibrated.json)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..numpy_forward import np_sigmoid
+from ..tree import Proposer
+from .common import Context, exact_children, set_children
+
+
+class Calibrated(Proposer):
+    """A static draft-graph template: the probability that the true decision at depth d is the r-th ranked
+    remaining position (by stale confidence) with the stale token, calibrated offline on calibration prompts.
+    Best-first growth with these static probabilities maximises the expected accepted length under the budget
+    (assuming independent acceptances). Threshold mode: inclusion q = sigmoid(a_d * (log c - log tau) + b_d)."""
+
+    def __init__(self, table: dict):
+        self.rank_probs = [np.asarray(r, dtype=np.float64) for r in table["rank_probs"]]  # [depth][rank]
+        self.set_params = table.get("set_params") or [[8.0, 0.0]]  # [depth][a, b]
+        if not self.rank_probs or any(r.ndim != 1 for r in self.rank_probs):
+            raise ValueError("rank_probs must be a non-empty list of per-depth lists of probabilities")
+        if np.asarray(self.set_params, dtype=np.float64).ndim != 2 or len(self.set_params[0]) != 2:
+            raise ValueError("set_params must be a list of [a, b] pairs")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Calibrated":
+        p = Path(path)
+        try:
+            return cls(json.loads(p.read_text()))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"calibration file {p} is missing or malformed: {e}") from None
+
+    def prepare(self, view, max_depth):
+        return Context(view, max_depth)
+
+    def children(self, ctx, view, node, remaining):
+        d = ctx.d(node)
+        if view.rule.mode == "exact":
+            row = self.rank_probs[min(d, len(self.rank_probs) - 1)]
+            c = np.where(remaining, ctx.conf[d], -1.0)
+            order = np.argsort(-c, kind="stable")[: min(int(remaining.sum()), len(row))]
+            probs = np.zeros_like(c)
+            probs[order] = row[: len(order)]
+            return exact_children(ctx, node, probs, None, self.branch_positions)
+        a, b = self.set_params[min(d, len(self.set_params) - 1)]
+        return set_children(ctx, node, np_sigmoid(a * (ctx.logc[d] - math.log(view.rule.threshold)) + b), remaining)

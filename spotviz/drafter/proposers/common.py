@@ -1,0 +1,96 @@
+"""What the proposers share: the per-pass context (coupled-noise tokens, best and runner-up, and the root's
+confidences per depth) and a node's children in exact mode (top-k positions, a runner-up token where the stale
+one may be replaced) and in threshold mode (candidate commit sets from per-position inclusion probabilities)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..features import RootView, coupled_candidates
+from ..tree import DraftNode
+
+
+class Context:
+    """Per-pass arrays: the coupled-noise tokens (best, runner-up) and root confidences per depth, computed for the
+    first depths at once and for deeper ones only when a node that deep is expanded (their noise costs)."""
+
+    FIRST_DEPTHS = 4
+
+    def __init__(self, view: RootView, max_depth: int):
+        self.view = view
+        self.max_depth = max(max_depth, 1)
+        w = view.width
+        self.tok1 = self.tok2 = np.zeros((0, w), np.int64)
+        self.logc = self.conf = self.conf2 = np.zeros((0, w), np.float32)
+        self._grow(min(self.max_depth, self.FIRST_DEPTHS))
+
+    def _grow(self, depths: int) -> None:
+        n = len(self.tok1)
+        tok1, tok2, logc = coupled_candidates(self.view, depths, start=n)
+        p2 = self.view.logp.gather(-1, tok2.T.contiguous()).T  # [new depths, w] root prob of the runner-up
+        self.tok1 = np.concatenate([self.tok1, tok1.cpu().numpy()])
+        self.tok2 = np.concatenate([self.tok2, tok2.cpu().numpy()])
+        self.logc = np.concatenate([self.logc, logc.float().cpu().numpy()])
+        self.conf = np.exp(self.logc)
+        self.conf2 = np.concatenate([self.conf2, p2.exp().float().cpu().numpy()])
+        self.grown(n)
+
+    def grown(self, start: int) -> None:
+        """Hook: depths start.. were just added (proposers with per-depth arrays extend theirs)."""
+
+    def d(self, node: DraftNode) -> int:  # depth index of the decision at `node`
+        d = min(node.depth, self.max_depth - 1)
+        if d >= len(self.tok1):
+            self._grow(min(self.max_depth, max(2 * len(self.tok1), d + 1)))
+        return d
+
+
+def exact_children(ctx: Context, node: DraftNode, probs: np.ndarray, keep: np.ndarray | None, k: int,
+                    runner_up: float = 1.0):
+    """Top-k positions by `probs`; each with the coupled token (prob*keep) and, if keep < 1, the runner-up token
+    (prob*(1-keep)*runner_up: runner_up = P(the replacement of a stale token is the runner-up))."""
+    d = ctx.d(node)
+    nz = int((probs > 0).sum())
+    top = np.argsort(-probs, kind="stable")[: min(k, nz)]
+    out = []
+    for j in top.tolist():
+        p = float(probs[j])
+        kp = 1.0 if keep is None else float(keep[j])
+        out.append(((j,), (int(ctx.tok1[d, j]),), p * kp))
+        if keep is not None and kp < 0.999:
+            out.append(((j,), (int(ctx.tok2[d, j]),), p * (1 - kp) * runner_up))
+    return out
+
+
+def set_children(ctx: Context, node: DraftNode, q: np.ndarray, remaining: np.ndarray, n_flip: int = 3,
+                  n_single: int = 4):
+    """Candidate commit sets from per-position inclusion probabilities q.
+
+    If some positions are likely in the set: the likeliest set and single flips of its most borderline positions.
+    If none is (the rule then commits only its most confident position): the likeliest singletons. A set is
+    never empty. Probabilities are normalised over the candidates."""
+    d = ctx.d(node)
+    idx = np.flatnonzero(remaining)
+    qr = np.clip(q[idx], 1e-6, 1 - 1e-6)
+    base = qr > 0.5
+    sets = []
+    if base.any():
+        sets.append((base, float(np.exp(np.log(np.where(base, qr, 1 - qr)).sum()))))
+        for b in np.argsort(np.abs(qr - 0.5), kind="stable")[:n_flip].tolist():
+            s = base.copy()
+            s[b] = not s[b]
+            if s.any():
+                sets.append((s, float(np.exp(np.log(np.where(s, qr, 1 - qr)).sum()))))
+    else:
+        for j in np.argsort(-qr, kind="stable")[:n_single].tolist():
+            s = np.zeros_like(base)
+            s[j] = True
+            sets.append((s, float(qr[j])))
+    out, seen = [], set()
+    for s, p in sets:
+        offs = tuple(idx[s].tolist())
+        if offs in seen:
+            continue
+        seen.add(offs)
+        out.append((offs, tuple(int(ctx.tok1[d, j]) for j in offs), p))
+    total = sum(p for *_, p in out)
+    return [(o, t, p / total) for o, t, p in out]

@@ -11,15 +11,15 @@ import sys
 import time
 
 
-def unit_seconds(target, prompt: str, gen_length: int, probe_tokens: int = 16) -> float:
-    """Seconds of one standard decode of `gen_length` tokens, from a timed decode of `probe_tokens` tokens."""
+def unit_seconds(target, prompt: str, gen_length: int, probe_tokens: int = 16, mode: str = "exact") -> float:
+    """Seconds of one standard decode of `gen_length` tokens (in `mode`), from a timed decode of `probe_tokens`."""
     from ..samplers.common import DecodeConfig
     from ..samplers.standard import decode_standard
 
     n = max(1, min(probe_tokens, gen_length))
-    decode_standard(target, prompt, DecodeConfig(gen_length=n))  # warm-up (first-call allocations)
+    decode_standard(target, prompt, DecodeConfig(gen_length=n, mode=mode))  # warm-up (first-call allocations)
     t0 = time.perf_counter()
-    decode_standard(target, prompt, DecodeConfig(gen_length=n))
+    decode_standard(target, prompt, DecodeConfig(gen_length=n, mode=mode))
     return (time.perf_counter() - t0) * gen_length / n
 
 

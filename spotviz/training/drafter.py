@@ -326,10 +326,12 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
 
     decodes = len(cfg.temperatures) * (cfg.n_prompts + n_sets)
     unit_s = unit_seconds(target, prompts[0], cfg.gen_length)
-    log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(decodes * unit_s)} "
-        f"(one takes {unit_s:.1f} s here), then {'a short calibration' if calibrate_from else f'{cfg.epochs} epochs'} "
-        f"per drafter; progress and ETA follow")
-    progress = Progress(decodes, "collect trajectories", decodes * unit_s)
+    unit_t = unit_seconds(target, prompts[0], cfg.gen_length, mode="threshold")  # several commits per pass
+    expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t)
+    log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(expected)} "
+        f"(one takes {unit_s:.1f} s here, {unit_t:.1f} s in threshold mode), then "
+        f"{'a short calibration' if calibrate_from else f'{cfg.epochs} epochs'} per drafter; progress and ETA follow")
+    progress = Progress(decodes, "collect trajectories", expected)
     data = {}
     for mode in ("exact", "threshold"):
         parts = []

@@ -67,8 +67,8 @@ def blocked(pg, t0: float, t1: float) -> tuple[float, float]:
     return sum(d for _, d in tasks), max((d for _, d in tasks), default=0.0)
 
 
-def main_thread_cpu_ms(trace_path: Path) -> tuple[float, float]:
-    """(CPU ms, wall ms) of the renderer main thread's top-level tasks in a Chrome trace."""
+def main_thread_cpu_ms(trace_path: Path) -> float:
+    """CPU ms of the renderer main thread's top-level tasks in a Chrome trace."""
     events = json.loads(trace_path.read_text())
     events = events["traceEvents"] if isinstance(events, dict) else events
     mains = {(e["pid"], e["tid"]) for e in events
@@ -76,14 +76,12 @@ def main_thread_cpu_ms(trace_path: Path) -> tuple[float, float]:
     tasks = sorted((e for e in events if (e.get("pid"), e.get("tid")) in mains and e.get("ph") == "X"
                     and e.get("name") in ("RunTask", "ThreadControllerImpl::RunTask") and "dur" in e),
                    key=lambda e: e["ts"])
-    cpu = wall = 0.0
-    end = -1.0
+    cpu, end = 0.0, -1.0
     for e in tasks:  # top-level tasks only (a nested RunTask lies inside the one before)
         if e["ts"] >= end:
             cpu += e.get("tdur", e["dur"]) / 1e3
-            wall += e["dur"] / 1e3
             end = e["ts"] + e["dur"]
-    return cpu, wall
+    return cpu
 
 
 def ex(pg) -> dict:
@@ -230,7 +228,7 @@ def main() -> int:
                                      timeout=300_000, polling=50)
                 t_end = pg.evaluate("() => performance.now()")
                 b.stop_tracing()
-                cpu_ms, _ = main_thread_cpu_ms(trace_path)
+                cpu_ms = main_thread_cpu_ms(trace_path)
                 ms, longest = blocked(pg, t_start, t_end)
                 runs.append({"run_s": (t_end - t_start) / 1e3, "blocked_ms": ms, "blocked_pct": 100 * ms / (t_end - t_start),
                              "longest_ms": longest, "paints": int(ex(pg)["renders"]),

@@ -321,12 +321,11 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     pool = training_prompts(max(cfg.n_prompts, n_sets), seed=cfg.seed + 17, corpus=corpus_of(target))
     random.Random(cfg.seed).shuffle(pool)
     prompts_of = {"exact": pool[: cfg.n_prompts], "threshold": pool[:n_sets]}
-    prompts = prompts_of["exact"]
     from ..eval.progress import Progress, duration, unit_seconds
 
     decodes = len(cfg.temperatures) * (cfg.n_prompts + n_sets)
-    unit_s = unit_seconds(target, prompts[0], cfg.gen_length)
-    unit_t = unit_seconds(target, prompts[0], cfg.gen_length, mode="threshold")  # several commits per pass
+    unit_s = unit_seconds(target, pool[0], cfg.gen_length)
+    unit_t = unit_seconds(target, pool[0], cfg.gen_length, mode="threshold")  # several commits per pass
     expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t)
     log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(expected)} "
         f"(one takes {unit_s:.1f} s here, {unit_t:.1f} s in threshold mode), then "

@@ -234,3 +234,24 @@ def test_switching_the_model_updates_banner_prompt_and_menu(app):
         assert prompt == CODE_PROMPTS[0] and menu["choices"] == CODE_PROMPTS
     finally:
         ctx.models.remove("python-code")
+
+
+def test_live_token_texts_are_the_traces_mask_and_end_of_text_marks(tiny_block_target, tiny_prompt):
+    """A streaming run names tokens as its trace does: "[MASK]", and one mark "∎" for end of text (a stopped run
+    shows only the live strings, so they must not fall back to the raw tag)."""
+    from spotviz.samplers.common import DecodeConfig
+    from spotviz.ui.runner import _one_run
+
+    info = tiny_block_target.info
+    shown = tiny_block_target.display_strings([info.mask_id, *info.eos_ids, 5])
+    assert shown[info.mask_id] == "[MASK]" and all(shown[e] == "∎" for e in info.eos_ids)
+    assert shown[5] == tiny_block_target.token_strings([5])[5]
+    eos = info.eos_ids[0]
+    prompt = tiny_prompt + tiny_block_target.decode([eos]) + "\n"  # end of text among the prompt's tokens
+    assert eos in tiny_block_target.encode(prompt)
+    live, trace = {}, None
+    for ev in _one_run(tiny_block_target, prompt, DecodeConfig(gen_length=16, seed=2), "main"):
+        live.update(ev.get("token_text", {}))
+        trace = ev.get("trace", trace)
+    assert live[str(eos)] == "∎" and live[str(info.mask_id)] == "[MASK]"
+    assert live == {k: trace["token_text"][k] for k in live}

@@ -257,11 +257,7 @@ class DecodeState:
             for n in p.tree:
                 ids.update(n.tokens)
                 ids.update(n.target_tokens)
-        text_of = self.target.token_strings(ids)
-        text_of[self.mask_id] = "[MASK]"
-        for e in self.target.info.eos_ids:  # end of text: a finished block is filled with it; one mark, not a tag
-            if e in text_of:
-                text_of[e] = "∎"
+        text_of = self.target.display_strings(ids)
         return Trace(meta=meta, passes=self.passes, tokens=gen, text=self.target.decode(gen),
                      counters=self.counters(), token_text={str(k): v for k, v in sorted(text_of.items())})
 

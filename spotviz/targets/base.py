@@ -133,3 +133,14 @@ class DiffusionTarget(ABC):
     def token_strings(self, ids) -> dict[int, str]:
         """Display string of each token id (byte-level pieces decoded one by one)."""
         return {int(i): self.tokenizer.decode([int(i)], clean_up_tokenization_spaces=False) for i in set(ids)}
+
+    def display_strings(self, ids) -> dict[int, str]:
+        """What views show for each token id: its string, "[MASK]" for MASK, and one mark "∎" for end of text (a
+        finished block is filled with it: one mark per slot reads better than a tag per slot)."""
+        out = self.token_strings(ids)
+        if self.info.mask_id in out:
+            out[self.info.mask_id] = "[MASK]"
+        for e in self.info.eos_ids:
+            if e in out:
+                out[e] = "∎"
+        return out

@@ -109,8 +109,7 @@ def _one_run(target, prompt: str, cfg, run: str) -> Iterator[dict]:
     for prog in decode_stream(target, prompt, cfg, start_event=True):
         if prog.kind == "start":  # the engine's own RunMeta (prompt tokens, truncation, auto budget)
             known |= set(prog.meta.prompt_tokens)
-            texts = target.token_strings(known)
-            texts[mask] = "[MASK]"
+            texts = target.display_strings(known)
             yield {"type": "start", "run": run, "meta": asdict(prog.meta),
                    "token_text": {str(k): v for k, v in texts.items()}}
             continue
@@ -125,7 +124,7 @@ def _one_run(target, prompt: str, cfg, run: str) -> Iterator[dict]:
         new = ids - known
         known |= new
         yield {"type": "pass", "run": run, "record": asdict(rec), "counters": asdict(prog.counters),
-               "token_text": {str(k): v for k, v in target.token_strings(new).items()} if new else {}}
+               "token_text": {str(k): v for k, v in target.display_strings(new).items()} if new else {}}
 
 
 def _error(run: str, where: str, e: BaseException) -> dict:

@@ -92,7 +92,8 @@
               visible: !!t, title: {text: 'depth (drafted decisions after the first)', font: {size: 11}},
               tickfont: {size: 10}},
       yaxis: {range: [rows - 0.4, -0.6], visible: false, fixedrange: true},
-      annotations: t ? [] : [SV.note(caption(R, tp, k) || ' ')],
+      // (the reason is the caption above the figure; one short line here, which fits a phone)
+      annotations: t ? [] : [SV.note(k < 1 ? 'No pass yet.' : 'No draft tree in this pass: the caption above says why.')],
     });
     return {data: data, layout: layout, caption: caption(R, tp, k), shown: p ? tp.k : 0};
   };

@@ -195,7 +195,8 @@ def cmd_train_target(a) -> int:
                             lr=a.lr, max_steps=a.max_steps, minutes=a.minutes, threads=a.threads, seed=a.seed,
                             vocab_size=a.vocab_size, corpus_fraction=a.corpus_fraction, corpus=a.corpus,
                             init_from=a.init_from or "", amp=a.amp, block_size=a.block_size,
-                            context=a.context, problems=a.problems)
+                            context=a.context, problems=a.problems, drills=a.drills,
+                            result_weight=a.result_weight)
     if not cfg.max_steps and not cfg.minutes:
         raise ValueError("give --max-steps N or --minutes M (training stops at the first reached; 0 = no limit)")
     _writable(a.out, "--out", force=a.force, folder=True)
@@ -363,6 +364,10 @@ def main(argv=None) -> int:
     t.add_argument("--context", type=int, default=0,
                    help="the model's context (max positions); 0: the training length --seq-len")
     t.add_argument("--problems", type=int, default=300_000, help="math corpus: generated training problems")
+    t.add_argument("--drills", type=float, default=0.0,
+                   help="math corpus: share of the training problems that are bare arithmetic drills ('What is 48 + 25?')")
+    t.add_argument("--result-weight", type=float, default=1.0,
+                   help="math corpus: loss weight of the digits of each computed result (a op b = c); others weigh 1")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--vocab-size", type=int, default=1024)
     t.add_argument("--lr", type=float, default=2e-3)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from spotviz.embedded.wordproblems import (CHAT_TEMPLATE, FAMILIES, HELDOUT_FAMILIES, SPLITS, generate,
+from spotviz.embedded.wordproblems import (CHAT_TEMPLATE, DRILL, FAMILIES, HELDOUT_FAMILIES, SPLITS, generate,
                                            parse_answer, split_of)
 from spotviz.eval.answers import STEP
 
@@ -36,6 +36,24 @@ def test_every_solution_computes_each_step_and_ends_with_the_answer(split):
         assert parse_answer(p.solution) == p.answer
         assert p.question[0].isupper() or p.question[0].isdigit()
         assert ". a " not in p.question and ". half" not in p.question  # sentences start with a capital
+
+
+@pytest.mark.parametrize("split", ["train", "heldout-phrasings"])
+def test_arithmetic_drills_compute_every_step_and_stay_out_of_the_round_robin(split):
+    drills = generate(300, split, seed=0, families=(DRILL.name,))
+    assert {p.family for p in drills} == {"arithmetic"} and all(split_of(p) == split for p in drills)
+    ops, chained = set(), 0
+    for p in drills:
+        lines = p.solution.split("\n")
+        assert lines[-1] == f"The answer is {p.answer}." and p.answer >= 0
+        for line in lines[:-1]:
+            m = STEP.search(line)
+            x, op, y, z = int(m[1]), m[2], int(m[3]), int(m[4])
+            assert {"+": x + y, "-": x - y, "x": x * y, "/": x / y}[op] == z, line
+            ops.add(op)
+        chained += len(lines) > 2
+    assert ops == set("+-x/") and chained > 10
+    assert DRILL not in FAMILIES and "arithmetic" not in {p.family for p in generate(400, "train", seed=0)}
 
 
 def test_splits_hold_out_families_phrasings_and_samples():
@@ -130,6 +148,66 @@ def test_row_corpus_noises_only_answer_positions_and_keeps_the_template(tiny_mat
     assert not (m & ~maskable).any() and m.any()
     assert np.array_equal(noised[~m].numpy(), rows[:8][~m].numpy())
     assert tok.chat_template == CHAT_TEMPLATE
+
+
+def test_result_digits_are_the_computed_results_of_each_step(tiny_math_dir):
+    import torch
+
+    from spotviz.training.target import ResultDigits
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_math_dir / "tokenizer"))
+    find = ResultDigits(tok)
+    problems = generate(60, "train", seed=3) + generate(20, "train", seed=3, families=(DRILL.name,))
+    for p in problems:
+        ids = tok(p.text, add_special_tokens=False)["input_ids"]
+        marked = find(torch.tensor([ids]))[0]
+        runs, cur = [], ""
+        for i, on in zip(ids, marked.tolist()):
+            if on:
+                cur += tok.decode([i])
+            elif cur:
+                runs, cur = runs + [cur], ""
+        runs += [cur] if cur else []
+        assert runs == [m[4] for m in STEP.finditer(p.solution)], p.text
+
+
+def test_weighted_training_loss_and_drill_mix(tmp_path, tiny_math_dir):
+    import json
+
+    import torch
+
+    from spotviz.embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM
+    from spotviz.training.target import TrainTargetConfig, block_training_mask, masked_loss, train_target
+
+    model = SpotDLMForMaskedLM(SpotDLMConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1,
+                                             num_attention_heads=2, intermediate_size=32,
+                                             max_position_embeddings=32, attention="block", block_size=8,
+                                             mask_token_id=1, eos_token_id=2, pad_token_id=2))
+    x = torch.randint(3, 40, (2, 16), generator=torch.Generator().manual_seed(0))
+    m = torch.rand(2, 16, generator=torch.Generator().manual_seed(1)) < 0.5
+    noised = torch.where(m, torch.ones_like(x), x)
+    tm = block_training_mask(16, 8)
+    plain = masked_loss(model, x, noised, m, tm)
+    assert torch.allclose(masked_loss(model, x, noised, m, tm, weight=torch.full((2, 16), 3.0)), plain)
+    only = torch.zeros(2, 16)
+    first = m.nonzero()[0]
+    only[first[0], first[1]] = 1.0  # all the weight on one masked position: its own cross-entropy
+    one = masked_loss(model, x, noised, m & (torch.arange(16) == first[1]) & (torch.arange(2) == first[0])[:, None], tm)
+    assert torch.allclose(masked_loss(model, x, noised, m, tm, weight=only), one)
+
+    base = dict(corpus="math", problems=200, vocab_size=300, hidden_size=32, num_hidden_layers=1,
+                num_attention_heads=2, intermediate_size=64, seq_len=128, batch_size=2, max_steps=2,
+                warmup_steps=1, eval_every=10_000, checkpoint_every=10_000, save_dtype="float32")
+    res = train_target(TrainTargetConfig(out=str(tmp_path / "d"), drills=0.25, result_weight=4.0, **base),
+                       log=lambda *a, **k: None)
+    assert res["corpus"]["drill_problems"] == 50 and res["config"]["result_weight"] == 4.0
+    assert json.loads((tmp_path / "d" / "final" / "training.json").read_text())["steps"] == 2
+    for bad in (dict(drills=1.0), dict(result_weight=0.0)):
+        with pytest.raises(ValueError):
+            train_target(TrainTargetConfig(out=str(tmp_path / "bad"), **(base | bad)), log=lambda *a, **k: None)
+    with pytest.raises(ValueError, match="math corpus only"):
+        train_target(TrainTargetConfig(out=str(tmp_path / "bad"), corpus="python", drills=0.1), log=print)
 
 
 def test_embedded_target_applies_the_stored_template(tiny_math_dir):

@@ -501,6 +501,39 @@ def _fam_times_then_total(d: Draw):
                f"Together they have {v['x']} + {other} = {c} {v['items']}."], c
 
 
+def _fam_arithmetic(d: Draw):
+    """A bare computation ("What is 48 + 25?"): the operations the families use, in their number ranges, with
+    or without dollars, one or two steps. Not one of FAMILIES: a training run mixes it in on purpose (the share
+    is `train-target --drills`), as dense practice of the digit-by-digit arithmetic the stories need."""
+    cur = "$" if d.n(0, 3) == 0 else ""
+    op = d.pick("+-x/")
+    if op == "+":
+        x, y = d.n(2, 200), d.n(2, 200)
+        c = x + y
+    elif op == "-":
+        x = d.n(12, 400)
+        y = d.n(2, x - 1)
+        c = x - y
+    elif op == "x":
+        x, y = d.n(2, 60), d.n(2, 12)
+        c = x * y
+    else:
+        y, c = d.n(2, 12), d.n(2, 30)
+        x = y * c
+    words = {"+": "plus", "-": "minus", "x": "times", "/": "divided by"}
+    v = {"x": f"{cur}{x}", "op": op, "op_word": words[op], "y": f"{cur}{y}" if op in "+-" else str(y),
+         "tail": ""}
+    lines = [f"{v['x']} {op} {v['y']} = {cur}{c}."]
+    if op in "x/" and d.n(0, 2) == 0:  # a second step on the result
+        op2 = d.pick("+-")
+        z = d.n(2, 90) if op2 == "+" else d.n(1, max(1, c - 1))
+        v["tail"] = f" {words[op2]} {cur}{z}"
+        c2 = c + z if op2 == "+" else c - z
+        lines.append(f"{cur}{c} {op2} {cur}{z} = {cur}{c2}.")
+        c = c2
+    return v, lines, c
+
+
 F = Family
 FAMILIES: tuple[Family, ...] = (
     F("add", (
@@ -724,7 +757,14 @@ FAMILIES: tuple[Family, ...] = (
         "{a} owns {x} {items}, and {b} owns {times} as many. How many {items} do they own together?",
     ), _fam_times_then_total),
 )
-FAMILY_BY_NAME = {f.name: f for f in FAMILIES}
+# bare arithmetic drills, mixed into training on purpose (not visited by `generate`'s round robin)
+DRILL = Family("arithmetic", (
+    "What is {x} {op_word} {y}{tail}?",
+    "Work out {x} {op} {y}{tail}.",
+    "Compute {x} {op_word} {y}{tail}.",
+    "How much is {x} {op_word} {y}{tail}?",
+), _fam_arithmetic)
+FAMILY_BY_NAME = {f.name: f for f in FAMILIES + (DRILL,)}
 # whole families never trained on: each combines steps the training families teach, in a new story
 HELDOUT_FAMILIES = ("more-then-total", "two-days", "wage", "spend-daily", "pick-together")
 HELDOUT_PHRASING = -1  # the last phrasing of every training family is held out

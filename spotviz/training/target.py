@@ -65,6 +65,12 @@ class TrainTargetConfig:
     # math corpus: noise the question too in training (the loss then also teaches copying inside questions, which
     # measured faster to learn than from the answers alone); validation always scores the answer only
     noise_questions: bool = True
+    # math corpus: share of the training rows that are bare arithmetic drills ("What is 48 + 25?", the
+    # wordproblems DRILL family), and the loss weight of the digits of a computed result (the `c` of an
+    # `a op b = c` line; every other position weighs 1). Re-weighting positions leaves each position's best
+    # prediction, and so the model's calibration, unchanged: it only moves capacity to the arithmetic.
+    drills: float = 0.0
+    result_weight: float = 1.0
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
     # weights and optimizer state stay fp32
@@ -132,11 +138,14 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
 
     from ..embedded.corpus import EOT
     from ..embedded.tokenizer import train_tokenizer
-    from ..embedded.wordproblems import CHAT_TEMPLATE, HELDOUT_FAMILIES, generate
+    from ..embedded.wordproblems import CHAT_TEMPLATE, DRILL, HELDOUT_FAMILIES, generate
 
     tok_dir = out / "tokenizer"
     if not (out / "train_rows.npy").exists():
-        train = generate(cfg.problems, "train", seed=cfg.seed)
+        n_drill = int(round(cfg.problems * cfg.drills))
+        train = generate(cfg.problems - n_drill, "train", seed=cfg.seed)
+        if n_drill:
+            train += generate(n_drill, "train", seed=cfg.seed, families=(DRILL.name,))
         val = generate(2000, "heldout-problems", seed=cfg.seed)
         if cfg.init_from:
             tok = AutoTokenizer.from_pretrained(cfg.init_from)
@@ -159,7 +168,8 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
             np.save(out / f"{name}_start.npy", start)
         (out / "source.json").write_text(json.dumps({
             "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train),
-            "val_problems": len(val), "seed": cfg.seed, "heldout_families": list(HELDOUT_FAMILIES),
+            "val_problems": len(val), "drill_problems": n_drill, "seed": cfg.seed,
+            "heldout_families": list(HELDOUT_FAMILIES),
             "longest_row": int(max(map(len, enc)))}, indent=1))
     tok = AutoTokenizer.from_pretrained(str(tok_dir))
 
@@ -244,8 +254,33 @@ def block_training_mask(L: int, block: int) -> torch.Tensor:
     return torch.cat([top, bottom], 0).view(1, 1, 2 * L, 2 * L)
 
 
+class ResultDigits:
+    """Finds the digits of computed results in token rows: a run of digit tokens right after `' ='` and a space
+    (or `' $'`), as the word-problem solutions write them (`... 33 = 55 ...`, `... = $9.`). The tokenizer
+    splits every digit into its own token, so a result is a run of such tokens."""
+
+    def __init__(self, tok):
+        vocab = tok.get_vocab()
+        self.digits = torch.tensor(sorted({i for t, i in vocab.items() if tok.decode([i]).isdigit()}))
+        self.equals = torch.tensor([i for i in (tok.convert_tokens_to_ids(t) for t in vocab)
+                                    if tok.decode([i]) == " ="])
+        self.gap = torch.tensor([i for t, i in vocab.items() if tok.decode([i]) in (" ", " $")])
+        if not (len(self.digits) and len(self.equals) and len(self.gap)):
+            raise ValueError("this tokenizer has no single-digit / ' =' / ' ' tokens; result weights need them")
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        digit = torch.isin(x, self.digits)
+        opens = torch.zeros_like(digit)
+        opens[:, 2:] = digit[:, 2:] & torch.isin(x[:, 1:-1], self.gap) & torch.isin(x[:, :-2], self.equals)
+        out = opens.clone()
+        for j in range(1, x.shape[1]):  # extend each run over the digits that follow it
+            out[:, j] |= out[:, j - 1] & digit[:, j]
+        return out
+
+
 def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, m: torch.Tensor, train_mask,
-                amp: bool = False):
+                amp: bool = False, weight: torch.Tensor | None = None):
+    """Mean cross-entropy over the masked positions `m`; with `weight` [b, L], the weighted mean."""
     L = x.shape[1]
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp and x.device.type == "cpu"):
         if model.config.attention == "block":
@@ -253,7 +288,10 @@ def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor
             logits = model(torch.cat([noised, x], 1), position_ids=pos, attention_mask=train_mask)[:, :L]
         else:
             logits = model(noised)
-    return F.cross_entropy(logits[m].float(), x[m])
+    if weight is None:
+        return F.cross_entropy(logits[m].float(), x[m])
+    w = weight[m]
+    return (F.cross_entropy(logits[m].float(), x[m], reduction="none") * w).sum() / w.sum()
 
 
 @torch.no_grad()
@@ -294,6 +332,12 @@ def _size(data) -> str:
 
 
 def train_target(cfg: TrainTargetConfig, log=print) -> dict:
+    if not 0.0 <= cfg.drills < 1.0:
+        raise ValueError(f"--drills {cfg.drills:g}: give a share in [0, 1)")
+    if cfg.result_weight <= 0:
+        raise ValueError(f"--result-weight {cfg.result_weight:g}: give a positive weight")
+    if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0):
+        raise ValueError("--drills and --result-weight apply to the math corpus only")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)
@@ -338,6 +382,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         log(f"resumed at step {state['step']} ({state['elapsed'] / 60:.1f} min trained)")
     gen = torch.Generator().manual_seed(cfg.seed * 7919 + state["step"])
     tmask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
+    results = ResultDigits(tok) if cfg.result_weight != 1.0 else None
     n_params = sum(p.numel() for p in model.parameters())
     log(f"{cfg.corpus} {cfg.attention} model (block {mcfg.block_size}), {n_params / 1e6:.2f}M parameters, "
         f"{_size(train)}; matmuls in {dtype}"
@@ -381,7 +426,8 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
         if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
             tmask = block_training_mask(x.shape[1], cfg.block_size)
-        loss = masked_loss(model, x, noised, m, tmask, amp)
+        weight = None if results is None else 1.0 + (cfg.result_weight - 1.0) * results(x).float()
+        loss = masked_loss(model, x, noised, m, tmask, amp, weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -552,6 +552,27 @@ def test_token_branching_drafts_second_token(tiny_block_target, random_drafter):
                for k in {(n.parent, n.offsets) for n in nodes[1:]})
 
 
+@pytest.mark.parametrize("learned", [False, True])
+def test_threshold_token_branching_adds_a_runner_up_twin_of_the_likeliest_set(tiny_block_target, random_drafter,
+                                                                              learned):
+    def twins(branching):
+        prop = SpotProposer(random_drafter, token_branching=branching) if learned else \
+            TrainingFree(token_branching=branching)
+        nodes = build_tree(_view(tiny_block_target, PROMPTS[0], "threshold", 0.9, 0.0), prop, 32)
+        groups: dict = {}
+        for n in nodes[1:]:
+            groups.setdefault((n.parent, n.offsets), []).append(n)
+        return nodes, [g for g in groups.values() if len(g) > 1]
+
+    nodes, pairs = twins(True)
+    assert pairs
+    for a, b in pairs:  # the same set, one position holding another token
+        assert len(a.tokens) == len(b.tokens) and sum(x != y for x, y in zip(a.tokens, b.tokens)) == 1
+    for parent in {n.parent for n in nodes[1:]}:  # siblings still share one distribution (or less, once pruned)
+        assert sum(n.prob for n in nodes[1:] if n.parent == parent) <= 1 + 1e-6
+    assert not twins(False)[1]
+
+
 # ------------------------------------------------------------------------------- the drafter
 def test_drafter_parameter_count():
     n = SpotDrafter(DrafterConfig()).n_params()

@@ -8,7 +8,7 @@ from ..features import np_position_features
 from ..model import SpotDrafter
 from ..numpy_forward import NumpyDrafter, np_set_inclusion, np_sigmoid
 from ..tree import DraftNode, Proposer
-from .common import Context, exact_children, set_children
+from .common import Context, exact_children, set_children, stale_keep
 
 
 class SpotProposer(Proposer):
@@ -66,4 +66,5 @@ class SpotProposer(Proposer):
             keep = np_sigmoid(ctx.keep_base + self._path_terms(ctx, node)[1]) if self.token_branching else None
             return exact_children(ctx, node, probs, keep, self.branch_positions, ctx.runner_up)
         d = ctx.d(node)  # (first: it may compute deeper depths, set_q included)
-        return set_children(ctx, node, ctx.set_q[d], remaining)
+        keep = stale_keep(ctx, d, remaining) if self.token_branching else None  # (the set head has no keep head)
+        return set_children(ctx, node, ctx.set_q[d], remaining, keep)

@@ -1,11 +1,9 @@
 """The training-free proposer: the root's stale confidences give the order, its predictions the tokens."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..numpy_forward import stale_inclusion
 from ..tree import Proposer
-from .common import Context, exact_children, set_children
+from .common import Context, exact_children, set_children, stale_keep
 
 
 class TrainingFree(Proposer):
@@ -13,7 +11,7 @@ class TrainingFree(Proposer):
 
     Exact mode: the next position is drawn in proportion to its stale confidence, with a runner-up token where
     the two stale probabilities are close; threshold mode: the next set is the positions whose stale confidence
-    clears tau (else the top one), with single flips as alternatives."""
+    clears tau (else the top one), with single flips and a runner-up twin as alternatives."""
 
     def __init__(self, token_branching: bool = True):
         self.token_branching = token_branching
@@ -24,9 +22,7 @@ class TrainingFree(Proposer):
     def children(self, ctx, view, node, remaining):
         d = ctx.d(node)
         c = ctx.conf[d] * remaining
+        keep = stale_keep(ctx, d, remaining) if self.token_branching else None
         if view.rule.mode == "exact":
-            keep = None
-            if self.token_branching:
-                keep = c / np.maximum(c + ctx.conf2[d] * remaining, 1e-9)
             return exact_children(ctx, node, c / c.sum(), keep, self.branch_positions)
-        return set_children(ctx, node, stale_inclusion(c, view.rule.threshold), remaining)
+        return set_children(ctx, node, stale_inclusion(c, view.rule.threshold), remaining, keep)

@@ -170,6 +170,19 @@ def test_result_digits_are_the_computed_results_of_each_step(tiny_math_dir):
                 runs, cur = runs + [cur], ""
         runs += [cur] if cur else []
         assert runs == [m[4] for m in STEP.finditer(p.solution)], p.text
+    # result focus: a chosen row masks exactly one whole result (uniformly chosen), nothing else
+    rows = [tok(p.text, add_special_tokens=False)["input_ids"] for p in problems[:40]]
+    x = torch.full((40, max(map(len, rows))), tok.eos_token_id)
+    for i, r in enumerate(rows):
+        x[i, : len(r)] = torch.tensor(r)
+    inside, run = find.runs(x)
+    gen = torch.Generator().manual_seed(0)
+    f = find.focus(x, 1.0, gen)
+    for i in range(40):
+        picked = set(run[i][f[i]].tolist())
+        assert len(picked) == 1 and f[i].sum() == (run[i] == picked.pop()).sum()
+    assert len({tuple(run[i][f[i]].tolist()) for i in range(40)} - {()}) > 1  # not always the first result
+    assert not find.focus(x, 0.0, gen).any() and 0 < find.focus(x, 0.5, gen).any(1).sum() < 40
 
 
 def test_weighted_training_loss_and_drill_mix(tmp_path, tiny_math_dir):
@@ -199,11 +212,12 @@ def test_weighted_training_loss_and_drill_mix(tmp_path, tiny_math_dir):
     base = dict(corpus="math", problems=200, vocab_size=300, hidden_size=32, num_hidden_layers=1,
                 num_attention_heads=2, intermediate_size=64, seq_len=128, batch_size=2, max_steps=2,
                 warmup_steps=1, eval_every=10_000, checkpoint_every=10_000, save_dtype="float32")
-    res = train_target(TrainTargetConfig(out=str(tmp_path / "d"), drills=0.25, result_weight=4.0, **base),
+    res = train_target(TrainTargetConfig(out=str(tmp_path / "d"), drills=0.25, result_weight=4.0, result_focus=0.5,
+                                         **base),
                        log=lambda *a, **k: None)
     assert res["corpus"]["drill_problems"] == 50 and res["config"]["result_weight"] == 4.0
     assert json.loads((tmp_path / "d" / "final" / "training.json").read_text())["steps"] == 2
-    for bad in (dict(drills=1.0), dict(result_weight=0.0)):
+    for bad in (dict(drills=1.0), dict(result_weight=0.0), dict(result_focus=-0.1)):
         with pytest.raises(ValueError):
             train_target(TrainTargetConfig(out=str(tmp_path / "bad"), **(base | bad)), log=lambda *a, **k: None)
     with pytest.raises(ValueError, match="math corpus only"):

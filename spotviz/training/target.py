@@ -71,6 +71,9 @@ class TrainTargetConfig:
     # prediction, and so the model's calibration, unchanged: it only moves capacity to the arithmetic.
     drills: float = 0.0
     result_weight: float = 1.0
+    # math corpus: share of the training rows noised as the decoder meets a computed result: one result's
+    # digits masked, everything else given (the block noise leaves a result's operands visible only ~1 time in 5)
+    result_focus: float = 0.0
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
     # weights and optimizer state stay fp32
@@ -269,13 +272,28 @@ class ResultDigits:
             raise ValueError("this tokenizer has no single-digit / ' =' / ' ' tokens; result weights need them")
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """bool [b, L]: the positions that hold a digit of a computed result."""
+        return self.runs(x)[0]
+
+    def runs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(in_result bool [b, L], run int [b, L]): run = 1, 2, ... numbers each row's results in order (0
+        outside them)."""
         digit = torch.isin(x, self.digits)
         opens = torch.zeros_like(digit)
         opens[:, 2:] = digit[:, 2:] & torch.isin(x[:, 1:-1], self.gap) & torch.isin(x[:, :-2], self.equals)
         out = opens.clone()
         for j in range(1, x.shape[1]):  # extend each run over the digits that follow it
             out[:, j] |= out[:, j - 1] & digit[:, j]
-        return out
+        return out, opens.long().cumsum(1) * out
+
+    def focus(self, x: torch.Tensor, share: float, gen: torch.Generator) -> torch.Tensor:
+        """bool [b]-row-selected masks: for a random `share` of the rows that have results, exactly one of
+        their results (chosen uniformly), every other position clean; the other rows: all False."""
+        inside, run = self.runs(x)
+        n = run.max(1).values
+        pick = (torch.rand(len(x), generator=gen) * n).floor().long() + 1
+        chosen = (torch.rand(len(x), generator=gen) < share) & (n > 0)
+        return inside & (run == pick.unsqueeze(1)) & chosen.unsqueeze(1)
 
 
 def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, m: torch.Tensor, train_mask,
@@ -336,8 +354,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         raise ValueError(f"--drills {cfg.drills:g}: give a share in [0, 1)")
     if cfg.result_weight <= 0:
         raise ValueError(f"--result-weight {cfg.result_weight:g}: give a positive weight")
-    if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0):
-        raise ValueError("--drills and --result-weight apply to the math corpus only")
+    if not 0.0 <= cfg.result_focus < 1.0:
+        raise ValueError(f"--result-focus {cfg.result_focus:g}: give a share in [0, 1)")
+    if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus):
+        raise ValueError("--drills, --result-weight and --result-focus apply to the math corpus only")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)
@@ -382,7 +402,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         log(f"resumed at step {state['step']} ({state['elapsed'] / 60:.1f} min trained)")
     gen = torch.Generator().manual_seed(cfg.seed * 7919 + state["step"])
     tmask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
-    results = ResultDigits(tok) if cfg.result_weight != 1.0 else None
+    results = ResultDigits(tok) if cfg.result_weight != 1.0 or cfg.result_focus else None
     n_params = sum(p.numel() for p in model.parameters())
     log(f"{cfg.corpus} {cfg.attention} model (block {mcfg.block_size}), {n_params / 1e6:.2f}M parameters, "
         f"{_size(train)}; matmuls in {dtype}"
@@ -426,7 +446,12 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
         if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
             tmask = block_training_mask(x.shape[1], cfg.block_size)
-        weight = None if results is None else 1.0 + (cfg.result_weight - 1.0) * results(x).float()
+        if cfg.result_focus:
+            focus = results.focus(x, cfg.result_focus, gen)
+            rows = focus.any(1, keepdim=True)
+            m = torch.where(rows, focus, m)
+            noised = torch.where(m, torch.full_like(x, mcfg.mask_token_id), x)
+        weight = None if cfg.result_weight == 1.0 else 1.0 + (cfg.result_weight - 1.0) * results(x).float()
         loss = masked_loss(model, x, noised, m, tmask, amp, weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()

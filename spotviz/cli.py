@@ -196,7 +196,8 @@ def cmd_train_target(a) -> int:
                             vocab_size=a.vocab_size, corpus_fraction=a.corpus_fraction, corpus=a.corpus,
                             init_from=a.init_from or "", amp=a.amp, block_size=a.block_size,
                             context=a.context, problems=a.problems, drills=a.drills,
-                            result_weight=a.result_weight, result_focus=a.result_focus)
+                            result_weight=a.result_weight, result_focus=a.result_focus,
+                            batch_tokens=a.batch_tokens)
     if not cfg.max_steps and not cfg.minutes:
         raise ValueError("give --max-steps N or --minutes M (training stops at the first reached; 0 = no limit)")
     _writable(a.out, "--out", force=a.force, folder=True)
@@ -368,6 +369,8 @@ def main(argv=None) -> int:
                    help="math corpus: share of the training problems that are bare arithmetic drills ('What is 48 + 25?')")
     t.add_argument("--result-weight", type=float, default=1.0,
                    help="math corpus: loss weight of the digits of each computed result (a op b = c); others weigh 1")
+    t.add_argument("--batch-tokens", type=int, default=0,
+                   help="math corpus: a batch of short rows holds max(--batch-size, N // row length) rows (0: off)")
     t.add_argument("--result-focus", type=float, default=0.0,
                    help="math corpus: share of rows noised as decoding meets a result (one result masked, all else given)")
     t.add_argument("--batch-size", type=int, default=16)

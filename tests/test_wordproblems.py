@@ -213,11 +213,11 @@ def test_weighted_training_loss_and_drill_mix(tmp_path, tiny_math_dir):
                 num_attention_heads=2, intermediate_size=64, seq_len=128, batch_size=2, max_steps=2,
                 warmup_steps=1, eval_every=10_000, checkpoint_every=10_000, save_dtype="float32")
     res = train_target(TrainTargetConfig(out=str(tmp_path / "d"), drills=0.25, result_weight=4.0, result_focus=0.5,
-                                         **base),
+                                         batch_tokens=512, **base),
                        log=lambda *a, **k: None)
     assert res["corpus"]["drill_problems"] == 50 and res["config"]["result_weight"] == 4.0
     assert json.loads((tmp_path / "d" / "final" / "training.json").read_text())["steps"] == 2
-    for bad in (dict(drills=1.0), dict(result_weight=0.0), dict(result_focus=-0.1)):
+    for bad in (dict(drills=1.0), dict(result_weight=0.0), dict(result_focus=-0.1), dict(batch_tokens=-1)):
         with pytest.raises(ValueError):
             train_target(TrainTargetConfig(out=str(tmp_path / "bad"), **(base | bad)), log=lambda *a, **k: None)
     with pytest.raises(ValueError, match="math corpus only"):
@@ -268,3 +268,19 @@ def test_accuracy_summary_per_split_and_family():
                                                  "steps_right": 0.5}
     assert res["splits"]["heldout-families"]["degenerate"] == 1 and res["outputs"][0]["correct"]
     assert "| heldout-problems | 2 | 50.0% | 50% | 100% | 0 |" in to_markdown(res)
+
+
+def test_token_budget_batches_hold_more_short_rows():
+    import torch
+
+    from spotviz.training.target import sample_windows
+
+    rows = torch.arange(100 * 128).view(100, 128)
+    blocks = torch.tensor([2] * 50 + [7] * 50)  # rows ending in 2 or in 7 blocks of 16
+    gen = torch.Generator().manual_seed(0)
+    shapes = {tuple(sample_windows((rows, torch.zeros(100, dtype=torch.long), blocks), 8, 128, gen, 16,
+                                   tokens=1024)[0].shape) for _ in range(30)}
+    assert shapes == {(32, 32), (9, 112)}  # 1024 // 32 short rows; max(8, 1024 // 112) long ones
+    plain = {tuple(sample_windows((rows, torch.zeros(100, dtype=torch.long), blocks), 8, 128, gen, 16)[0].shape)
+             for _ in range(30)}
+    assert plain == {(8, 32), (8, 112)}

@@ -74,6 +74,7 @@ class TrainTargetConfig:
     # math corpus: share of the training rows noised as the decoder meets a computed result: one result's
     # digits masked, everything else given (the block noise leaves a result's operands visible only ~1 time in 5)
     result_focus: float = 0.0
+    batch_tokens: int = 0  # math corpus: > 0, a batch of short rows holds more of them (see sample_windows)
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
     # weights and optimizer state stay fp32
@@ -185,15 +186,18 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
     return tok, load("train"), load("val")
 
 
-def sample_windows(ids, n: int, seq_len: int, gen: torch.Generator, block: int = 16):
+def sample_windows(ids, n: int, seq_len: int, gen: torch.Generator, block: int = 16, tokens: int = 0):
     """A batch: random windows of a token stream, or random rows of a row corpus ((rows, answer_start, blocks)
     triple; then also the mask of the positions that may be noised). Rows are drawn from one length bucket (the
     rows that end, with their first end-of-text token, in the same number of blocks) and cut to that length, so
-    a batch of short problems costs what short problems cost."""
+    a batch of short problems costs what short problems cost; with `tokens` > 0 a batch holds
+    max(n, tokens // length) rows, so that short rows come in larger batches of about the same cost."""
     if isinstance(ids, tuple):
         rows, start, blocks = ids
         pick = blocks[torch.randint(0, len(rows), (1,), generator=gen)]
         members = (blocks == pick).nonzero().squeeze(1)
+        if tokens:
+            n = max(n, tokens // (min(seq_len, int(pick) * block)))
         idx = members[torch.randint(0, len(members), (n,), generator=gen)]
         x = rows[idx, : min(seq_len, int(pick) * block)]
         return x, torch.arange(x.shape[1]).unsqueeze(0) >= start[idx].unsqueeze(1)
@@ -354,6 +358,8 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         raise ValueError(f"--drills {cfg.drills:g}: give a share in [0, 1)")
     if cfg.result_weight <= 0:
         raise ValueError(f"--result-weight {cfg.result_weight:g}: give a positive weight")
+    if cfg.batch_tokens < 0:
+        raise ValueError(f"--batch-tokens {cfg.batch_tokens}: give 0 (fixed rows per batch) or a token count")
     if not 0.0 <= cfg.result_focus < 1.0:
         raise ValueError(f"--result-focus {cfg.result_focus:g}: give a share in [0, 1)")
     if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus):
@@ -442,7 +448,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     while progress() < 1.0:
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, state["step"], progress())
-        x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size)
+        x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size, cfg.batch_tokens)
         noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
         if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
             tmask = block_training_mask(x.shape[1], cfg.block_size)

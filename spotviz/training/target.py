@@ -269,11 +269,10 @@ class ResultDigits:
     def __init__(self, tok):
         vocab = tok.get_vocab()
         self.digits = torch.tensor(sorted({i for t, i in vocab.items() if tok.decode([i]).isdigit()}))
-        self.equals = torch.tensor([i for i in (tok.convert_tokens_to_ids(t) for t in vocab)
-                                    if tok.decode([i]) == " ="])
+        self.equals = torch.tensor([i for t, i in vocab.items() if tok.decode([i]) == " ="])
         self.gap = torch.tensor([i for t, i in vocab.items() if tok.decode([i]) in (" ", " $")])
         if not (len(self.digits) and len(self.equals) and len(self.gap)):
-            raise ValueError("this tokenizer has no single-digit / ' =' / ' ' tokens; result weights need them")
+            raise ValueError("this tokenizer has no single-digit / ' =' / ' ' tokens; result weights and focus need them")
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """bool [b, L]: the positions that hold a digit of a computed result."""
@@ -291,8 +290,8 @@ class ResultDigits:
         return out, opens.long().cumsum(1) * out
 
     def focus(self, x: torch.Tensor, share: float, gen: torch.Generator) -> torch.Tensor:
-        """bool [b]-row-selected masks: for a random `share` of the rows that have results, exactly one of
-        their results (chosen uniformly), every other position clean; the other rows: all False."""
+        """bool [b, L], the positions to mask: in a random `share` of the rows that have results, the digits of
+        one of their results (chosen uniformly), nothing else; in the other rows nothing."""
         inside, run = self.runs(x)
         n = run.max(1).values
         pick = (torch.rand(len(x), generator=gen) * n).floor().long() + 1
@@ -362,8 +361,8 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         raise ValueError(f"--batch-tokens {cfg.batch_tokens}: give 0 (fixed rows per batch) or a token count")
     if not 0.0 <= cfg.result_focus < 1.0:
         raise ValueError(f"--result-focus {cfg.result_focus:g}: give a share in [0, 1)")
-    if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus):
-        raise ValueError("--drills, --result-weight and --result-focus apply to the math corpus only")
+    if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus or cfg.batch_tokens):
+        raise ValueError("--drills, --result-weight, --result-focus and --batch-tokens apply to the math corpus only")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)

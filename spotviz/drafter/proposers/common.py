@@ -9,7 +9,7 @@ commits j with the stale token gets probability p keep_j and its twin with the r
 (r: P(the replacement is the runner-up)). The training-free estimate is keep_j = c1_j / (c1_j + c2_j), the
 root's probabilities of the two candidates. In threshold mode only the set's least certain position branches
 (one twin per likeliest set): measured on math-bd, stale tokens that change end about 38% of SPOT-Sets'
-passes, and the twin lifts its pass reduction by 10-20%."""
+passes, and the twin lifted its pass reduction by 13% at T = 0 and 6% at T = 1 (40 problems, budget 16)."""
 from __future__ import annotations
 
 import numpy as np

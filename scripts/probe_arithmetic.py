@@ -26,7 +26,7 @@ import torch  # noqa: E402
 
 from spotviz.embedded.wordproblems import DRILL, generate  # noqa: E402
 from spotviz.eval.answers import STEP  # noqa: E402
-from spotviz.training.target import ResultDigits, block_training_mask  # noqa: E402
+from spotviz.training.target import ResultDigits, block_training_mask, training_logits  # noqa: E402
 
 
 def main() -> None:
@@ -58,11 +58,9 @@ def main() -> None:
             n = len(ids) - 1 - len(tail)
             if text_ids[n: len(ids) - 1] == tail:
                 inside[0, n + 1: len(ids) - 2] = True  # the digits between the space and the full stop
-            L = x.shape[1]
             noised = torch.where(inside, torch.full_like(x, model.config.mask_token_id), x)
             with torch.no_grad():
-                logits = model(torch.cat([noised, x], 1), position_ids=torch.arange(L).repeat(2).unsqueeze(0),
-                               attention_mask=block_training_mask(L, model.config.block_size))[:, :L]
+                logits = training_logits(model, x, noised, block_training_mask(x.shape[1], model.config.block_size))
             ok = logits.argmax(-1) == x
             for k, m in enumerate(STEP.finditer(p.solution), start=1):
                 key = (split, m[2])

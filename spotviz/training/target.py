@@ -289,26 +289,32 @@ class ResultDigits:
             out[:, j] |= out[:, j - 1] & digit[:, j]
         return out, opens.long().cumsum(1) * out
 
-    def focus(self, x: torch.Tensor, share: float, gen: torch.Generator) -> torch.Tensor:
+    def focus(self, x: torch.Tensor, share: float, gen: torch.Generator, runs=None) -> torch.Tensor:
         """bool [b, L], the positions to mask: in a random `share` of the rows that have results, the digits of
-        one of their results (chosen uniformly), nothing else; in the other rows nothing."""
-        inside, run = self.runs(x)
+        one of their results (chosen uniformly), nothing else; in the other rows nothing. `runs`: self.runs(x)
+        when the caller has it already."""
+        inside, run = runs if runs is not None else self.runs(x)
         n = run.max(1).values
         pick = (torch.rand(len(x), generator=gen) * n).floor().long() + 1
         chosen = (torch.rand(len(x), generator=gen) < share) & (n > 0)
         return inside & (run == pick.unsqueeze(1)) & chosen.unsqueeze(1)
 
 
+def training_logits(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, train_mask) -> torch.Tensor:
+    """The model's logits [b, L, V] for the noised rows, in the training layout: a block model reads
+    [noised; clean] under `train_mask` (block_training_mask), so each block sees the clean blocks before it."""
+    L = x.shape[1]
+    if model.config.attention == "block":
+        pos = torch.arange(L).repeat(2).unsqueeze(0)
+        return model(torch.cat([noised, x], 1), position_ids=pos, attention_mask=train_mask)[:, :L]
+    return model(noised)
+
+
 def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, m: torch.Tensor, train_mask,
                 amp: bool = False, weight: torch.Tensor | None = None):
     """Mean cross-entropy over the masked positions `m`; with `weight` [b, L], the weighted mean."""
-    L = x.shape[1]
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp and x.device.type == "cpu"):
-        if model.config.attention == "block":
-            pos = torch.arange(L).repeat(2).unsqueeze(0)
-            logits = model(torch.cat([noised, x], 1), position_ids=pos, attention_mask=train_mask)[:, :L]
-        else:
-            logits = model(noised)
+        logits = training_logits(model, x, noised, train_mask)
     if weight is None:
         return F.cross_entropy(logits[m].float(), x[m])
     w = weight[m]
@@ -451,12 +457,12 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
         if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
             tmask = block_training_mask(x.shape[1], cfg.block_size)
+        runs = None if results is None else results.runs(x)  # (one scan of the rows serves focus and weights)
         if cfg.result_focus:
-            focus = results.focus(x, cfg.result_focus, gen)
-            rows = focus.any(1, keepdim=True)
-            m = torch.where(rows, focus, m)
+            focus = results.focus(x, cfg.result_focus, gen, runs)
+            m = torch.where(focus.any(1, keepdim=True), focus, m)
             noised = torch.where(m, torch.full_like(x, mcfg.mask_token_id), x)
-        weight = None if cfg.result_weight == 1.0 else 1.0 + (cfg.result_weight - 1.0) * results(x).float()
+        weight = None if cfg.result_weight == 1.0 else 1.0 + (cfg.result_weight - 1.0) * runs[0].float()
         loss = masked_loss(model, x, noised, m, tmask, amp, weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -158,7 +158,9 @@ class Trace:
         if len(text) > MAX_TRACE_BYTES:
             raise TraceError(f"trace is {len(text) / 1e6:.1f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
         try:
-            d = json.loads(text)
+            # A trace is UTF-8 text (RFC 8259); decoding it here, not in json.loads, keeps binary that happens to
+            # start with a zero byte from being guessed as UTF-16 and reported as a different error.
+            d = json.loads(text.decode("utf-8-sig") if isinstance(text, bytes) else text)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise TraceError(f"trace is not valid JSON: {e}") from None
         except RecursionError:

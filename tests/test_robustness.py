@@ -155,7 +155,9 @@ def files(tmp_path_factory, tiny_block_dir, tiny_block_target):
 
     tfile("trace-good", json.dumps(good))
     tfile("trace-not-json", "this is not JSON {")
-    tfile("trace-binary", os.urandom(3000))
+    tfile("trace-binary", os.urandom(3000) + b"\xff")
+    # binary whose first bytes are zero: json.loads alone would guess UTF-16 and give a different message
+    tfile("trace-binary-zero", b"\x00\x00" + os.urandom(3000) + b"\xff")
     tfile("trace-wrong-version", json.dumps(good | {"version": 99}))
     tfile("trace-wrong-schema", json.dumps({k: v for k, v in good.items() if k != "counters"}))
     tfile("trace-inconsistent", json.dumps(good | {"counters": good["counters"] | {"commits": good["counters"]["commits"] + 1}}))
@@ -292,6 +294,7 @@ CASES = [
     # trace files
     Case("trace-not-json", "trace", match="not valid JSON", file="trace-not-json"),
     Case("trace-binary", "trace", match=("not valid JSON", "not JSON text"), file="trace-binary"),
+    Case("trace-binary-zero", "trace", match=("not valid JSON", "not JSON text"), file="trace-binary-zero"),
     Case("trace-wrong-version", "trace", match="unsupported trace version 99", file="trace-wrong-version"),
     Case("trace-wrong-schema", "trace", match="missing the field 'counters'", file="trace-wrong-schema"),
     Case("trace-huge", "trace", match="the limit is", file="trace-huge"),

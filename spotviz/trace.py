@@ -71,10 +71,11 @@ class TreeNode:
     positions: list[int]  # the drafted decision on the edge parent -> node (empty for the root)
     tokens: list[int]
     prob: float = 1.0  # drafter probability of this edge
-    path_prob: float = 1.0  # product along the path
+    path_prob: float = 1.0  # chance the walk reaches the node (the product along its path; summed over merged paths)
     accepted: bool = False
     target_positions: list[int] = field(default_factory=list)  # the target's own decision at this node (if evaluated)
     target_tokens: list[int] = field(default_factory=list)
+    merged_from: list[int] = field(default_factory=list)  # other parents whose drafted edge reaches the same state
 
 
 @dataclass

@@ -10,6 +10,7 @@ import math
 import shutil
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -130,15 +131,21 @@ def check_against_standard(spot: Trace, std: Trace, budget: int, round_trip: boo
         root = p.tree[0]
         assert root.parent == -1 and root.depth == 0 and root.positions == [] and root.path_prob == 1.0
         kids: dict[int, dict] = {}
-        for n in p.tree[1:]:
+        states = {0: frozenset()}
+        for n in sorted(p.tree[1:], key=lambda n: n.depth):
             par = p.tree[n.parent]
-            assert n.parent < n.id and n.depth == par.depth + 1
-            assert math.isclose(n.path_prob, par.path_prob * n.prob, rel_tol=1e-6)
+            assert n.depth == par.depth + 1 and n.parent != n.id
+            if not n.merged_from:  # one way in: the product along the path (parents come first)
+                assert n.parent < n.id and math.isclose(n.path_prob, par.path_prob * n.prob, rel_tol=1e-6)
+            else:  # several drafted orders reach it: their chances add up
+                assert n.path_prob >= par.path_prob * n.prob * (1 - 1e-6)
+                assert all(p.tree[m].depth == n.depth - 1 for m in n.merged_from)
             key = (tuple(n.positions), tuple(n.tokens))
             assert key not in kids.setdefault(n.parent, {}), "duplicate sibling"
             kids[n.parent][key] = n.id
-        for a, b in zip(p.tree, p.tree[1:]):  # best-first: path probabilities never increase with the id
-            assert a.path_prob >= b.path_prob - 1e-12
+            states[n.id] = states[n.parent] | set(zip(n.positions, n.tokens))
+        # a node is (state, depth): a set committed in one step and the same set in two are different decisions
+        assert len({(states[n.id], n.depth) for n in p.tree}) == len(p.tree), "a state is verified twice"
         # the oracle walk: follow the children whose edge is the standard decoder's decision at that step
         walk, node, depth = [0], 0, 0
         while s + depth < len(dec):
@@ -488,12 +495,23 @@ def test_build_tree_is_best_first_and_within_budget(name, mode, tau, T, targets,
         if 1 < budget <= 16 and name != "calibrated":  # plenty of candidates (the template has few ranks)
             assert len(nodes) == budget
         assert nodes[0].path_prob == 1.0 and nodes[0].parent == -1
-        for a, b in zip(nodes, nodes[1:]):
-            assert a.path_prob >= b.path_prob  # heap order: insertion order is non-increasing path probability
+        if not any(n.merged_from for n in nodes):  # (a merge raises the chances of what lies past it)
+            for a, b in zip(nodes, nodes[1:]):
+                assert a.added_prob >= b.added_prob  # heap order: insertion order is non-increasing path probability
+        states = set()
         for n in nodes[1:]:
             par = nodes[n.parent]
             assert n.depth == par.depth + 1 and n.path == par.path + n.offsets
-            assert n.path_prob == pytest.approx(par.path_prob * n.prob)
+            # the chance of reaching a node: its path's product, plus every other drafted order of the same state
+            assert n.path_prob >= n.added_prob * (1 - 1e-9)
+            if not n.merged_from and not any(nodes[a].merged_from for a in _ancestors(nodes, n)):
+                assert n.path_prob == pytest.approx(par.path_prob * n.prob)
+            for m in n.merged_from:  # a merged edge: from a node one step shallower whose drafted edge lands here
+                assert nodes[m].depth == n.depth - 1 and nodes[m].children.get(
+                    next(k for k, c in nodes[m].children.items() if c == n.id)) == n.id
+                assert set(nodes[m].path) | set(_edge_offsets(nodes[m], n.id)) == set(n.path)
+            assert (frozenset(n.state), n.depth) not in states, "a state is in the tree twice"
+            states.add((frozenset(n.state), n.depth))
             assert 0 < n.prob <= 1 + 1e-6
             assert par.children[(n.offsets, n.tokens)] == n.id
             assert len(set(n.path)) == len(n.path)  # a position is committed at most once on a path
@@ -506,6 +524,81 @@ def test_build_tree_is_best_first_and_within_budget(name, mode, tau, T, targets,
         for n in nodes:  # each state is s1 plus the node's drafted path
             diff = (rows[n.id] != view.state).nonzero().flatten().tolist()
             assert sorted(diff) == sorted(view.lo + o for o in n.path)
+
+
+def _ancestors(nodes, n):
+    while n.parent > 0:
+        n = nodes[n.parent]
+        yield n.id
+
+
+def _edge_offsets(parent, child_id):
+    return next(k for k, c in parent.children.items() if c == child_id)[0]
+
+
+class _AnyOrder(Proposer):
+    """Every remaining position next, equally likely, always token 5: orders differ, states repeat."""
+
+    def prepare(self, view, max_depth):
+        return None
+
+    def children(self, ctx, view, node, remaining):
+        left = np.flatnonzero(remaining)
+        return [((int(o),), (5,), 1.0 / len(left)) for o in left]
+
+
+def test_two_orders_of_the_same_commits_are_one_node(tiny_block_target):
+    """a-then-b and b-then-a reach one state: it is verified once, both edges lead to it, and its chance of
+    being reached is the sum over both orders (here certain), which ranks its own children first."""
+    view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
+    masked = np.flatnonzero(view.masked.numpy())
+    view.masked[:] = False
+    view.masked[masked[:3]] = True  # three slots left to decide: a, b, c
+    nodes = build_tree(view, _AnyOrder(), 10)
+    states = [(frozenset(n.path), n.depth) for n in nodes]
+    assert len(set(states)) == len(nodes)
+    pairs = [n for n in nodes if n.depth == 2]
+    assert len(pairs) == 3 and all(len(n.merged_from) == 1 for n in pairs)  # {a,b}, {a,c}, {b,c}: 2 ways in each
+    for n in pairs:
+        assert n.path_prob == pytest.approx(2 * (1 / 3) * (1 / 2))
+        for m in [n.parent, *n.merged_from]:  # both parents' edges lead here
+            assert n.id in nodes[m].children.values()
+    # 1 + 3 + 3 + 1 states cover every order of three commits (a tree needs 1 + 3 + 6 + 6)
+    (last,) = [n for n in nodes if n.depth == 3]
+    assert len(nodes) == 8 and len(last.merged_from) == 2 and last.path_prob == pytest.approx(1.0)
+
+
+def test_a_walk_through_a_merged_edge_is_recorded_as_walked(tiny_block_target):
+    """The target commits b then a, where the tree first reached {a, b} through a: the walk moves along the
+    merged edge, and the record draws the node under the parent the walk came from (the edge that was walked),
+    listing the other order in merged_from; the tree view draws that one as a dotted edge."""
+    from spotviz.decision import Decision
+    from spotviz.samplers.verify import accept_walk, tree_record
+    from spotviz.views.timeline import tree_frame
+
+    view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
+    masked = np.flatnonzero(view.masked.numpy())
+    view.masked[:] = False
+    view.masked[masked[:2]] = True
+    a, b = (int(o) for o in masked[:2])
+    nodes = build_tree(view, _AnyOrder(), 8)
+    node_a = next(n for n in nodes if n.path == (a,))
+    node_b = next(n for n in nodes if n.path == (b,))
+    both = next(n for n in nodes if n.depth == 2)
+    assert both.parent == node_a.id and both.merged_from == [node_b.id]  # first reached through a
+    decide = {0: Decision([b], [5], [0.9]), node_b.id: Decision([a], [5], [0.8]), node_a.id: Decision([b], [5], [0.8]),
+              both.id: None}
+    walk, accepted = accept_walk(nodes, [decide[n.id] for n in nodes], view.lo, 1)
+    assert walk == [0, node_b.id, both.id] and [c.position for c in accepted] == [view.lo + b, view.lo + a]
+    rec = {n.id: n for n in tree_record(nodes, walk, [decide[n.id] for n in nodes], view.lo)}
+    assert rec[both.id].parent == node_b.id and rec[both.id].positions == [view.lo + a]
+    assert rec[both.id].merged_from == [node_a.id] and rec[both.id].accepted
+    from spotviz.trace import PassRecord
+    frame = tree_frame(PassRecord(1, "verify", [view.lo, view.hi], len(nodes), accepted, list(rec.values()), walk),
+                       {})
+    drawn = {row[0]: row for row in frame["nodes"]}
+    assert drawn[both.id][1] == node_b.id and drawn[both.id][8] == [node_a.id] and drawn[both.id][6] == 1
+    assert "2 drafted orders" in drawn[both.id][5]
 
 
 @pytest.mark.parametrize("name", ["training-free", "spot"])

@@ -59,16 +59,30 @@ def accept_walk(nodes: list[DraftNode], decisions: list[Decision | None], lo: in
 
 
 def tree_record(nodes: list[DraftNode], walk: list[int], decisions: list[Decision | None], lo: int) -> list[TreeNode]:
-    """The tree as the trace stores it; the target's decision is recorded at the nodes of the walk."""
+    """The tree as the trace stores it; the target's decision is recorded at the nodes of the walk. A node that the
+    walk entered through a merged edge (another drafted order of the same commits) is recorded under the parent the
+    walk came from, with that edge's decision; its other parents are listed in merged_from."""
     on_walk = set(walk)
+    came_from = dict(zip(walk[1:], walk[:-1]))
     out = []
     for n in nodes:
         d = decisions[n.id] if n.id in on_walk else None
-        out.append(TreeNode(id=n.id, parent=n.parent, depth=n.depth, positions=[lo + o for o in n.offsets],
-                            tokens=list(n.tokens), prob=float(n.prob), path_prob=float(n.path_prob),
+        parent, offsets, tokens, prob = n.parent, n.offsets, n.tokens, n.prob
+        if came_from.get(n.id, parent) != parent:  # entered through a merged edge: draw the edge walked
+            parent = came_from[n.id]
+            (offsets, tokens), prob = _edge_into(nodes[parent], n.id)
+        others = sorted({n.parent, *n.merged_from} - {parent}) if n.merged_from else []
+        out.append(TreeNode(id=n.id, parent=parent, depth=n.depth, positions=[lo + o for o in offsets],
+                            tokens=list(tokens), prob=float(prob), path_prob=float(n.path_prob),
                             accepted=n.id in on_walk, target_positions=[lo + o for o in d.offsets] if d else [],
-                            target_tokens=list(d.tokens) if d else []))
+                            target_tokens=list(d.tokens) if d else [], merged_from=others))
     return out
+
+
+def _edge_into(parent: DraftNode, child: int):
+    """((offsets, tokens), drafter probability) of parent's drafted edge into child."""
+    key = next(k for k, c in parent.children.items() if c == child)
+    return key, next(p for c, p in parent.edges if c == child)
 
 
 def bonus(st, v: Verified, stop: DraftNode, lo: int, hi: int, next_window):

@@ -109,8 +109,9 @@ def _detail(token_text, positions, tokens) -> str:
 def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     """The draft tree of one pass, laid out on a grid (column = depth, row = leaf order) fitted to this pass.
 
-    Nodes: [id, parent, column, row, label, hover, flag, slots] with flag 1 = on the accepted path, 0 = rejected;
-    slots = every slot drafted on the path from the root to the node (what hovering highlights on the canvas).
+    Nodes: [id, parent, column, row, label, hover, flag, slots, merged] with flag 1 = on the accepted path,
+    0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on the
+    canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges).
     `bonus`: the target's own decision where the walk stopped (drawn one column right of that node);
     `expect`: the slots of the drafter's most likely path (its expected next commits)."""
     if not rec.tree:
@@ -133,9 +134,13 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
                      f" · path probability {n.path_prob:.3f}")
         if n.target_positions:
             hover += f" · target's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
+        merged = [m for m in getattr(n, "merged_from", []) if m in by_id]
+        if merged:
+            hover += (f" · the same state is reached by {len(merged) + 1} drafted orders (dotted edges): "
+                      "it is verified once")
         hover += " · accepted" if n.id in on_path else " · rejected"
         nodes.append([n.id, n.parent if not root else -1, x, y, label, hover, int(n.id in on_path),
-                      slots[n.id]])
+                      slots[n.id], merged])
     bonus = [c for c in rec.commits if not c.drafted]
     stop = path[-1]
     out = {"nodes": nodes, "rows": leaves, "cols": max(n.depth for n in rec.tree) + 1, "stop": stop,

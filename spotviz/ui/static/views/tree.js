@@ -1,8 +1,10 @@
 // The draft tree of the pass on screen. Nodes are drafted decisions labelled slot:token (where and what), laid
 // out by depth (x axis) and leaf order; the accepted path is green and thick, rejected branches grey, the root
 // (the state the pass starts from) a dark square, and the bonus (the model's own decision where the acceptance
-// walk stopped, committed without being drafted) a blue star on its own row. A pass that drafted nothing shows
-// its root and bonus and says why (the caption); a finished run rests on its last drafted pass (SV.treePass).
+// walk stopped, committed without being drafted) a blue star on its own row; a dotted edge is another drafted
+// order of the same commits, which reaches a state already in the tree (verified once). A pass that drafted
+// nothing shows its root and bonus and says why (the caption); a finished run rests on its last drafted pass
+// (SV.treePass).
 (function () {
   'use strict';
   const SV = window.SV, C = SV.COLORS;
@@ -30,7 +32,7 @@
     const R = SV.main(S);
     const tp = SV.treePass(R, k), p = tp.p;
     const t = p && p.tree;
-    const ex = {r: [[], []], a: [[], []]};
+    const ex = {r: [[], []], a: [[], []], m: [[], []]};
     const nodes = {r: {x: [], y: [], text: [], hovertext: [], customdata: []},
                    a: {x: [], y: [], text: [], hovertext: [], customdata: []}};
     const root = {x: [], y: [], text: [], hovertext: [], customdata: []};
@@ -46,6 +48,10 @@
         const par = at.get(n[1]), on = n[6] && par && par[6];
         const e = on ? ex.a : ex.r;
         if (par) { e[0].push(par[2], n[2], null); e[1].push(par[3] + top, y, null); }
+        for (const m of n[8] || []) {   // another drafted order reaching the same state: one node, a dotted edge
+          const mp = at.get(m);
+          if (mp) { ex.m[0].push(mp[2], n[2], null); ex.m[1].push(mp[3] + top, y, null); }
+        }
         const tgt = n[6] ? nodes.a : nodes.r;
         tgt.x.push(n[2]); tgt.y.push(y); tgt.text.push(SV.esc(SV.clip(n[4], LABEL_CHARS)));
         tgt.hovertext.push(SV.esc(n[5] + (n[0] === t.stop ? ' · the walk stopped here' : ''))); tgt.customdata.push(n[0]);
@@ -70,6 +76,8 @@
     const data = [
       {type: 'scatter', mode: 'lines', name: 'rejected edges', x: ex.r[0], y: ex.r[1], hoverinfo: 'skip',
        line: {color: '#c4c4c4', width: 1.2}},
+      {type: 'scatter', mode: 'lines', name: 'same state, another order', x: ex.m[0], y: ex.m[1], hoverinfo: 'skip',
+       line: {color: '#b0b0b0', width: 1, dash: 'dot'}},
       {type: 'scatter', mode: 'lines', name: 'accepted path', x: ex.a[0], y: ex.a[1], hoverinfo: 'skip',
        line: {color: C.draft, width: 3.5}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'middle right',

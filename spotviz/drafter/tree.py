@@ -135,12 +135,19 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
                 heapq.heappush(heap, (-node.path_prob * p, tie, node.id, offsets, tokens, p))
 
     def raise_reach(node: DraftNode, delta: float):
-        """A new edge into `node` adds `delta` to the chance that the walk reaches it, and through it its
-        descendants; its waiting candidates are queued again at the higher priority (stale copies are skipped)."""
-        node.path_prob += delta
-        push(node)
-        for c, p in node.edges:
-            raise_reach(nodes[c], delta * p)
+        """A new edge into `node` adds `delta` to the chance that the walk reaches it, and through it to its
+        descendants' (level by level: every edge goes one step deeper, so each node is updated once); their
+        waiting candidates are queued again at the higher priority (the stale copies are skipped when popped)."""
+        level = {node.id: delta}
+        while level:
+            deeper: dict[int, float] = {}
+            for i, dl in level.items():
+                n = nodes[i]
+                n.path_prob += dl
+                push(n)
+                for c, p in n.edges:
+                    deeper[c] = deeper.get(c, 0.0) + dl * p
+            level = deeper
 
     expand(root)
     while heap and len(nodes) < policy.budget:

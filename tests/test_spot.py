@@ -598,7 +598,7 @@ def test_a_walk_through_a_merged_edge_is_recorded_as_walked(tiny_block_target):
                        {})
     drawn = {row[0]: row for row in frame["nodes"]}
     assert drawn[both.id][1] == node_b.id and drawn[both.id][8] == [node_a.id] and drawn[both.id][6] == 1
-    assert "2 drafted orders" in drawn[both.id][5]
+    assert "2 drafted orders" in drawn[both.id][5] and frame["merged"] == 1
 
 
 @pytest.mark.parametrize("name", ["training-free", "spot"])

@@ -144,7 +144,7 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     bonus = [c for c in rec.commits if not c.drafted]
     stop = path[-1]
     out = {"nodes": nodes, "rows": leaves, "cols": max(n.depth for n in rec.tree) + 1, "stop": stop,
-           "bonus": None, "depth": len(path) - 1, "size": len(rec.tree)}
+           "bonus": None, "depth": len(path) - 1, "size": len(rec.tree), "merged": sum(len(n[8]) for n in nodes)}
     if bonus:
         out["bonus"] = [_text(token_text, [c.position for c in bonus], [c.token for c in bonus]),
                         "the target's own decision where the walk stopped, committed without being drafted: "

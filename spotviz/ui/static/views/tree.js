@@ -24,6 +24,7 @@
       (R.meta.auto ? ' (budget auto chose ' + p.states + ')' : (p.budget && p.budget !== p.states ? ' (of ' + p.budget + ' allowed)' : '')) +
       ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted + ' + (p.tree.bonus ? '1 own decision' : '0') +
       ' = ' + SV.plural(commits, 'commit');
+    if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
     return s;
   }

@@ -9,9 +9,11 @@ way from s1, t its depth (the step whose noise its decision uses). Two drafted o
 and b then a, reach the same (S, t); the target's decision there is the same whichever way the walk arrived, so
 the second path becomes a second edge into the first path's node instead of a node of its own. The verification
 batch holds every state once, and the acceptance walk (which moves along any edge equal to the target's decision)
-stays exact. Merged edges cost no budget; the node keeps the path (and path probability) it was first reached by,
-which best-first order makes the likelier one. With an order drafter, repeated states were ~40% of the nodes of a
-32-node tree on math-bd (T = 0).
+stays exact. Merged edges cost no budget. The node keeps the path it was first reached by (its state row and the
+proposer's path terms come from it); its path_prob becomes its reach, the chance that the walk gets there: the sum
+over its incoming edges of parent reach times edge probability. A merge raises the reach of the node and of all
+below it, and their waiting candidates are queued again at the higher priority. With an order drafter, repeated
+states were ~40% of the nodes of a strict 32-node tree on math-bd (T = 0).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ class DraftNode:
     offsets: tuple[int, ...]  # window offsets committed on the edge parent -> node
     tokens: tuple[int, ...]
     prob: float
-    path_prob: float
+    path_prob: float  # reach: the chance the walk gets here (product along the path, summed over merged edges)
     path: tuple[int, ...] = ()  # all drafted offsets on the path from s1 (in order)
     children: dict = field(default_factory=dict)  # (offsets, tokens) -> child id
     memo: object = None  # proposer-specific per-node cache (e.g. summed path terms)

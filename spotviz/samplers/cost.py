@@ -15,9 +15,10 @@ nodes are
     E(N) = 1 + s * (p_1 + ... + p_{N-1})
 
 (p_i: the drafter's probability that node i is reached by the acceptance walk; s: a running calibration, the
-accepted edges seen so far over the edges the drafter expected). CostAwareBudget keeps the prefix N >= 2
-maximising E(N) / (l f(N) + c); l rescales the cached curve to the machine's load during this run (a running
-mean of the forward times seen over f of their sizes).
+accepted edges seen so far over the edges the drafter expected; p_i is the node's path probability when it was
+added, so the reach that a later merged edge adds (drafter/tree.py) is not counted: the estimate errs low).
+CostAwareBudget keeps the prefix N >= 2 maximising E(N) / (l f(N) + c); l rescales the cached curve to the
+machine's load during this run (a running mean of the forward times seen over f of their sizes).
 
 Whether to draft at all is decided before the drafter runs, from the stale confidences the previous pass
 already computed (c_(1) >= c_(2) >= ... over the positions still masked): the chain estimate

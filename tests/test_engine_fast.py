@@ -214,6 +214,52 @@ def test_auto_gate_learns_from_what_the_passes_accept():
     assert always.draft_now(low)
 
 
+def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit():
+    """Whatever the estimates say, drafted passes measured slower per commit than a standard pass pause drafting,
+    for 4 passes, then 8 if it happens again; drafted passes that pay never pause it."""
+    c = np.array([0.99, 0.99, 0.99])  # the gate is sure: a chain this certain pays on this curve
+
+    def drafted(policy, seconds, commits):
+        assert policy.draft_now(c)
+        policy.begin(3), policy.add(0.99), policy.choose(2)
+        policy.observe(PassOutcome(2, seconds, False, accepted_edges=commits - 1, overhead_s=0.0, drafted=True))
+
+    def standard(policy):
+        policy.observe(PassOutcome(1, 0.010, False, overhead_s=0.0))
+
+    slow = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+    slow.overhead = 0.0
+    for _ in range(3):  # 2 commits for 30 ms: 15 ms a commit against a standard pass's 10
+        drafted(slow, 0.030, 2)
+    assert [slow.draft_now(c) for _ in range(5)] == [False] * 4 + [True]
+    standard(slow)
+    drafted(slow, 0.030, 2)
+    assert [slow.draft_now(c) for _ in range(9)] == [False] * 8 + [True]
+
+    fast = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+    fast.overhead = 0.0
+    for _ in range(20):  # 2 commits for 12 ms: 6 ms a commit
+        drafted(fast, 0.012, 2)
+    assert fast.pause == 0 and fast.draft_now(c)
+
+
+def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_block_target, monkeypatch):
+    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(cost, "_LEARNED", {})
+    key = ("spot", "SpotProposer", 1, "exact", 0.0, 0.9, True)
+    first = cost.budget_policy("auto", tiny_block_target, key)
+    first.accepted, first.expected, first.gate_accepted, first.gate_expected = 30.0, 120.0, 10.0, 80.0
+    first.pause, first.backoff, first.overhead = 3, 16, 0.004
+    cost.remember_policy(first, tiny_block_target, key)
+    again = cost.budget_policy("auto", tiny_block_target, key)
+    assert (again.pause, again.backoff, again.overhead) == (3, 16, 0.004)
+    # the calibrations carry over as ratios, with their weight capped so that they keep adapting
+    assert again.accepted / again.expected == pytest.approx(0.25) and again.expected == pytest.approx(40.0)
+    assert again.gate_accepted / again.gate_expected == pytest.approx(0.125)
+    other = cost.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another temperature
+    assert other.pause == 0 and other.accepted / other.expected == 1.0
+
+
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 0.0),
                                         ("threshold", 0.3, 1.0)])
 def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny_block_target, monkeypatch):

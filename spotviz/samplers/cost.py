@@ -28,6 +28,16 @@ already computed (c_(1) >= c_(2) >= ... over the positions still masked): the ch
 with its own calibration s_g (accepted edges over the chain's expectation for the size verified). The pass
 drafts only if some N >= 2 has G(N) / (l f(N) + c) > 1 / (l f(1)); otherwise it is a standard pass, with no
 drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs.
+
+Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
+costs only when drafting. So the realized rate decides too: over the last drafted passes (a running sum with
+decay 0.8), the seconds per commit they took, against the seconds per commit of a standard pass now
+(l f(1) plus a standard pass's own overhead, over the commits a standard pass makes). Once drafted passes have
+been slower per commit, drafting pauses for a number of passes that doubles each time it happens again (4, 8, ...,
+64) and halves when drafting pays; after a pause the gate decides again. A run's loss is then bounded by its
+probes. What a run learned (both calibrations, the overheads, the realized sums, the pause) is remembered in the
+process for the next run of the same target, drafter, mode and temperature, so short runs do not each pay to learn
+it again from the priors (the calibration counts are capped when carried over, so they keep adapting).
 FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations
@@ -48,6 +58,7 @@ FUSED_SIZES = (1, 2, 4, 8, 16, 32)
 CURVE_VERSION = 2  # cached curves of an older measurement are measured again
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 _MEMO: dict = {}
+_LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
 
 
 @dataclass
@@ -230,6 +241,7 @@ class PassOutcome:
     accepted_edges: int = 0
     overhead_s: float = 0.0  # the pass's time outside the forward
     drafted: bool = False
+    commits: int = 0  # positions the pass committed (0: accepted_edges + 1, one per decision in exact mode)
 
 
 class CostAwareBudget(FixedBudget):
@@ -250,10 +262,39 @@ class CostAwareBudget(FixedBudget):
         self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
+        # the realized check (module docstring): decayed sums over drafted passes, a standard pass's own costs
+        self.drafted_s = self.drafted_commits = 0.0
+        self.drafted_passes = 0
+        self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
+        self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
+        self.pause = 0  # passes left before the gate may draft again
+        self.backoff = self.PAUSE
+
+    PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
+    MAX_PAUSE = 64
+    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "overhead", "drafted_s", "drafted_commits",
+               "drafted_passes", "standard_over", "standard_commits", "pause", "backoff")
+    CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
+
+    def remember(self) -> dict:
+        """What this run learned, for the next run of the same kind (module docstring)."""
+        return {k: getattr(self, k) for k in self.CARRIED}
+
+    def recall(self, learned: dict) -> None:
+        for k, v in learned.items():
+            setattr(self, k, v)
+        for e, a in (("expected", "accepted"), ("gate_expected", "gate_accepted")):
+            scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(self, e), 1e-9))
+            setattr(self, e, getattr(self, e) * scale)
+            setattr(self, a, getattr(self, a) * scale)
 
     def draft_now(self, stale_conf) -> bool:
-        """Whether this pass should draft: some N >= 2 beats a standard pass under the chain estimate G(N).
+        """Whether this pass should draft: not while a pause lasts (drafting was measured slower than standard
+        passes), else if some N >= 2 beats a standard pass under the chain estimate G(N).
         (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would dominate.)"""
+        if self.pause > 0:
+            self.pause -= 1
+            return False
         s_g, load, f, over = self.gate_accepted / self.gate_expected, self.load, self._f, self.overhead
         standard = 1.0 / (load * f[1])
         chain, edges, path, draft = self._chain, 0.0, 1.0, False
@@ -304,6 +345,7 @@ class CostAwareBudget(FixedBudget):
         f = float((self.f_fused if o.fused else self.f)[min(o.states, self.budget)])
         if o.forward_s > 0 and f > 0:
             self.load = 0.9 * self.load + 0.1 * min(max(o.forward_s / f, 0.25), 8.0)
+        commits = o.commits or o.accepted_edges + 1
         if o.drafted and o.states > 1:
             self.expected += self.last_expected
             self.accepted += o.accepted_edges
@@ -311,12 +353,40 @@ class CostAwareBudget(FixedBudget):
             self.gate_accepted += o.accepted_edges
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             self.overhead = 0.8 * self.overhead + 0.2 * min(o.overhead_s, 3 * self.overhead)
+            self.drafted_s = 0.8 * self.drafted_s + o.forward_s + o.overhead_s
+            self.drafted_commits = 0.8 * self.drafted_commits + commits
+            self.drafted_passes += 1
+            self._check_realized()
+        elif o.states == 1 and not o.fused:
+            self.standard_over = 0.9 * self.standard_over + 0.1 * o.overhead_s
+            self.standard_commits = 0.9 * self.standard_commits + 0.1 * commits
         self.last_expected = self.last_chain = 0.0
 
+    def _check_realized(self) -> None:
+        """After a drafted pass: pause drafting if the recent drafted passes took longer per commit than standard
+        passes would now (the pause doubles each time, up to MAX_PAUSE); halve the next pause when they did not."""
+        if self.drafted_passes < 3:
+            return
+        standard = (self.load * self.f[1] + self.standard_over) / self.standard_commits  # seconds per commit
+        if self.drafted_s / self.drafted_commits > standard:
+            self.pause, self.backoff = self.backoff, min(2 * self.backoff, self.MAX_PAUSE)
+        else:
+            self.backoff = max(self.PAUSE, self.backoff // 2)
 
-def budget_policy(budget, target) -> FixedBudget:
-    """The run's tree sizing: the fixed budget, or the cost-aware one (auto) with the target's cost curve."""
+
+def budget_policy(budget, target, memory: tuple | None = None) -> FixedBudget:
+    """The run's tree sizing: the fixed budget, or the cost-aware one (auto) with the target's cost curve, starting
+    from what the last run under the same `memory` key learned (end a run with `remember_policy`)."""
     if budget != "auto":
         return FixedBudget(budget)
     curve = cost_curve(target)
-    return CostAwareBudget(curve, n_max=min(64, max(curve.sizes)))
+    policy = CostAwareBudget(curve, n_max=min(64, max(curve.sizes)))
+    if memory is not None and (id(target), *memory) in _LEARNED:
+        policy.recall(_LEARNED[(id(target), *memory)])
+    return policy
+
+
+def remember_policy(policy: FixedBudget, target, memory: tuple) -> None:
+    """Keep what an `auto` run learned for the next run of the same target under the same key."""
+    if isinstance(policy, CostAwareBudget):
+        _LEARNED[(id(target), *memory)] = policy.remember()

@@ -23,7 +23,7 @@ from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
 from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
 from .common import DecodeConfig, DecodeState, Progress, run_to_end
-from .cost import CostAwareBudget, PassOutcome, budget_policy
+from .cost import CostAwareBudget, PassOutcome, budget_policy, remember_policy
 from .standard import standard_pass
 from .verify import accept_walk, bonus, tree_record, verify
 
@@ -34,7 +34,9 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                        start_event: bool = False) -> Iterator[Progress]:
     st = DecodeState.begin(target, prompt, cfg)
     proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode)
-    policy = budget_policy(cfg.budget, target)
+    memory = (cfg.drafter, type(proposer).__name__, id(getattr(proposer, "drafter", None)), cfg.mode,
+              cfg.temperature, cfg.threshold, cfg.coupled_noise)  # (auto's memory: runs of the same kind)
+    policy = budget_policy(cfg.budget, target, memory)
     if isinstance(policy, CostAwareBudget):
         st.cost_curve = policy.curve.as_pairs()
         st.calls_outside += policy.curve.calls
@@ -73,14 +75,16 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         st.step = step + (1 if d else 0)
         rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
                           tree=tree_record(nodes, walk, v.decisions, lo), accepted_path=walk, budget=policy.budget)
-        policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1, rec.wall_s - v.forward_s,
-                                   drafted=len(nodes) > 1))
+        policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1,
+                                   rec.wall_s - v.forward_s - v.check_s, drafted=len(nodes) > 1,
+                                   commits=len(rec.commits)))
         yield st.progress(rec)
         if window[0] != lo:
             wi, (lo, hi) = wi + 1, window
         elif d is None:  # window complete with nothing further to decode
             st.end = hi
             break
+    remember_policy(policy, target, memory)  # (auto: the next run of this kind starts from what this one learned)
     yield st.finished()
 
 

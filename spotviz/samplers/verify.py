@@ -33,6 +33,7 @@ class Verified:
     decisions: list[Decision | None]
     fused: bool
     forward_s: float  # wall time of the target pass
+    check_s: float = 0.0  # wall time of the batch-invariance check (once per batch shape; not the pass's own cost)
 
 
 def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, next_hi: int | None) -> Verified:
@@ -41,11 +42,12 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
     fused = next_hi is not None and not bool(masked.any(1).all())  # some node completes the window
     t0 = time.perf_counter()
     out = st.target.forward(rows, lo, next_hi if fused else hi, st.cache)
-    forward_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
     st.calls_outside += check_pass(st.target, rows, lo, next_hi if fused else hi, st.cache, out.logits)
+    check_s = time.perf_counter() - t1
     steps = [st.step + n.depth for n in nodes]
     decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
-    return Verified(out, decisions, fused, forward_s)
+    return Verified(out, decisions, fused, t1 - t0, check_s)
 
 
 def accept_walk(nodes: list[DraftNode], decisions: list[Decision | None], lo: int, step: int):

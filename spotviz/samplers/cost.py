@@ -30,11 +30,12 @@ drafts only if some N >= 2 has G(N) / (l f(N) + c) > 1 / (l f(1)); otherwise it 
 drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs.
 
 Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
-costs only when drafting. So the realized rate decides too: over the last drafted passes (a running sum with
-decay 0.8), the seconds per commit they took, against the seconds per commit of a standard pass now
-(l f(1) plus a standard pass's own overhead, over the commits a standard pass makes). Once drafted passes have
-been slower per commit, drafting pauses for a number of passes that doubles each time it happens again (4, 8, ...,
-64) and halves when drafting pays; after a pause the gate decides again. A run's loss is then bounded by its
+costs only when drafting. So the realized time decides too: each drafted pass's time against what standard passes
+would have taken for its commits now (commits / a standard pass's commits x (l f(1) + a standard pass's own
+overhead), plus l (f_fused(1) - f(1)) for a fused pass: a standard decode pays one two-window pass per window too),
+summed over the last drafted passes with decay 0.8. Once drafting has cost more than it saved, it pauses for a
+number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays; after a
+pause the gate decides again. A run's loss is then bounded by its
 probes. What a run learned (both calibrations, the overheads, the realized sums, the pause) is remembered in the
 process for the next run of the same target, drafter, mode and temperature, so short runs do not each pay to learn
 it again from the priors (the calibration counts are capped when carried over, so they keep adapting).
@@ -263,7 +264,7 @@ class CostAwareBudget(FixedBudget):
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
         # the realized check (module docstring): decayed sums over drafted passes, a standard pass's own costs
-        self.drafted_s = self.drafted_commits = 0.0
+        self.saved_s = 0.0  # decayed sum over drafted passes of (standard passes' time for their commits - theirs)
         self.drafted_passes = 0
         self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
         self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
@@ -272,8 +273,8 @@ class CostAwareBudget(FixedBudget):
 
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
-    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "overhead", "drafted_s", "drafted_commits",
-               "drafted_passes", "standard_over", "standard_commits", "pause", "backoff")
+    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "overhead", "saved_s", "drafted_passes",
+               "standard_over", "standard_commits", "pause", "backoff")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
 
     def remember(self) -> dict:
@@ -353,8 +354,10 @@ class CostAwareBudget(FixedBudget):
             self.gate_accepted += o.accepted_edges
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             self.overhead = 0.8 * self.overhead + 0.2 * min(o.overhead_s, 3 * self.overhead)
-            self.drafted_s = 0.8 * self.drafted_s + o.forward_s + o.overhead_s
-            self.drafted_commits = 0.8 * self.drafted_commits + commits
+            standard = commits / self.standard_commits * (self.load * self.f[1] + self.standard_over)
+            if o.fused:
+                standard += self.load * (self.f_fused[1] - self.f[1])
+            self.saved_s = 0.8 * self.saved_s + standard - (o.forward_s + o.overhead_s)
             self.drafted_passes += 1
             self._check_realized()
         elif o.states == 1 and not o.fused:
@@ -363,12 +366,12 @@ class CostAwareBudget(FixedBudget):
         self.last_expected = self.last_chain = 0.0
 
     def _check_realized(self) -> None:
-        """After a drafted pass: pause drafting if the recent drafted passes took longer per commit than standard
-        passes would now (the pause doubles each time, up to MAX_PAUSE); halve the next pause when they did not."""
+        """After a drafted pass: pause drafting if the recent drafted passes cost more time than standard passes
+        would have for their commits (the pause doubles each time, up to MAX_PAUSE); halve the next pause when
+        they saved time."""
         if self.drafted_passes < 3:
             return
-        standard = (self.load * self.f[1] + self.standard_over) / self.standard_commits  # seconds per commit
-        if self.drafted_s / self.drafted_commits > standard:
+        if self.saved_s < 0:
             self.pause, self.backoff = self.backoff, min(2 * self.backoff, self.MAX_PAUSE)
         else:
             self.backoff = max(self.PAUSE, self.backoff // 2)

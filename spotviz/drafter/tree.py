@@ -43,7 +43,7 @@ class DraftNode:
     merged_from: list = field(default_factory=list)  # other parents whose drafted edge reaches this same state
     added_prob: float = 1.0  # path_prob when the node was added (the best-first order: never increases with id)
     proposals: list = field(default_factory=list)  # the proposer's candidates here [(offsets, tokens, p)]
-    edges: list = field(default_factory=list)  # every drafted edge out of the node [(child id, p)]
+    edge_prob: dict = field(default_factory=dict)  # (offsets, tokens) -> drafter probability, for each of children
 
 
 class Proposer:
@@ -147,8 +147,8 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
                 n = nodes[i]
                 n.path_prob += dl
                 push(n)
-                for c, p in n.edges:
-                    deeper[c] = deeper.get(c, 0.0) + dl * p
+                for key, c in n.children.items():
+                    deeper[c] = deeper.get(c, 0.0) + dl * n.edge_prob[key]
             level = deeper
 
     expand(root)
@@ -166,15 +166,13 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         state = parent.state | frozenset(zip(offsets, tokens))
         same = index.get((state, parent.depth + 1))
         if same is not None:  # another order of the same commits: an edge into that node, no new state
-            parent.children[key] = same
-            parent.edges.append((same, p))
+            parent.children[key], parent.edge_prob[key] = same, p
             nodes[same].merged_from.append(pid)
             raise_reach(nodes[same], parent.path_prob * p)
             continue
         node = DraftNode(len(nodes), pid, parent.depth + 1, offsets, tokens, p, parent.path_prob * p,
                          parent.path + offsets, state=state, added_prob=parent.path_prob * p)
-        parent.children[key] = node.id
-        parent.edges.append((node.id, p))
+        parent.children[key], parent.edge_prob[key] = node.id, p
         index[(state, node.depth)] = node.id
         nodes.append(node)
         policy.add(node.path_prob)

@@ -35,10 +35,10 @@ would have taken for its commits now (commits / a standard pass's commits x (l f
 overhead), plus l (f_fused(1) - f(1)) for a fused pass: a standard decode pays one two-window pass per window too),
 summed over the last drafted passes with decay 0.8. Once drafting has cost more than it saved, it pauses for a
 number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays; after a
-pause the gate decides again. A run's loss is then bounded by its
-probes. What a run learned (both calibrations, the overheads, the realized sums, the pause) is remembered in the
-process for the next run of the same target, drafter, mode and temperature, so short runs do not each pay to learn
-it again from the priors (the calibration counts are capped when carried over, so they keep adapting).
+pause the gate decides again. A run's loss is then bounded by its probes. What a run learned (both calibrations,
+the overheads, the realized sums, the pause) is remembered in the process for the next run of the same target,
+drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the calibration
+counts are capped when carried over, so they keep adapting).
 FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations

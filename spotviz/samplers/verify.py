@@ -84,7 +84,7 @@ def tree_record(nodes: list[DraftNode], walk: list[int], decisions: list[Decisio
 def _edge_into(parent: DraftNode, child: int):
     """((offsets, tokens), drafter probability) of parent's drafted edge into child."""
     key = next(k for k, c in parent.children.items() if c == child)
-    return key, next(p for c, p in parent.edges if c == child)
+    return key, parent.edge_prob[key]
 
 
 def bonus(st, v: Verified, stop: DraftNode, lo: int, hi: int, next_window):

@@ -134,7 +134,7 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
                      f" · path probability {n.path_prob:.3f}")
         if n.target_positions:
             hover += f" · target's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
-        merged = [m for m in getattr(n, "merged_from", []) if m in by_id]
+        merged = [m for m in n.merged_from if m in by_id]
         if merged:
             hover += (f" · the same state is reached by {len(merged) + 1} drafted orders (dotted edges): "
                       "it is verified once")

@@ -111,6 +111,8 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-path-prob", type=float, default=0.0,
                    help="prune draft nodes less likely than this to be accepted (0: always fill the budget)")
     p.add_argument("--no-coupled-noise", action="store_true", help="ablation: drafter does not share the noise")
+    p.add_argument("--no-cross-window", action="store_true",
+                   help="ablation: draft trees stop at the end of their window")
     p.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace-out", default=None, help="write the trace (JSON) to this file")
@@ -129,7 +131,8 @@ def cmd_decode(a) -> int:
     _writable(a.trace_out, "--trace-out")
     cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                        gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
-                       coupled_noise=not a.no_coupled_noise, min_path_prob=a.min_path_prob)
+                       coupled_noise=not a.no_coupled_noise, cross_window=not a.no_cross_window,
+                       min_path_prob=a.min_path_prob)
     target = load_target(a.model, device=a.device)
     trace = decode(target, a.prompt, cfg)
     if a.trace_out:

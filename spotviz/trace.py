@@ -36,6 +36,7 @@ class RunMeta:
     prompt: str
     prompt_tokens: list[int]
     coupled_noise: bool = True
+    cross_window: bool = True  # draft trees could go on past a window's end (where the target allows it)
     min_path_prob: float = 0.0
     device: str = "cpu"
     mask_id: int = -1

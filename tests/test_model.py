@@ -114,6 +114,31 @@ def test_cached_forward_equals_recompute(tiny_block_target):
     assert torch.allclose(full, raw, atol=1e-5, rtol=0)
 
 
+def test_a_call_over_two_windows_gives_each_window_the_numbers_of_its_own_call(tiny_block_target):
+    """The block forward runs block by block, so a window's logits do not depend on how far a call reaches: the
+    first window of a call over two equals a call over it alone, and the second equals a call over it with the
+    first one cached (from a call whose second window was all masked, as the standard decoder fills its cache),
+    bit for bit wherever a batched pass is (the load-time probe's verdict), for every row of a batch."""
+    t = tiny_block_target
+    assert t.info.blockwise_exact
+    x = random_states(t, 5, 64, seed=7)
+    x[:, 40:] = t.info.mask_id
+    x[:, 17:32:3] = t.info.mask_id  # the first window still has masks
+    cache = t.extend_cache(t.empty_cache(), t.forward(x[:1], 0, 16, t.empty_cache()), 0, 16)
+    x[:, :16] = x[0, :16]  # the rows share the cached prefix
+    wide = t.forward(x, 16, 48, cache).logits
+    narrow = t.forward(x, 16, 32, cache).logits
+    first = x.clone()
+    first[:, 32:48] = t.info.mask_id
+    second = []
+    for r in range(len(x)):
+        cached = t.extend_cache(cache, t.forward(first[r:r + 1], 16, 48, cache), 0, 32)
+        second.append(t.forward(x[r:r + 1], 32, 48, cached).logits[0])
+    same = torch.equal if t.info.batch_invariant else (lambda a, b: torch.allclose(a, b, atol=1e-5, rtol=0))
+    assert same(wide[:, :16], narrow)
+    assert all(same(wide[r, 16:], second[r]) for r in range(len(x)))
+
+
 def test_cache_cannot_serve_a_window_it_does_not_precede(tiny_block_target):
     t = tiny_block_target
     x = random_states(t, 1, 48)

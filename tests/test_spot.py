@@ -573,7 +573,7 @@ def test_a_walk_through_a_merged_edge_is_recorded_as_walked(tiny_block_target):
     merged edge, and the record draws the node under the parent the walk came from (the edge that was walked),
     listing the other order in merged_from; the tree view draws that one as a dotted edge."""
     from spotviz.decision import Decision
-    from spotviz.samplers.verify import accept_walk, tree_record
+    from spotviz.samplers.verify import Verified, accept_walk, tree_record
     from spotviz.views.timeline import tree_frame
 
     view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
@@ -588,9 +588,10 @@ def test_a_walk_through_a_merged_edge_is_recorded_as_walked(tiny_block_target):
     assert both.parent == node_a.id and both.merged_from == [node_b.id]  # first reached through a
     decide = {0: Decision([b], [5], [0.9]), node_b.id: Decision([a], [5], [0.8]), node_a.id: Decision([b], [5], [0.8]),
               both.id: None}
-    walk, accepted = accept_walk(nodes, [decide[n.id] for n in nodes], view.lo, 1)
+    v = Verified(None, [decide[n.id] for n in nodes], False, 0.0)
+    walk, accepted = accept_walk(nodes, v, view.lo, 1)
     assert walk == [0, node_b.id, both.id] and [c.position for c in accepted] == [view.lo + b, view.lo + a]
-    rec = {n.id: n for n in tree_record(nodes, walk, [decide[n.id] for n in nodes], view.lo)}
+    rec = {n.id: n for n in tree_record(nodes, walk, v, view.lo)}
     assert rec[both.id].parent == node_b.id and rec[both.id].positions == [view.lo + a]
     assert rec[both.id].merged_from == [node_a.id] and rec[both.id].accepted
     from spotviz.trace import PassRecord
@@ -599,6 +600,93 @@ def test_a_walk_through_a_merged_edge_is_recorded_as_walked(tiny_block_target):
     drawn = {row[0]: row for row in frame["nodes"]}
     assert drawn[both.id][1] == node_b.id and drawn[both.id][8] == [node_a.id] and drawn[both.id][6] == 1
     assert "2 drafted orders" in drawn[both.id][5] and frame["merged"] == 1
+
+
+class _Token(Proposer):
+    """Every remaining position next, equally likely, with token `token` (an end of text, say)."""
+
+    def __init__(self, token: int):
+        self.token = token
+
+    def prepare(self, view, max_depth):
+        return None
+
+    def children(self, ctx, view, node, remaining):
+        left = np.flatnonzero(remaining)
+        return [((int(o),), (self.token,), 1.0 / len(left)) for o in left]
+
+
+def _ahead(view: RootView, width: int) -> RootView:
+    """The next window's view for `view` (its stale distributions: any will do for the tree's shape)."""
+    return RootView(lo=view.hi, hi=view.hi + width, state=view.state, logp=view.logp[:width],
+                    masked=torch.ones(width, dtype=torch.bool), first=[], step=view.step, rule=view.rule,
+                    noise=view.noise)
+
+
+def test_a_tree_goes_on_past_the_window_end_only_from_complete_states(tiny_block_target):
+    """With the next window's view, a node that completes its window gets children there (offsets counted from the
+    window's start, past its width), and no other node does; no edge completes the next window; a drafted end of
+    text ends the text, so nothing is drafted past it."""
+    view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
+    w = view.width
+    masked = np.flatnonzero(view.masked.numpy())
+    view.masked[:] = False
+    view.masked[masked[:2]] = True  # two slots left in this window
+    view.ahead = _ahead(view, 3)
+    nodes = build_tree(view, _AnyOrder(), 40)
+    for n in nodes[1:]:
+        here = [o for o in n.path if o < w]
+        there = [o for o in n.path if o >= w]
+        assert not there or (len(here) == 2 and n.path[:2] == tuple(here))  # this window first, then the next
+        assert len(there) < 3  # the next window (3 positions) is never completed
+    assert max(len([o for o in n.path if o >= w]) for n in nodes) == 2
+    rows = node_states(view, nodes)
+    deep = max(nodes, key=lambda n: n.depth)
+    assert sorted((rows[deep.id] != view.state).nonzero().flatten().tolist()) == sorted(view.lo + o for o in deep.path)
+    view.eos_ids = (5,)  # the same tree where every drafted token ends the text: nothing past the window's end
+    assert all(o < w for n in build_tree(view, _Token(5), 40) for o in n.path)
+    assert any(o >= w for n in build_tree(view, _Token(6), 40) for o in n.path)
+
+
+def _crossed(trace) -> list:
+    """Drafted commits of a pass that lie past its window's end."""
+    return [c for p in trace.passes[1:] for c in p.commits if c.drafted and c.position >= p.window[1]]
+
+
+@pytest.mark.parametrize("kind", ["block", "random", "full"])
+def test_trees_that_cross_the_window_end_decode_exactly(kind, targets, random_drafter):
+    """A tree may go on past its window's end (the walk then crosses into the next window in the same pass):
+    token for token the standard decoder's output, pass by pass the oracle's walk, whatever the proposer; some
+    walks do cross; with cross_window off none does."""
+    target, crossed = targets[kind], 0
+    for name in ("training-free", "calibrated", "spot"):
+        for T in (0.0, 1.0):
+            for i, prompt in enumerate(PROMPTS):
+                c = cfg("exact", T=T, seed=i, gen=40, budget=16)
+                std = decode_standard(target, prompt, c)
+                spot = decode_spot(target, prompt, c, make_proposer(name, random_drafter))
+                check_against_standard(spot, std, 16)
+                crossed += len(_crossed(spot))
+                if i < 2:
+                    off = replace(c, cross_window=False)
+                    off = decode_spot(target, prompt, off, make_proposer(name, random_drafter))
+                    check_against_standard(off, std, 16)
+                    assert not _crossed(off)
+    assert crossed > 0
+
+
+def test_a_target_without_blockwise_exact_logits_never_crosses(tiny_block_dir, random_drafter):
+    """Crossing needs a forward whose window logits do not depend on how far a call reaches (info.blockwise_exact);
+    a target without it keeps every tree inside its window, and stays exact."""
+    from spotviz.registry import load_embedded
+
+    target = load_embedded(tiny_block_dir, device="cpu")
+    target.info.blockwise_exact = False
+    for i, prompt in enumerate(PROMPTS[:4]):
+        c = cfg("exact", T=1.0, seed=i, gen=40, budget=16)
+        spot = decode_spot(target, prompt, c, make_proposer("calibrated", random_drafter))
+        check_against_standard(spot, decode_standard(target, prompt, c), 16)
+        assert not _crossed(spot)
 
 
 @pytest.mark.parametrize("name", ["training-free", "spot"])

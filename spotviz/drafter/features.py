@@ -43,7 +43,9 @@ def topk_of(n: int) -> int:
 
 @dataclass
 class RootView:
-    """Everything a proposer may use to draft a tree rooted at s1 (one window [lo, hi))."""
+    """Everything a proposer may use to draft a tree rooted at s1 (one window [lo, hi)); `ahead`, when set, is the
+    next window's view (its stale distributions from the pass that ended at the root, every position masked), so
+    that a tree may go on past the state that completes this window (drafter/tree.py)."""
 
     lo: int
     hi: int
@@ -54,6 +56,8 @@ class RootView:
     step: int  # decision index of the first drafted decision (depth 1)
     rule: DecisionRule
     noise: GumbelNoise | None  # the noise the drafter uses (the target's own when coupled)
+    ahead: "RootView | None" = None  # the next window [hi, hi + w'), drafted only after this one is complete
+    eos_ids: tuple = ()  # end-of-text tokens: a drafted one ends the text, so nothing is drafted ahead of it
 
     @property
     def width(self) -> int:

@@ -14,6 +14,13 @@ proposer's path terms come from it); its path_prob becomes its reach, the chance
 over its incoming edges of parent reach times edge probability. A merge raises the reach of the node and of all
 below it, and their waiting candidates are queued again at the higher priority. With an order drafter, repeated
 states were ~40% of the nodes of a strict 32-node tree on math-bd (T = 0).
+
+Across a window boundary. With `view.ahead` (the next window's stale distributions), a node that completes the
+window may have children in the next window: the proposer drafts them from the ahead view exactly as it drafts a
+window's first decisions (its node seen with only the path's commits in that window), their offsets counted from
+view.lo (w + o for offset o of the next window). A node that drafted an end-of-text token gets none (the text ends
+there), and no edge completes the next window (its decision would need the window after). The verifier evaluates
+such a state in the same pass, over both windows (samplers/verify.py).
 """
 from __future__ import annotations
 
@@ -109,25 +116,53 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     nodes = [root]
     index = {(root.state, 0): 0}  # (drafted commits, depth) -> node id
     n_masked = int(view.masked.sum())
-    if policy.budget <= 1 or n_masked == 0:
+    if policy.budget <= 1 or (n_masked == 0 and view.ahead is None):
         return nodes
-    ctx = proposer.prepare(view, max_depth=min(n_masked, policy.budget - 1))
+    ahead = view.ahead
+    w = view.width
+    masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
+    max_depth = n_masked + (int(masked_ahead.sum()) - 1 if ahead is not None else 0)
+    ctx = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)) if n_masked else None
+    ctx_ahead = None  # prepared when a node first completes the window
     heap: list = []
     tie = 0
     masked = view.masked.cpu().numpy()
+    eos = set(view.eos_ids)
     policy.begin(n_masked)
 
     def expand(node: DraftNode):
-        nonlocal tie
-        if node.depth >= n_masked:
+        nonlocal ctx_ahead
+        if node.depth >= max_depth:
             return
         remaining = masked.copy()
-        if node.path:
-            remaining[list(node.path)] = False
-        if not remaining.any():
+        here = [o for o in node.path if o < w]
+        if here:
+            remaining[here] = False
+        if remaining.any():
+            props = proposer.children(ctx, view, node, remaining)
+        elif ahead is not None and not eos & set(_path_tokens(nodes, node)):
+            props = ahead_children(node)
+        else:
             return
-        node.proposals = [(tuple(o), tuple(t), p) for o, t, p in proposer.children(ctx, view, node, remaining) if p > 0]
+        node.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
         push(node)
+
+    def ahead_children(node: DraftNode):
+        """The node's children in the next window: the proposer's, on the ahead view, with offsets moved by w;
+        none that completes that window."""
+        nonlocal ctx_ahead
+        remaining = masked_ahead.copy()
+        there = tuple(o - w for o in node.path if o >= w)
+        if there:
+            remaining[list(there)] = False
+        left = int(remaining.sum())
+        if left <= 1:
+            return []
+        if ctx_ahead is None:
+            ctx_ahead = proposer.prepare(ahead, max_depth=min(max_depth, policy.budget - 1))
+        seen = DraftNode(node.id, node.parent, node.depth, (), (), node.prob, node.path_prob, there)
+        return [(tuple(o + w for o in offs), toks, p) for offs, toks, p in
+                proposer.children(ctx_ahead, ahead, seen, remaining) if len(offs) < left]
 
     def push(node: DraftNode):
         nonlocal tie

@@ -46,6 +46,7 @@ class DecodeConfig:
     drafter: str = "none"
     budget: int | str = AUTO  # draft tree size per pass: a node count, or "auto" (cost-aware, chosen per pass)
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
+    cross_window: bool = True  # draft trees may go on past the window's end (ablation switch: False stops them there)
     min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)
     limits: Limits = field(default=Limits(), repr=False, compare=False)  # the ranges it was checked against
 
@@ -90,6 +91,8 @@ class DecodeConfig:
                 raise DecodeError(f"budget must be {AUTO} or between 1 and {MAX_BUDGET} nodes, got {self.budget}")
         if not isinstance(self.coupled_noise, bool):
             raise DecodeError(f"coupled noise must be true or false, got {self.coupled_noise!r}")
+        if not isinstance(self.cross_window, bool):
+            raise DecodeError(f"cross_window must be true or false, got {self.cross_window!r}")
         allowed = ("none", *PROPOSERS) if limits.drafters is None else limits.drafters
         if self.drafter not in allowed:
             raise DecodeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(allowed)}")
@@ -231,6 +234,7 @@ class DecodeState:
                        drafter=drafter, budget=(0 if self.budget_auto else int(cfg.budget)) if spec else 0,
                        block_size=info.block_size, gen_length=cfg.gen_length, prompt=self.prompt,
                        prompt_tokens=self.tokens[: self.prompt_len].tolist(), coupled_noise=bool(cfg.coupled_noise),
+                       cross_window=bool(cfg.cross_window and info.blockwise_exact) if spec else False,
                        min_path_prob=float(cfg.min_path_prob) if spec else 0.0,
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,

@@ -6,9 +6,11 @@ Loop (DESIGN.md section 3), starting from a root r whose logits are known from t
    with budget "auto", the size that maximises expected commits per second, or no tree at all when drafting
    does not pay: samplers/cost.py);
 3. one batched target pass evaluates every node; if a node completes the window, the same pass also evaluates
-   the next window (the fused pass), so a new block starts without a pass of its own;
-4. walk from s1 along the edges equal to the target's own decisions (samplers/verify.py); the stop node's
-   decision is the pass's bonus, and its state becomes the root.
+   the next window (the fused pass), so a new block starts without a pass of its own; the next-window
+   distributions of such a node below the stop become the next root's ahead view, from which the next tree may
+   go on past the window's end (drafter/tree.py);
+4. walk from s1 along the edges equal to the target's own decisions (samplers/verify.py), across the window's end
+   where the tree goes on; the stop node's decision is the pass's bonus, and its state becomes the root.
 Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's.
 Commits per pass = accepted edges + 1.
 """
@@ -45,6 +47,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         yield st.started()
     wi, (lo, hi) = 0, st.windows[0]
     d, rec = prefill(st, lo, hi)  # a standard pass: its decision is the first free decision
+    ahead_logp = None  # the next window's distributions at the root (when the pass that ended there evaluated them)
     yield st.progress(rec)
     while True:
         masked = st.masked(lo, hi)  # 1. s1 = r + d(r): the free decision is in the row
@@ -55,26 +58,32 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         t_start = time.perf_counter()
         nxt = next_window(st, wi)
         stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
+        ahead = None
+        crossing = bool(cfg.cross_window and nxt and d and target.info.blockwise_exact)  # (trees may go past hi)
+        if crossing and ahead_logp is not None and not st.finished_with_eos(hi):
+            ahead = RootView(lo=hi, hi=nxt[1], state=st.tokens, logp=ahead_logp, masked=st.masked(*nxt), first=[],
+                             step=st.step, rule=st.rule, noise=draft_noise)
+            stale = stale or ahead_logp.max(-1).values.exp().tolist()  # (this window is complete: the next one's)
         if stale and policy.draft_now(stale):  # 2. draft (auto: only where drafting pays)
             view = RootView(lo=lo, hi=hi, state=st.tokens, logp=d.logp, masked=masked, first=d.offsets, step=st.step,
-                            rule=st.rule, noise=draft_noise)  # (the root's distributions: its decision's)
+                            rule=st.rule, noise=draft_noise, ahead=ahead, eos_ids=target.info.eos_ids)  # (the root's)
             nodes = build_tree(view, proposer, policy, cfg.min_path_prob)
             rows = node_states(view, nodes)
         else:  # s1 alone: the standard decoder's pass
             nodes, rows = [ROOT], st.tokens.unsqueeze(0)
         v = verify(st, rows, nodes, lo, hi, nxt and nxt[1])  # 3. verify: one pass, all nodes
-        walk, accepted = accept_walk(nodes, v.decisions, lo, st.step)  # 4. accept walk, then the bonus
+        walk, accepted = accept_walk(nodes, v, lo, st.step)  # 4. accept walk, then the bonus
         stop = nodes[walk[-1]]
         st.apply(accepted)
         step = st.step + stop.depth
-        d, window = bonus(st, v, stop, lo, hi, nxt)
+        d, window, ahead_logp = bonus(st, v, nodes, stop, lo, hi, nxt)
         if window[0] != lo:  # the fused pass's bonus is in the next window: the finished one enters the cache
             st.cache = target.extend_cache(st.cache, v.out, stop.id, window[0])
         free = d.commits(window[0], step) if d else []
         st.apply(free)
         st.step = step + (1 if d else 0)
         rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
-                          tree=tree_record(nodes, walk, v.decisions, lo), accepted_path=walk, budget=policy.budget)
+                          tree=tree_record(nodes, walk, v, lo), accepted_path=walk, budget=policy.budget)
         policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1,
                                    rec.wall_s - v.forward_s - v.check_s, drafted=len(nodes) > 1,
                                    commits=len(rec.commits)))

@@ -5,9 +5,13 @@ Given the node states of a tree rooted at s1 (node 0) and one target pass over a
   (step(n) = step(s1) + depth(n));
 - the acceptance walk starts at s1: at node n, move to the child whose drafted edge equals d(n), else stop.
   Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's;
-- the bonus is d(stop), the stop node's own decision, already computed by the same pass. If the stop node
-  completes the window and the pass also evaluated the next window (the fused pass), the bonus is the first
-  decision of the next window instead (the decoder then adds the finished window's keys/values to the cache).
+- the bonus is d(stop), the stop node's own decision, already computed by the same pass.
+The fused pass: if some node completes the window, the pass evaluates the next window too, for every node. A node
+that completes the window then decides in the next window (its first decision there, or a later one for a node the
+tree drafted on into that window); the walk goes on across the boundary, and a bonus in the next window makes the
+decoder add the finished window's keys/values to the cache. These are the standard decoder's numbers only where a
+window's logits do not depend on how far a call reaches (info.blockwise_exact: the embedded models compute a call
+block by block); elsewhere the decoder keeps trees inside their window.
 Commits per pass = accepted edges + 1.
 """
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..decision import Decision, decide
+from ..decision import Decision, decide, masked_log_softmax
 from ..drafter.tree import DraftNode
 from ..targets.base import ForwardOutput
 from ..targets.invariance import check_pass
@@ -26,20 +30,25 @@ from ..trace import TreeNode
 
 @dataclass
 class Verified:
-    """One verification pass: the forward, the target's decision at every node (None where the node's window
-    is complete) and whether the pass also evaluated the next window (fused)."""
+    """One verification pass: the forward, the target's decision at every node (None where nothing is left to
+    decide) with the start of the window it was made in, and whether the pass also evaluated the next window."""
 
     out: ForwardOutput
     decisions: list[Decision | None]
     fused: bool
     forward_s: float  # wall time of the target pass
     check_s: float = 0.0  # wall time of the batch-invariance check (once per batch shape; not the pass's own cost)
+    lows: list[int] | None = None  # the start of the window of each decision (None: all in this pass's window)
+
+    def low(self, node_id: int, lo: int) -> int:
+        return lo if self.lows is None else self.lows[node_id]
 
 
 def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, next_hi: int | None) -> Verified:
     """One target pass over every node state (and over the next window too, if some node completes this one)."""
     masked = rows[:, lo:hi] == st.mask_id
-    fused = next_hi is not None and not bool(masked.any(1).all())  # some node completes the window
+    done = ~masked.any(1)  # nodes that complete the window
+    fused = next_hi is not None and bool(done.any())
     t0 = time.perf_counter()
     out = st.target.forward(rows, lo, next_hi if fused else hi, st.cache)
     t1 = time.perf_counter()
@@ -47,20 +56,42 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
     check_s = time.perf_counter() - t1
     steps = [st.step + n.depth for n in nodes]
     decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
-    return Verified(out, decisions, fused, t1 - t0, check_s)
+    lows = None
+    if fused:  # nodes that complete the window decide in the next one (where the text has not ended)
+        ahead = [i for i in done.nonzero().flatten().tolist() if not _ended(st, rows[i], hi)]
+        if ahead:
+            nmask = rows[ahead, hi:next_hi] == st.mask_id
+            there = decide(out.logits[ahead, hi - lo:], nmask, [steps[i] for i in ahead], hi, st.rule, st.noise,
+                           st.mask_id)
+            lows = [lo] * len(nodes)
+            for i, d in zip(ahead, there):
+                decisions[i], lows[i] = d, hi
+    return Verified(out, decisions, fused, t1 - t0, check_s, lows)
 
 
-def accept_walk(nodes: list[DraftNode], decisions: list[Decision | None], lo: int, step: int):
-    """Walk from s1 along the edges that equal the target's decisions. Returns (node ids walked, drafted commits)."""
+def _ended(st, row: torch.Tensor, hi: int) -> bool:
+    """Whether the text of `row` has ended (an end-of-text token) before position hi."""
+    gen = row[st.prompt_len: hi]
+    return any(bool((gen == e).any()) for e in st.target.info.eos_ids)
+
+
+def accept_walk(nodes: list[DraftNode], v: Verified, lo: int, step: int):
+    """Walk from s1 along the edges that equal the target's decisions. Returns (node ids walked, drafted commits).
+    Edges are keyed by offsets from lo; a decision made in the next window is moved there first."""
     n, walk, accepted = nodes[0], [0], []
-    while (d := decisions[n.id]) is not None and (child := n.children.get(d.key)) is not None:
-        accepted += d.commits(lo, step + n.depth, drafted=True)
+    while (d := v.decisions[n.id]) is not None:
+        base = v.low(n.id, lo)
+        offsets, tokens = d.key
+        key = (tuple(o + base - lo for o in offsets), tokens) if base != lo else d.key
+        if (child := n.children.get(key)) is None:
+            break
+        accepted += d.commits(base, step + n.depth, drafted=True)
         n = nodes[child]
         walk.append(n.id)
     return walk, accepted
 
 
-def tree_record(nodes: list[DraftNode], walk: list[int], decisions: list[Decision | None], lo: int) -> list[TreeNode]:
+def tree_record(nodes: list[DraftNode], walk: list[int], v: Verified, lo: int) -> list[TreeNode]:
     """The tree as the trace stores it; the target's decision is recorded at the nodes of the walk. A node that the
     walk entered through a merged edge (another drafted order of the same commits) is recorded under the parent the
     walk came from, with that edge's decision; its other parents are listed in merged_from."""
@@ -68,7 +99,8 @@ def tree_record(nodes: list[DraftNode], walk: list[int], decisions: list[Decisio
     came_from = dict(zip(walk[1:], walk[:-1]))
     out = []
     for n in nodes:
-        d = decisions[n.id] if n.id in on_walk else None
+        d = v.decisions[n.id] if n.id in on_walk else None
+        base = v.low(n.id, lo)
         parent, offsets, tokens, prob = n.parent, n.offsets, n.tokens, n.prob
         if came_from.get(n.id, parent) != parent:  # entered through a merged edge: draw the edge walked
             parent = came_from[n.id]
@@ -76,7 +108,7 @@ def tree_record(nodes: list[DraftNode], walk: list[int], decisions: list[Decisio
         others = sorted({n.parent, *n.merged_from} - {parent}) if n.merged_from else []
         out.append(TreeNode(id=n.id, parent=parent, depth=n.depth, positions=[lo + o for o in offsets],
                             tokens=list(tokens), prob=float(prob), path_prob=float(n.path_prob),
-                            accepted=n.id in on_walk, target_positions=[lo + o for o in d.offsets] if d else [],
+                            accepted=n.id in on_walk, target_positions=[base + o for o in d.offsets] if d else [],
                             target_tokens=list(d.tokens) if d else [], merged_from=others))
     return out
 
@@ -87,18 +119,31 @@ def _edge_into(parent: DraftNode, child: int):
     return key, parent.edge_prob[key]
 
 
-def bonus(st, v: Verified, stop: DraftNode, lo: int, hi: int, next_window):
-    """The pass's own decision at the stop node: its decision in this window, or (fused pass, window complete)
-    the first decision of the next window (whose keys/values the caller then adds to the cache: a pure function).
+def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi: int, next_window):
+    """The pass's own decision at the stop node: in this window, or in the next one when the stop node completes
+    this window (the fused pass; the caller then adds the finished window's keys/values to the cache: a pure
+    function).
 
-    Returns (decision or None, the window it was made in); the decision's log-probabilities are the next root's."""
+    Returns (decision or None, the window it was made in, the next window's log-probabilities at the stop node
+    when the pass evaluated them and the decision is in this window: the next pass's ahead view, else None); the
+    decision's log-probabilities are the next root's."""
     d = v.decisions[stop.id]
-    if d is not None:
-        return d, (lo, hi)
-    if v.fused and not st.finished_with_eos(hi):
-        nlo, nhi = next_window
-        logits = v.out.logits[stop.id, hi - lo :]
-        d = decide(logits.unsqueeze(0), st.masked(nlo, nhi).unsqueeze(0), [st.step + stop.depth], nlo, st.rule,
-                   st.noise, st.mask_id)[0]
-        return d, (nlo, nhi)
-    return None, (lo, hi)
+    if d is None:
+        return None, (lo, hi), None
+    if v.low(stop.id, lo) != lo:
+        return d, tuple(next_window), None
+    ahead = None
+    if v.fused:  # the next window as the stop's likeliest descendant that completes this one saw it (else the stop)
+        src = next((n.id for n in nodes if n.id != stop.id and v.low(n.id, lo) != lo and _below(nodes, n, stop.id)),
+                   stop.id)
+        ahead = masked_log_softmax(v.out.logits[src, hi - lo:], st.mask_id)
+    return d, (lo, hi), ahead
+
+
+def _below(nodes: list[DraftNode], n: DraftNode, ancestor: int) -> bool:
+    """Whether `ancestor` is on n's first path from s1."""
+    while n.parent >= 0:
+        if n.parent == ancestor:
+            return True
+        n = nodes[n.parent]
+    return False

@@ -69,6 +69,10 @@ class TargetInfo:
     # speculative output is identical to the standard decoder's; False: not on this device/dtype; None: unchecked
     # (not guaranteed either)
     batch_invariant: bool | None = None
+    # True: a call's logits of a window do not depend on how far the call reaches (a block-causal model computed
+    # block by block, or full attention, which always sees the whole row): a pass may evaluate the next window too
+    # (the fused pass) and a draft tree may go on past a window's end with the standard decoder's numbers
+    blockwise_exact: bool = False
 
 
 _SLOT = "\x00question\x00"

@@ -5,6 +5,12 @@ same operations as the eager model, minus Python's per-module dispatch, which is
 small. One trace serves every batch size, window and cache length. It is used only where it is exact: on its
 first call the traced logits must equal the eager ones (within fp32 tolerance) and a batched call must
 reproduce a one-row call bit for bit; otherwise (or if tracing fails) the target stays eager for good.
+
+A block model's call over several blocks runs block by block (each block on the keys/values before it), so a
+window's logits are the same numbers whether the call also reaches the next window or not: the fused pass of a
+speculative decoder, and a tree drafted past a window's end, give bit for bit the standard decoder's logits
+(info.blockwise_exact; measured before this, a single call over two windows differed in the last bit from a call
+over one on some models and positions).
 """
 from __future__ import annotations
 
@@ -51,7 +57,7 @@ class EmbeddedTarget(DiffusionTarget):
         self.info = TargetInfo(
             name=name, attention=cfg.attention, block_size=cfg.block_size, mask_id=cfg.mask_token_id,
             eos_ids=tuple(int(e) for e in eos if e is not None), vocab_size=cfg.vocab_size,
-            max_length=cfg.max_position_embeddings, source=source,
+            max_length=cfg.max_position_embeddings, source=source, blockwise_exact=True,
         )
         self.traced = traced  # True: try the traced forward; False: eager (also after a failed check)
         self._graph = None
@@ -130,17 +136,35 @@ class EmbeddedTarget(DiffusionTarget):
         start = cache.length
         if not (start <= lo and start % self.info.block_size == 0):
             raise ValueError(f"cache of length {start} cannot serve window [{lo}, {hi})")
-        pos, mask = self._inputs(start, hi)
+        # block by block: each block's queries attend to the keys/values before it (the cache, then this call's
+        # earlier blocks, per row) and to its own block, so a block's logits are those of a call over that block
+        # alone (blockwise_exact): the same numbers whether a call reaches one window or two
+        rows = states.shape[0]
         past = tuple(x for k_v in cache.kv for x in k_v) if cache.kv else self._empty
-        ids, rows = states[:, start:hi], states.shape[0]
-        if rows * (hi - start) < self.info.block_size:  # a ragged last block of a few positions: BLAS multiplies
-            # a matrix of 1-3 rows differently from a batch's (not bit-identical, targets/invariance.py), so the
-            # rows are repeated up to a block's worth and the first `rows` kept (the same computation per row)
-            ids = ids.repeat(-(-self.info.block_size // (rows * (hi - start))), 1)
+        logits, present = [], None
+        for a in range(start, hi, self.info.block_size):
+            b = min(a + self.info.block_size, hi)
+            out, flat = self._block(states[:, a:b], a, b, past)
+            logits.append(out)
+            present = flat if present is None else tuple(torch.cat([p, f], 2) for p, f in zip(present, flat))
+            if b < hi:  # the next block sees this one's keys/values, row by row
+                past = tuple(torch.cat([x.expand(rows, -1, -1, -1), f], 2) for x, f in zip(past, flat))
+        present = [(present[2 * i], present[2 * i + 1]) for i in range(len(present) // 2)]
+        return ForwardOutput(torch.cat(logits, 1)[:, lo - start:].float(), start=start, present=present)
+
+    def _block(self, ids: torch.Tensor, a: int, b: int, past: tuple):
+        """One block [a, b) of every row, on the keys/values `past` of positions [0, a) (shared [1, ...] or per row):
+        (logits [rows, b - a, V], this block's keys/values per layer, flat)."""
+        rows = ids.shape[0]
+        pos, mask = self._inputs(a, b)
+        if rows * (b - a) < self.info.block_size:  # a ragged last block of a few positions: BLAS multiplies a matrix
+            # of 1-3 rows differently from a batch's (not bit-identical, targets/invariance.py), so the rows are
+            # repeated up to a block's worth and the first `rows` kept (the same computation per row)
+            reps = -(-self.info.block_size // (rows * (b - a)))
+            ids = ids.repeat(reps, 1)
+            past = tuple(x.repeat(reps, 1, 1, 1) if x.shape[0] > 1 else x for x in past)
         logits, flat = self._run((ids, pos, mask, past))
-        logits = logits[:rows]
-        present = [(flat[2 * i][:rows], flat[2 * i + 1][:rows]) for i in range(len(flat) // 2)]
-        return ForwardOutput(logits[:, lo - start :].float(), start=start, present=present)
+        return logits[:rows], tuple(x[:rows] for x in flat)
 
     def extend_cache(self, cache: PrefixCache, out: ForwardOutput, row: int, upto: int) -> PrefixCache:
         if self.info.attention == "full" or upto <= cache.length:

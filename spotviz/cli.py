@@ -112,7 +112,7 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
                    help="prune draft nodes less likely than this to be accepted (0: always fill the budget)")
     p.add_argument("--no-coupled-noise", action="store_true", help="ablation: drafter does not share the noise")
     p.add_argument("--no-cross-window", action="store_true",
-                   help="ablation: draft trees stop at the end of their window")
+                   help="ablation: draft trees stop at the end of their window (exact mode; threshold trees always do)")
     p.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace-out", default=None, help="write the trace (JSON) to this file")

@@ -657,7 +657,7 @@ def _crossed(trace) -> list:
 def test_trees_that_cross_the_window_end_decode_exactly(kind, targets, random_drafter):
     """A tree may go on past its window's end (the walk then crosses into the next window in the same pass):
     token for token the standard decoder's output, pass by pass the oracle's walk, whatever the proposer; some
-    walks do cross; with cross_window off none does."""
+    walks do cross; with cross_window off, or in threshold mode, none does."""
     target, crossed = targets[kind], 0
     for name in ("training-free", "calibrated", "spot"):
         for T in (0.0, 1.0):
@@ -673,6 +673,11 @@ def test_trees_that_cross_the_window_end_decode_exactly(kind, targets, random_dr
                     check_against_standard(off, std, 16)
                     assert not _crossed(off)
     assert crossed > 0
+    for i, prompt in enumerate(PROMPTS[:3]):  # threshold mode: trees stay inside their window (DESIGN section 3)
+        c = cfg("threshold", tau=0.3, T=1.0, seed=i, gen=40, budget=16)
+        sets = decode_spot(target, prompt, c, make_proposer("training-free", random_drafter))
+        check_against_standard(sets, decode_standard(target, prompt, c), 16)
+        assert not _crossed(sets)
 
 
 def test_a_target_without_blockwise_exact_logits_never_crosses(tiny_block_dir, random_drafter):

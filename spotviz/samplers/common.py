@@ -46,7 +46,7 @@ class DecodeConfig:
     drafter: str = "none"
     budget: int | str = AUTO  # draft tree size per pass: a node count, or "auto" (cost-aware, chosen per pass)
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
-    cross_window: bool = True  # draft trees may go on past the window's end (ablation switch: False stops them there)
+    cross_window: bool = True  # exact mode: draft trees may go on past the window's end (False: they stop there)
     min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)
     limits: Limits = field(default=Limits(), repr=False, compare=False)  # the ranges it was checked against
 
@@ -234,7 +234,7 @@ class DecodeState:
                        drafter=drafter, budget=(0 if self.budget_auto else int(cfg.budget)) if spec else 0,
                        block_size=info.block_size, gen_length=cfg.gen_length, prompt=self.prompt,
                        prompt_tokens=self.tokens[: self.prompt_len].tolist(), coupled_noise=bool(cfg.coupled_noise),
-                       cross_window=bool(cfg.cross_window and info.blockwise_exact) if spec else False,
+                       cross_window=bool(cfg.cross_window and info.blockwise_exact and cfg.mode == "exact") if spec else False,
                        min_path_prob=float(cfg.min_path_prob) if spec else 0.0,
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,

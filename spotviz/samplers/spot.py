@@ -59,7 +59,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         nxt = next_window(st, wi)
         stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
         ahead = None
-        crossing = bool(cfg.cross_window and nxt and d and target.info.blockwise_exact)  # (trees may go past hi)
+        crossing = bool(cfg.cross_window and cfg.mode == "exact" and nxt and d and target.info.blockwise_exact)
         if crossing and ahead_logp is not None and not st.finished_with_eos(hi):
             ahead = RootView(lo=hi, hi=nxt[1], state=st.tokens, logp=ahead_logp, masked=st.masked(*nxt), first=[],
                              step=st.step, rule=st.rule, noise=draft_noise)

@@ -131,7 +131,6 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     policy.begin(n_masked)
 
     def expand(node: DraftNode):
-        nonlocal ctx_ahead
         if node.depth >= max_depth:
             return
         remaining = masked.copy()

@@ -185,9 +185,10 @@ class DecodeState:
         r = self.tokens if row is None else row
         return r[lo:hi] == self.mask_id
 
-    def finished_with_eos(self, hi: int) -> bool:
+    def finished_with_eos(self, hi: int, row: torch.Tensor | None = None) -> bool:
+        """Whether the text (of the row, or of `row`, a state of it) has ended before position hi."""
         eos = self.target.info.eos_ids
-        gen = self.tokens[self.prompt_len : hi]
+        gen = (self.tokens if row is None else row)[self.prompt_len : hi]
         return any(bool((gen == e).any()) for e in eos)
 
     def generated(self) -> list[int]:

@@ -58,7 +58,7 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
     decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
     lows = None
     if fused:  # nodes that complete the window decide in the next one (where the text has not ended)
-        ahead = [i for i in done.nonzero().flatten().tolist() if not _ended(st, rows[i], hi)]
+        ahead = [i for i in done.nonzero().flatten().tolist() if not st.finished_with_eos(hi, rows[i])]
         if ahead:
             nmask = rows[ahead, hi:next_hi] == st.mask_id
             there = decide(out.logits[ahead, hi - lo:], nmask, [steps[i] for i in ahead], hi, st.rule, st.noise,
@@ -67,12 +67,6 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
             for i, d in zip(ahead, there):
                 decisions[i], lows[i] = d, hi
     return Verified(out, decisions, fused, t1 - t0, check_s, lows)
-
-
-def _ended(st, row: torch.Tensor, hi: int) -> bool:
-    """Whether the text of `row` has ended (an end-of-text token) before position hi."""
-    gen = row[st.prompt_len: hi]
-    return any(bool((gen == e).any()) for e in st.target.info.eos_ids)
 
 
 def accept_walk(nodes: list[DraftNode], v: Verified, lo: int, step: int):
@@ -124,16 +118,17 @@ def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi:
     this window (the fused pass; the caller then adds the finished window's keys/values to the cache: a pure
     function).
 
-    Returns (decision or None, the window it was made in, the next window's log-probabilities at the stop node
-    when the pass evaluated them and the decision is in this window: the next pass's ahead view, else None); the
-    decision's log-probabilities are the next root's."""
+    Returns (decision or None, the window it was made in, the next window's log-probabilities for the next pass's
+    ahead view, else None); the decision's log-probabilities are the next root's. The ahead view comes from a
+    fused pass whose bonus stays in this window: the next window as the likeliest node below the stop that
+    completes this window saw it (its drafted commits may well be the ones to come), else as the stop saw it."""
     d = v.decisions[stop.id]
     if d is None:
         return None, (lo, hi), None
     if v.low(stop.id, lo) != lo:
         return d, tuple(next_window), None
     ahead = None
-    if v.fused:  # the next window as the stop's likeliest descendant that completes this one saw it (else the stop)
+    if v.fused:  # (nodes are in best-first order: the first such node is the likeliest)
         src = next((n.id for n in nodes if n.id != stop.id and v.low(n.id, lo) != lo and _below(nodes, n, stop.id)),
                    stop.id)
         ahead = masked_log_softmax(v.out.logits[src, hi - lo:], st.mask_id)

@@ -115,10 +115,10 @@ def test_cached_forward_equals_recompute(tiny_block_target):
 
 
 def test_a_call_over_two_windows_gives_each_window_the_numbers_of_its_own_call(tiny_block_target):
-    """The block forward runs block by block, so a window's logits do not depend on how far a call reaches: the
-    first window of a call over two equals a call over it alone, and the second equals a call over it with the
-    first one cached (from a call whose second window was all masked, as the standard decoder fills its cache),
-    bit for bit wherever a batched pass is (the load-time probe's verdict), for every row of a batch."""
+    """The block forward computes a call's last block apart, so a window's logits do not depend on how far a call
+    reaches: the first window of a call over two equals a call over it alone, and the second equals a call over it
+    with the first one cached (from a call whose second window was all masked, as the standard decoder fills its
+    cache), bit for bit wherever a batched pass is (the load-time probe's verdict), for every row of a batch."""
     t = tiny_block_target
     assert t.info.blockwise_exact
     x = random_states(t, 5, 64, seed=7)

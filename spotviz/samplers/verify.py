@@ -10,8 +10,8 @@ The fused pass: if some node completes the window, the pass evaluates the next w
 that completes the window then decides in the next window (its first decision there, or a later one for a node the
 tree drafted on into that window); the walk goes on across the boundary, and a bonus in the next window makes the
 decoder add the finished window's keys/values to the cache. These are the standard decoder's numbers only where a
-window's logits do not depend on how far a call reaches (info.blockwise_exact: the embedded models compute a call
-block by block); elsewhere the decoder keeps trees inside their window.
+window's logits do not depend on how far a call reaches (info.blockwise_exact: the embedded models compute a
+call's last block apart); elsewhere the decoder keeps trees inside their window.
 Commits per pass = accepted edges + 1.
 """
 from __future__ import annotations

@@ -6,8 +6,8 @@ small. One trace serves every batch size, window and cache length. It is used on
 first call the traced logits must equal the eager ones (within fp32 tolerance) and a batched call must
 reproduce a one-row call bit for bit; otherwise (or if tracing fails) the target stays eager for good.
 
-A block model's call over several blocks runs block by block (each block on the keys/values before it), so a
-window's logits are the same numbers whether the call also reaches the next window or not: the fused pass of a
+A block model's call computes its last block apart (on the keys/values before it), so a window's logits are the
+same numbers whether the call also reaches the next window or not: the fused pass of a
 speculative decoder, and a tree drafted past a window's end, give bit for bit the standard decoder's logits
 (info.blockwise_exact; measured before this, a single call over two windows differed in the last bit from a call
 over one on some models and positions).
@@ -136,14 +136,17 @@ class EmbeddedTarget(DiffusionTarget):
         start = cache.length
         if not (start <= lo and start % self.info.block_size == 0):
             raise ValueError(f"cache of length {start} cannot serve window [{lo}, {hi})")
-        # block by block: each block's queries attend to the keys/values before it (the cache, then this call's
-        # earlier blocks, per row) and to its own block, so a block's logits are those of a call over that block
-        # alone (blockwise_exact): the same numbers whether a call reaches one window or two
+        # the last block apart: its queries attend to the keys/values before it (the cache, then this call's
+        # earlier blocks, per row) and to its own block, so a window's logits are the same numbers whether the call
+        # ends with it or reaches one window further (blockwise_exact); the blocks before the last (a prompt, a
+        # finished window) go in one sub-call
         rows = states.shape[0]
         past = tuple(x for k_v in cache.kv for x in k_v) if cache.kv else self._empty
         logits, present = [], None
-        for a in range(start, hi, self.info.block_size):
-            b = min(a + self.info.block_size, hi)
+        last = max(start, hi - 1 - (hi - 1) % self.info.block_size)  # the start of the call's last block
+        for a, b in ((start, last), (last, hi)):
+            if a == b:
+                continue
             out, flat = self._block(states[:, a:b], a, b, past)
             logits.append(out)
             present = flat if present is None else tuple(torch.cat([p, f], 2) for p, f in zip(present, flat))
@@ -153,8 +156,8 @@ class EmbeddedTarget(DiffusionTarget):
         return ForwardOutput(torch.cat(logits, 1)[:, lo - start:].float(), start=start, present=present)
 
     def _block(self, ids: torch.Tensor, a: int, b: int, past: tuple):
-        """One block [a, b) of every row, on the keys/values `past` of positions [0, a) (shared [1, ...] or per row):
-        (logits [rows, b - a, V], this block's keys/values per layer, flat)."""
+        """Positions [a, b) (whole blocks, the last maybe ragged) of every row, on the keys/values `past` of
+        positions [0, a) (shared [1, ...] or per row): (logits [rows, b - a, V], their keys/values per layer, flat)."""
         rows = ids.shape[0]
         pos, mask = self._inputs(a, b)
         if rows * (b - a) < self.info.block_size:  # a ragged last block of a few positions: BLAS multiplies a matrix

@@ -118,25 +118,27 @@ def test_a_call_over_two_windows_gives_each_window_the_numbers_of_its_own_call(t
     """The block forward computes a call's last block apart, so a window's logits do not depend on how far a call
     reaches: the first window of a call over two equals a call over it alone, and the second equals a call over it
     with the first one cached (from a call whose second window was all masked, as the standard decoder fills its
-    cache), bit for bit wherever a batched pass is (the load-time probe's verdict), for every row of a batch."""
+    cache). Bit for bit for one row (the same computations by construction); for a batch of rows too wherever the
+    load-time probe found batched passes bit-identical (it probes batches of 3)."""
     t = tiny_block_target
     assert t.info.blockwise_exact
-    x = random_states(t, 5, 64, seed=7)
+    x = random_states(t, 3, 64, seed=7)
     x[:, 40:] = t.info.mask_id
     x[:, 17:32:3] = t.info.mask_id  # the first window still has masks
-    cache = t.extend_cache(t.empty_cache(), t.forward(x[:1], 0, 16, t.empty_cache()), 0, 16)
     x[:, :16] = x[0, :16]  # the rows share the cached prefix
-    wide = t.forward(x, 16, 48, cache).logits
-    narrow = t.forward(x, 16, 32, cache).logits
+    cache = t.extend_cache(t.empty_cache(), t.forward(x[:1], 0, 16, t.empty_cache()), 0, 16)
     first = x.clone()
     first[:, 32:48] = t.info.mask_id
-    second = []
+    batched = t.forward(x, 16, 48, cache).logits
     for r in range(len(x)):
+        wide = t.forward(x[r:r + 1], 16, 48, cache).logits[0]
+        assert torch.equal(wide[:16], t.forward(x[r:r + 1], 16, 32, cache).logits[0])
         cached = t.extend_cache(cache, t.forward(first[r:r + 1], 16, 48, cache), 0, 32)
-        second.append(t.forward(x[r:r + 1], 32, 48, cached).logits[0])
-    same = torch.equal if t.info.batch_invariant else (lambda a, b: torch.allclose(a, b, atol=1e-5, rtol=0))
-    assert same(wide[:, :16], narrow)
-    assert all(same(wide[r, 16:], second[r]) for r in range(len(x)))
+        assert torch.equal(wide[16:], t.forward(x[r:r + 1], 32, 48, cached).logits[0])
+        if t.info.batch_invariant:
+            assert torch.equal(batched[r], wide)
+        else:
+            assert torch.allclose(batched[r], wide, atol=1e-5, rtol=0)
 
 
 def test_cache_cannot_serve_a_window_it_does_not_precede(tiny_block_target):

@@ -104,6 +104,13 @@ class DecodeConfig:
         return DecisionRule(self.mode, float(self.temperature), float(self.threshold))
 
 
+def trees_may_cross(cfg: DecodeConfig, info) -> bool:
+    """Whether a run's draft trees may go on past a window's end: asked for (cross_window), exact mode (threshold
+    mode's next-window sets are never drafted exactly, docs/DESIGN.md section 3) and a target whose window logits
+    do not depend on how far a call reaches (TargetInfo.blockwise_exact)."""
+    return bool(cfg.cross_window and cfg.mode == "exact" and info.blockwise_exact)
+
+
 def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tuple[list[int], bool]:
     """Token ids of the prompt; keeps the last tokens (and says so) if prompt + generation exceed the context."""
     if not isinstance(prompt, str) or not prompt.strip():
@@ -235,7 +242,7 @@ class DecodeState:
                        drafter=drafter, budget=(0 if self.budget_auto else int(cfg.budget)) if spec else 0,
                        block_size=info.block_size, gen_length=cfg.gen_length, prompt=self.prompt,
                        prompt_tokens=self.tokens[: self.prompt_len].tolist(), coupled_noise=bool(cfg.coupled_noise),
-                       cross_window=bool(cfg.cross_window and info.blockwise_exact and cfg.mode == "exact") if spec else False,
+                       cross_window=trees_may_cross(cfg, info) if spec else False,
                        min_path_prob=float(cfg.min_path_prob) if spec else 0.0,
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,

@@ -24,7 +24,7 @@ from ..drafter.registry import load_proposer
 from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
 from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
-from .common import DecodeConfig, DecodeState, Progress, run_to_end
+from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
 from .cost import CostAwareBudget, PassOutcome, budget_policy, remember_policy
 from .standard import standard_pass
 from .verify import accept_walk, bonus, tree_record, verify
@@ -37,7 +37,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     st = DecodeState.begin(target, prompt, cfg)
     proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode)
     memory = (cfg.drafter, type(proposer).__name__, id(getattr(proposer, "drafter", None)), cfg.mode,
-              cfg.temperature, cfg.threshold, cfg.coupled_noise)  # (auto's memory: runs of the same kind)
+              cfg.temperature, cfg.threshold, cfg.coupled_noise, cfg.cross_window)  # (auto's memory: runs alike)
+    crossing = trees_may_cross(cfg, target.info)  # (trees may go on past a window's end)
     policy = budget_policy(cfg.budget, target, memory)
     if isinstance(policy, CostAwareBudget):
         st.cost_curve = policy.curve.as_pairs()
@@ -59,8 +60,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         nxt = next_window(st, wi)
         stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
         ahead = None
-        crossing = bool(cfg.cross_window and cfg.mode == "exact" and nxt and d and target.info.blockwise_exact)
-        if crossing and ahead_logp is not None and not st.finished_with_eos(hi):
+        if crossing and nxt and ahead_logp is not None and not st.finished_with_eos(hi):
             ahead = RootView(lo=hi, hi=nxt[1], state=st.tokens, logp=ahead_logp, masked=st.masked(*nxt), first=[],
                              step=st.step, rule=st.rule, noise=draft_noise)
             stale = stale or ahead_logp.max(-1).values.exp().tolist()  # (this window is complete: the next one's)
@@ -76,7 +76,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         stop = nodes[walk[-1]]
         st.apply(accepted)
         step = st.step + stop.depth
-        d, window, ahead_logp = bonus(st, v, nodes, stop, lo, hi, nxt)
+        d, window, ahead_logp = bonus(st, v, nodes, stop, lo, hi, nxt, crossing)
         if window[0] != lo:  # the fused pass's bonus is in the next window: the finished one enters the cache
             st.cache = target.extend_cache(st.cache, v.out, stop.id, window[0])
         free = d.commits(window[0], step) if d else []

@@ -39,6 +39,7 @@ class Verified:
     forward_s: float  # wall time of the target pass
     check_s: float = 0.0  # wall time of the batch-invariance check (once per batch shape; not the pass's own cost)
     lows: list[int] | None = None  # the start of the window of each decision (None: all in this pass's window)
+    complete: list[bool] | None = None  # per node: it completes the window (fused passes only)
 
     def low(self, node_id: int, lo: int) -> int:
         return lo if self.lows is None else self.lows[node_id]
@@ -57,8 +58,10 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
     steps = [st.step + n.depth for n in nodes]
     decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
     lows = None
-    if fused:  # nodes that complete the window decide in the next one (where the text has not ended)
-        ahead = [i for i in done.nonzero().flatten().tolist() if not st.finished_with_eos(hi, rows[i])]
+    if fused:  # nodes that complete the window and have children in the next one decide there (the walk may go on;
+        # a stop node's first decision there is the bonus's business)
+        ahead = [i for i in done.nonzero().flatten().tolist()
+                 if nodes[i].children and not st.finished_with_eos(hi, rows[i])]
         if ahead:
             nmask = rows[ahead, hi:next_hi] == st.mask_id
             there = decide(out.logits[ahead, hi - lo:], nmask, [steps[i] for i in ahead], hi, st.rule, st.noise,
@@ -66,7 +69,7 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
             lows = [lo] * len(nodes)
             for i, d in zip(ahead, there):
                 decisions[i], lows[i] = d, hi
-    return Verified(out, decisions, fused, t1 - t0, check_s, lows)
+    return Verified(out, decisions, fused, t1 - t0, check_s, lows, done.tolist() if fused else None)
 
 
 def accept_walk(nodes: list[DraftNode], v: Verified, lo: int, step: int):
@@ -113,23 +116,29 @@ def _edge_into(parent: DraftNode, child: int):
     return key, parent.edge_prob[key]
 
 
-def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi: int, next_window):
+def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi: int, next_window,
+          crossing: bool = False):
     """The pass's own decision at the stop node: in this window, or in the next one when the stop node completes
     this window (the fused pass; the caller then adds the finished window's keys/values to the cache: a pure
     function).
 
     Returns (decision or None, the window it was made in, the next window's log-probabilities for the next pass's
-    ahead view, else None); the decision's log-probabilities are the next root's. The ahead view comes from a
-    fused pass whose bonus stays in this window: the next window as the likeliest node below the stop that
-    completes this window saw it (its drafted commits may well be the ones to come), else as the stop saw it."""
+    ahead view when `crossing`, else None); the decision's log-probabilities are the next root's. The ahead view
+    comes from a fused pass whose bonus stays in this window: the next window as the likeliest node below the stop
+    that completes this window saw it (its drafted commits may well be the ones to come), else as the stop saw it."""
     d = v.decisions[stop.id]
+    if d is None and v.fused and not st.finished_with_eos(hi):  # the stop completes the window: the next one's first
+        nlo, nhi = next_window
+        d = decide(v.out.logits[stop.id, hi - lo:].unsqueeze(0), st.masked(nlo, nhi).unsqueeze(0),
+                   [st.step + stop.depth], nlo, st.rule, st.noise, st.mask_id)[0]
+        return d, (nlo, nhi), None
     if d is None:
         return None, (lo, hi), None
     if v.low(stop.id, lo) != lo:
         return d, tuple(next_window), None
     ahead = None
-    if v.fused:  # (nodes are in best-first order: the first such node is the likeliest)
-        src = next((n.id for n in nodes if n.id != stop.id and v.low(n.id, lo) != lo and _below(nodes, n, stop.id)),
+    if v.fused and crossing:  # (nodes are in best-first order: the first such node is the likeliest)
+        src = next((n.id for n in nodes if n.id != stop.id and v.complete[n.id] and _below(nodes, n, stop.id)),
                    stop.id)
         ahead = masked_log_softmax(v.out.logits[src, hi - lo:], st.mask_id)
     return d, (lo, hi), ahead

@@ -70,8 +70,8 @@ class TargetInfo:
     # (not guaranteed either)
     batch_invariant: bool | None = None
     # True: a call's logits of a window do not depend on how far the call reaches (a block-causal model computed
-    # with its last block apart, or full attention, which always sees the whole row): a pass may evaluate the next window too
-    # (the fused pass) and a draft tree may go on past a window's end with the standard decoder's numbers
+    # with its last block apart, or full attention, which always sees the whole row): a pass may evaluate the next
+    # window too (the fused pass) and a draft tree may go on past a window's end with the standard decoder's numbers
     blockwise_exact: bool = False
 
 

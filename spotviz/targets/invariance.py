@@ -177,4 +177,3 @@ def check_pass(target: DiffusionTarget, states: torch.Tensor, lo: int, hi: int, 
             f"passes in {differing} of {len(rows)} checked rows ({_dtype_of(target)} on {target.device}, max "
             f"{worst:.3g})".replace("torch.", ""))
     return len(rows)
-

@@ -759,6 +759,44 @@ def test_threshold_token_branching_adds_a_runner_up_twin_of_the_likeliest_set(ti
     assert not twins(False)[1]
 
 
+def test_mix_candidates_sums_the_experts_shares():
+    from spotviz.drafter.proposers.common import mix_candidates
+
+    a = [((1, 2), (7, 8), 0.6), ((1,), (7,), 0.4)]
+    b = [((1,), (7,), 0.9), ((3,), (5,), 0.1)]
+    mixed = mix_candidates((0.5, a), (0.5, b))
+    assert [(o, t) for o, t, _ in mixed] == [((1,), (7,)), ((1, 2), (7, 8)), ((3,), (5,))]
+    assert [p for *_, p in mixed] == pytest.approx([0.65, 0.3, 0.05])
+    assert mix_candidates((1.0, a), (0.0, b))[:2] == sorted(a, key=lambda c: -c[2])
+
+
+@pytest.mark.parametrize("mode,T", [("threshold", 0.0), ("threshold", 1.0), ("exact", 0.0), ("exact", 1.0)])
+def test_spot_hedges_its_heads_with_a_partner(mode, T, tiny_block_target, random_drafter):
+    """With a partner, the SPOT proposer's children are the mixture (1 - w) P_heads + w P_partner of its heads'
+    candidates and the partner's (SPOT-Sets: the stale threshold rule; exact mode: a calibrated template);
+    with weight 0 or no partner, the heads' alone."""
+    view = _view(tiny_block_target, PROMPTS[3], mode, 0.05, T, seed=3)
+    root = build_tree(view, TrainingFree(), 1)[0]
+    remaining = view.masked.numpy().copy()
+    partner = TrainingFree() if mode == "threshold" else Calibrated(TABLE)
+    theirs = partner.children(partner.prepare(view, 4), view, root, remaining)
+    alone = SpotProposer(random_drafter)
+    own = alone.children(alone.prepare(view, 4), view, root, remaining)
+    assert {(o, t) for o, t, _ in own} != {(o, t) for o, t, _ in theirs}  # two different experts here
+    off = SpotProposer(random_drafter, partner=partner, partner_weight=0.0)
+    assert off.children(off.prepare(view, 4), view, root, remaining) == own
+    for w in (0.5, 0.2):
+        hedged = SpotProposer(random_drafter, partner=partner, partner_weight=w)
+        got = {(o, t): p for o, t, p in hedged.children(hedged.prepare(view, 4), view, root, remaining)}
+        want: dict = {}
+        for share, cands in ((1 - w, own), (w, theirs)):
+            for o, t, p in cands:
+                want[(o, t)] = want.get((o, t), 0.0) + share * p
+        assert got.keys() == want.keys()
+        assert all(got[k] == pytest.approx(want[k]) for k in want)
+    assert (theirs[0][0], theirs[0][1]) in got  # the partner's likeliest candidate is drafted
+
+
 # ------------------------------------------------------------------------------- the drafter
 def test_drafter_parameter_count():
     n = SpotDrafter(DrafterConfig()).n_params()
@@ -897,8 +935,10 @@ def test_load_proposer_errors_and_names(tmp_path, random_drafter, tiny_block_tar
     random_drafter.save(tmp_path / "spot")
     random_drafter.save(tmp_path / "spot-sets")
     (tmp_path / "calibrated.json").write_text(json.dumps(TABLE))
-    assert isinstance(load_proposer("spot", tiny_block_target, "exact", folder=tmp_path), SpotProposer)
-    assert isinstance(load_proposer("spot-sets", tiny_block_target, "threshold", folder=tmp_path), SpotProposer)
+    spot = load_proposer("spot", tiny_block_target, "exact", folder=tmp_path)
+    assert isinstance(spot, SpotProposer) and isinstance(spot.partner, Calibrated)  # the folder's template
+    sets = load_proposer("spot-sets", tiny_block_target, "threshold", folder=tmp_path)
+    assert isinstance(sets, SpotProposer) and isinstance(sets.partner, TrainingFree)  # the stale threshold rule
     assert isinstance(load_proposer("calibrated", tiny_block_target, "exact", folder=tmp_path), Calibrated)
     assert isinstance(load_proposer("training-free", tiny_block_target, "threshold"), TrainingFree)
     with pytest.raises(DecodeError, match="threshold"):
@@ -914,6 +954,10 @@ def test_load_proposer_errors_and_names(tmp_path, random_drafter, tiny_block_tar
         (tmp_path / "calibrated.json").write_text(bad)
         with pytest.raises(ValueError, match="malformed"):
             load_proposer("calibrated", tiny_block_target, "exact", folder=tmp_path)
+        with pytest.raises(DecodeError, match="partner of drafter 'spot'.*malformed"):
+            load_proposer("spot", tiny_block_target, "exact", folder=tmp_path)
+    (tmp_path / "calibrated.json").unlink()  # no template in the folder: the pointer head alone
+    assert load_proposer("spot", tiny_block_target, "exact", folder=tmp_path).partner is None
     # a drafter narrower than the target's window is refused
     narrow = SpotDrafter(DrafterConfig(max_width=8, d_model=32, d_ff=32, n_heads=2, n_layers=1))
     narrow.save(tmp_path / "n" / "spot")

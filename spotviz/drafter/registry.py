@@ -37,7 +37,7 @@ def _learned(name):
     def load(target, mode, folder):
         from .store import load_learned
 
-        return load_learned(name, target, folder)
+        return load_learned(name, target, folder, mode)
 
     return load
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import DecodeError
 from ..paths import ASSETS
-from .proposers import Calibrated, SpotProposer
+from .proposers import Calibrated, SpotProposer, TrainingFree
 
 DRAFTER_DIR = ASSETS / "drafters"
 # Drafters for targets without their own: the block model's drafter transfers (features carry no token ids).
@@ -26,9 +26,12 @@ def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:
     return Calibrated.load(f)
 
 
-def load_learned(name: str, target, folder: str | Path | None = None) -> SpotProposer:
-    """A trained SPOT drafter: <folder or the target's drafter folder>/<name>/drafter.{json,safetensors}."""
-    sub = (Path(folder) if folder else drafter_folder(target.info.name)) / name
+def load_learned(name: str, target, folder: str | Path | None = None, mode: str = "exact") -> SpotProposer:
+    """A trained SPOT drafter: <folder or the target's drafter folder>/<name>/drafter.{json,safetensors}, with its
+    partner for `mode` (proposers/spot.py): in exact mode the calibrated template of the same folder (none if the
+    folder has no calibrated.json), in threshold mode the stale threshold rule."""
+    base = Path(folder) if folder else drafter_folder(target.info.name)
+    sub = base / name
     try:
         drafter, fast = _load_drafter(str(sub), _mtime(sub / "drafter.safetensors"), _mtime(sub / "drafter.json"))
     except ValueError as e:
@@ -36,7 +39,14 @@ def load_learned(name: str, target, folder: str | Path | None = None) -> SpotPro
     if drafter.cfg.max_width < target.info.block_size:
         raise DecodeError(f"drafter {name!r} handles windows up to {drafter.cfg.max_width} positions; "
                           f"{target.info.name} uses {target.info.block_size}")
-    return SpotProposer(drafter, fast=fast)
+    if mode == "threshold":
+        partner = TrainingFree()
+    else:
+        try:
+            partner = Calibrated.load(base / "calibrated.json") if (base / "calibrated.json").is_file() else None
+        except ValueError as e:
+            raise DecodeError(f"cannot load the partner of drafter {name!r}: {e}") from None
+    return SpotProposer(drafter, fast=fast, partner=partner)
 
 
 def _mtime(p: Path) -> float:

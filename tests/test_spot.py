@@ -45,6 +45,8 @@ def make_proposer(kind: str, drafter: SpotDrafter) -> Proposer:
         return TrainingFree()
     if kind == "calibrated":
         return Calibrated(TABLE)
+    if kind == "spot+partner":  # as shipped: the heads hedged by a training-free partner
+        return SpotProposer(drafter, partner=Calibrated(TABLE))
     return SpotProposer(drafter)
 
 
@@ -223,8 +225,8 @@ def test_random_full_attention_model(mode, tau, targets, random_drafter):
     for r, T in enumerate((0.0, 0.7, 1.0)):
         c = cfg(mode, tau, T, seed=r, gen=21)
         std = decode_standard(target, PROMPTS[r], c)
-        for k, name in enumerate(("training-free", "calibrated", "spot")):
-            c = replace(c, budget=(2, 8, 32)[k])
+        for k, name in enumerate(("training-free", "calibrated", "spot", "spot+partner")):
+            c = replace(c, budget=(2, 8, 32, 16)[k])
             check_against_standard(decode_spot(target, PROMPTS[r], c, make_proposer(name, random_drafter)), std,
                                    c.budget)
 
@@ -483,7 +485,7 @@ def _view(target, prompt, mode="exact", tau=0.9, T=0.0, seed=0, gen=32) -> RootV
                     first=list(offs), step=1, rule=rule, noise=noise)
 
 
-@pytest.mark.parametrize("name", ["training-free", "calibrated", "spot"])
+@pytest.mark.parametrize("name", ["training-free", "calibrated", "spot", "spot+partner"])
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.05, 1.0)])
 def test_build_tree_is_best_first_and_within_budget(name, mode, tau, T, targets, random_drafter):
     target = targets["block"]
@@ -659,7 +661,7 @@ def test_trees_that_cross_the_window_end_decode_exactly(kind, targets, random_dr
     token for token the standard decoder's output, pass by pass the oracle's walk, whatever the proposer; some
     walks do cross; with cross_window off, or in threshold mode, none does."""
     target, crossed = targets[kind], 0
-    for name in ("training-free", "calibrated", "spot"):
+    for name in ("training-free", "calibrated", "spot", "spot+partner"):
         for T in (0.0, 1.0):
             for i, prompt in enumerate(PROMPTS):
                 c = cfg("exact", T=T, seed=i, gen=40, budget=16)

@@ -43,9 +43,10 @@ def _learned(name):
 
 
 PROPOSERS: dict[str, ProposerSpec] = {p.name: p for p in (
-    ProposerSpec("spot", ("exact",), "the learned SPOT drafter (pointer head): exact mode", _learned("spot"), True),
-    ProposerSpec("spot-sets", ("threshold",), "the learned SPOT-Sets drafter (set head): threshold mode",
-                 _learned("spot-sets"), True),
+    ProposerSpec("spot", ("exact",), "the learned SPOT drafter (pointer head, hedged by the calibrated template): "
+                 "exact mode", _learned("spot"), True),
+    ProposerSpec("spot-sets", ("threshold",), "the learned SPOT-Sets drafter (set head, hedged by the stale rule): "
+                 "threshold mode", _learned("spot-sets"), True),
     ProposerSpec("training-free", ("exact", "threshold"), "stale-confidence order from the previous pass",
                  _training_free),
     ProposerSpec("calibrated", ("exact", "threshold"), "a static draft-graph template calibrated offline",

@@ -19,8 +19,8 @@ CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class St
                 "import os\n\n\ndef main():\n"]
 DRAFTER_ORDER = [d for d in ("spot", "spot-sets", "training-free", "calibrated", "none") if d in DRAFTERS]
 DRAFTER_HELP = {
-    "spot": "SPOT: the learned drafter predicts the commit order (exact mode)",
-    "spot-sets": "SPOT-Sets: drafts whole commit sets (threshold mode)",
+    "spot": "SPOT: the learned drafter predicts the commit order, hedged by the calibrated template (exact mode)",
+    "spot-sets": "SPOT-Sets: drafts whole commit sets, hedged by the stale threshold rule (threshold mode)",
     "training-free": "baseline: order by the stale confidence of the previous pass",
     "calibrated": "baseline: a static draft-graph template calibrated offline",
     "none": "the standard decoder (one decision per pass)",

@@ -19,14 +19,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# (slug, prompt, settings, drafters in order of preference), per training corpus
-MATH_EXAMPLES = [  # the first is GSM8K's first problem, the one SPOT's own demo decodes
-    ("natalia", "Natalia sold 48 clips in April and half as many clips in May. How many clips did Natalia sell in "
+# (slug, prompt, settings, drafters in order of preference), per training corpus.
+# The math examples are problems math-bd answers right (checked with the standard decoder; it answers about 23% of
+# held-out problems right, README section Models): the first is GSM8K's first problem, the one SPOT's own demo
+# decodes, with 24 clips instead of 48 (with 48 the model writes 48 / 2 = 23).
+MATH_EXAMPLES = [
+    ("natalia", "Natalia sold 24 clips in April and half as many clips in May. How many clips did Natalia sell in "
      "all?", {"mode": "exact", "temperature": 0.0, "seed": 0}, ["spot", "training-free"]),
-    ("marbles-t1", "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?",
+    ("marbles-t1", "Sam has 20 marbles. He finds 30 more. How many marbles does Sam have now?",
      {"mode": "exact", "temperature": 1.0, "seed": 1}, ["spot", "training-free"]),
-    ("bakery-threshold", "Lily bakes 3 trays of 12 cookies. She sells 10 and gives 6 to friends. How many cookies "
-     "are left?", {"mode": "threshold", "threshold": 0.9, "temperature": 0.0, "seed": 2},
+    ("clips-threshold", "Natalia sold 40 clips in April and half as many clips in May. How many clips did Natalia "
+     "sell in all?", {"mode": "threshold", "threshold": 0.9, "temperature": 0.0, "seed": 2},
      ["spot-sets", "training-free"]),
 ]
 PYTHON_EXAMPLES = [

@@ -967,6 +967,19 @@ def test_load_proposer_errors_and_names(tmp_path, random_drafter, tiny_block_tar
         load_proposer("spot", tiny_block_target, "exact", folder=tmp_path / "n")
 
 
+@pytest.mark.parametrize("model", ["math-bd", "python-bd", "shakespeare-bd"])
+def test_shipped_drafters_come_with_their_partners(model):
+    """The bench's figures are those of the hedged proposers: every shipped SPOT drafter finds the calibrated
+    template of its folder, every SPOT-Sets drafter the stale threshold rule."""
+    from spotviz.registry import load_target
+
+    target = load_target(model)
+    spot = load_proposer("spot", target, "exact")
+    assert isinstance(spot.partner, Calibrated) and spot.partner_weight == 0.5
+    sets = load_proposer("spot-sets", target, "threshold")
+    assert isinstance(sets.partner, TrainingFree) and sets.partner_weight == 0.5
+
+
 def test_loaded_drafter_decodes_through_config(tmp_path, random_drafter, tiny_block_target):
     """decode_spot without an explicit proposer resolves cfg.drafter through the store."""
     from spotviz.drafter import store

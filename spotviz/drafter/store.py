@@ -39,11 +39,12 @@ def load_learned(name: str, target, folder: str | Path | None = None, mode: str 
     if drafter.cfg.max_width < target.info.block_size:
         raise DecodeError(f"drafter {name!r} handles windows up to {drafter.cfg.max_width} positions; "
                           f"{target.info.name} uses {target.info.block_size}")
+    partner = None
     if mode == "threshold":
         partner = TrainingFree()
-    else:
+    elif (base / "calibrated.json").is_file():
         try:
-            partner = Calibrated.load(base / "calibrated.json") if (base / "calibrated.json").is_file() else None
+            partner = load_calibrated(target, base)
         except ValueError as e:
             raise DecodeError(f"cannot load the partner of drafter {name!r}: {e}") from None
     return SpotProposer(drafter, fast=fast, partner=partner)

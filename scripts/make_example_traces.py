@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # (slug, prompt, settings, drafters in order of preference), per training corpus.
-# The math examples are problems math-bd answers right (checked with the standard decoder; it answers about 23% of
+# The math examples are problems math-bd answers right (checked with the standard decoder; it answers 44% of
 # held-out problems right, README section Models): the first is GSM8K's first problem, the one SPOT's own demo
-# decodes, with 24 clips instead of 48 (with 48 the model writes 48 / 2 = 23).
+# decodes, with 24 clips instead of 48 (with 48 the model writes 48 / 2 = 29).
 MATH_EXAMPLES = [
     ("natalia", "Natalia sold 24 clips in April and half as many clips in May. How many clips did Natalia sell in "
      "all?", {"mode": "exact", "temperature": 0.0, "seed": 0}, ["spot", "training-free"]),

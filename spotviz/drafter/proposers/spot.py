@@ -8,7 +8,7 @@ calibrated rank template of the drafter's folder in exact mode, the stale thresh
 Why: the learned heads are best on what they were trained on and do not generalise everywhere (on math-bd's
 held-out phrasings and families SPOT-Sets' set head alone is behind the stale rule); the two experts err on
 different passes. Measured on 40 validation problems drawn like the bench's held-out set with another seed
-(budget 32, passes cut vs the standard decoder, T = 0 / T = 1):
+(budget 32, passes cut vs the standard decoder, T = 0 / T = 1; math-bd's third training run and its drafters):
 
     exact      SPOT alone 4.02x / 3.92x   calibrated 3.59x / 3.72x   mixture w = 0.3: 4.10x / 4.15x
                w = 0.5: 4.13x / 4.16x     w = 0.7: 4.01x / 4.11x     (training-free as partner, w = 0.5: 3.77x / 4.17x)

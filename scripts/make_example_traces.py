@@ -20,15 +20,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # (slug, prompt, settings, drafters in order of preference), per training corpus.
-# The math examples are problems math-bd answers right (checked with the standard decoder; it answers 44% of
-# held-out problems right, README section Models): the first is GSM8K's first problem, the one SPOT's own demo
-# decodes, with 24 clips instead of 48 (with 48 the model writes 48 / 2 = 29).
+# The math examples are problems math-bd answers right (checked with the standard decoder; it answers 56% of
+# held-out problems right, README section Models): the first is GSM8K's first problem as it is, the one SPOT's own
+# demo decodes, here in exact and in threshold mode; at T=1 the answer depends on the seed (seed 1 gives
+# 20 + 30 = 40, seed 2 gives 50).
 MATH_EXAMPLES = [
-    ("natalia", "Natalia sold 24 clips in April and half as many clips in May. How many clips did Natalia sell in "
+    ("natalia", "Natalia sold 48 clips in April and half as many clips in May. How many clips did Natalia sell in "
      "all?", {"mode": "exact", "temperature": 0.0, "seed": 0}, ["spot", "training-free"]),
     ("marbles-t1", "Sam has 20 marbles. He finds 30 more. How many marbles does Sam have now?",
-     {"mode": "exact", "temperature": 1.0, "seed": 1}, ["spot", "training-free"]),
-    ("clips-threshold", "Natalia sold 40 clips in April and half as many clips in May. How many clips did Natalia "
+     {"mode": "exact", "temperature": 1.0, "seed": 2}, ["spot", "training-free"]),
+    ("clips-threshold", "Natalia sold 48 clips in April and half as many clips in May. How many clips did Natalia "
      "sell in all?", {"mode": "threshold", "threshold": 0.9, "temperature": 0.0, "seed": 2},
      ["spot-sets", "training-free"]),
 ]

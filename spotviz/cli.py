@@ -200,7 +200,7 @@ def cmd_train_target(a) -> int:
                             init_from=a.init_from or "", amp=a.amp, block_size=a.block_size,
                             context=a.context, problems=a.problems, drills=a.drills,
                             result_weight=a.result_weight, result_focus=a.result_focus,
-                            batch_tokens=a.batch_tokens)
+                            batch_tokens=a.batch_tokens, small_numbers=a.small_numbers)
     if not cfg.max_steps and not cfg.minutes:
         raise ValueError("give --max-steps N or --minutes M (training stops at the first reached; 0 = no limit)")
     _writable(a.out, "--out", force=a.force, folder=True)
@@ -376,6 +376,8 @@ def main(argv=None) -> int:
                    help="math corpus: a batch of short rows holds max(--batch-size, N // row length) rows (0: off)")
     t.add_argument("--result-focus", type=float, default=0.0,
                    help="math corpus: share of rows noised as decoding meets a result (one result masked, all else given)")
+    t.add_argument("--small-numbers", type=float, default=0.0,
+                   help="math corpus: share of training problems with all numbers drawn small ('8 + 5', not '48 + 25')")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--vocab-size", type=int, default=1024)
     t.add_argument("--lr", type=float, default=2e-3)

@@ -17,6 +17,8 @@ def test_generation_is_deterministic_and_seeded():
 def test_at_least_30_families_with_several_phrasings_and_held_out_families():
     assert len(FAMILIES) >= 30
     assert all(len(f.phrasings) >= 3 for f in FAMILIES)
+    # a training family is trained on all but its last phrasing: at least three wordings of each kind of problem
+    assert all(len(f.phrasings) >= 4 for f in FAMILIES if f.name not in HELDOUT_FAMILIES)
     names = {f.name for f in FAMILIES}
     assert set(HELDOUT_FAMILIES) <= names and len(HELDOUT_FAMILIES) >= 3
 
@@ -68,6 +70,25 @@ def test_splits_hold_out_families_phrasings_and_samples():
         assert all(split_of(p) == split for p in held)
         assert not questions & {p.question for p in held}
     assert {p.family for p in generate(50, "heldout-families")} == set(HELDOUT_FAMILIES)
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_small_number_problems_draw_one_digit_operands_and_leave_the_default_draw_alone(split):
+    plain = generate(120, split, seed=2)
+    assert generate(120, split, seed=2, small=0.0) == plain  # no extra random draw at 0: held-out sets stay put
+    small = generate(120, split, seed=2, small=1.0)
+    assert all(split_of(p) == split for p in small)
+
+    def both_one_digit(problems):  # share of problems whose first step has two one-digit operands
+        firsts = [STEP.search(p.solution.split("\n")[0]) for p in problems]
+        return sum(bool(m) and int(m[1]) <= 9 and int(m[3]) <= 9 for m in firsts) / len(problems)
+
+    assert both_one_digit(small) > 0.45 and both_one_digit(plain) < 0.3
+    adds = [p for p in generate(400, "train", seed=2, small=0.5, families=("add",))]
+    both_small = sum(all(int(m[i]) <= 9 for i in (1, 3)) for p in adds if (m := STEP.search(p.solution)))
+    assert 0.3 < both_small / len(adds) < 0.7  # about half the problems, as asked
+    with pytest.raises(ValueError, match="small"):
+        generate(5, "train", small=1.5)
 
 
 def test_parse_answer_reads_the_first_answer_line_only():
@@ -213,15 +234,19 @@ def test_weighted_training_loss_and_drill_mix(tmp_path, tiny_math_dir):
                 num_attention_heads=2, intermediate_size=64, seq_len=128, batch_size=2, max_steps=2,
                 warmup_steps=1, eval_every=10_000, checkpoint_every=10_000, save_dtype="float32")
     res = train_target(TrainTargetConfig(out=str(tmp_path / "d"), drills=0.25, result_weight=4.0, result_focus=0.5,
-                                         batch_tokens=512, **base),
+                                         batch_tokens=512, small_numbers=0.3, **base),
                        log=lambda *a, **k: None)
     assert res["corpus"]["drill_problems"] == 50 and res["config"]["result_weight"] == 4.0
+    assert res["corpus"]["small_numbers"] == 0.3
     assert json.loads((tmp_path / "d" / "final" / "training.json").read_text())["steps"] == 2
-    for bad in (dict(drills=1.0), dict(result_weight=0.0), dict(result_focus=-0.1), dict(batch_tokens=-1)):
+    for bad in (dict(drills=1.0), dict(result_weight=0.0), dict(result_focus=-0.1), dict(batch_tokens=-1),
+                dict(small_numbers=1.5)):
         with pytest.raises(ValueError):
             train_target(TrainTargetConfig(out=str(tmp_path / "bad"), **(base | bad)), log=lambda *a, **k: None)
     with pytest.raises(ValueError, match="math corpus only"):
         train_target(TrainTargetConfig(out=str(tmp_path / "bad"), corpus="python", drills=0.1), log=print)
+    with pytest.raises(ValueError, match="math corpus only"):
+        train_target(TrainTargetConfig(out=str(tmp_path / "bad"), corpus="python", small_numbers=0.1), log=print)
 
 
 def test_embedded_target_applies_the_stored_template(tiny_math_dir):

@@ -103,13 +103,23 @@ VEHICLES = [("drives", "drove", "miles"), ("cycles", "cycled", "miles"), ("runs"
             ("sails", "sailed", "miles")]
 
 
-class Draw:
-    """The random choices of one problem: people, things and numbers (a thin, readable wrapper of Random)."""
+SMALL_CAP = 9  # a "small-number" problem draws every number from [lo, min(hi, max(SMALL_CAP, lo + 6))]
 
-    def __init__(self, rng: random.Random):
+
+class Draw:
+    """The random choices of one problem: people, things and numbers (a thin, readable wrapper of Random).
+
+    `small` narrows every number range to its low end (``Sam has 8 marbles. He finds 5 more.``): the families'
+    ranges make two one-digit operands rare (about 1 `add` problem in 100), so a model trained on them alone
+    gets small sums wrong that a person types first."""
+
+    def __init__(self, rng: random.Random, small: bool = False):
         self.rng = rng
+        self.small = small
 
     def n(self, lo: int, hi: int) -> int:
+        if self.small:
+            hi = min(hi, max(SMALL_CAP, lo + 6))
         return self.rng.randint(lo, hi)
 
     def pick(self, seq):
@@ -540,179 +550,244 @@ FAMILIES: tuple[Family, ...] = (
         "{a} has {x} {items}. {a_Sub} finds {y} more. How many {items} does {a} have now?",
         "{a} had {x} {items} and got {y} more {items} from a friend. How many {items} does {a} have now?",
         "{a} keeps {x} {items} in {a_pos} room and brings in {y} more. How many {items} does {a} have now?",
+        "{a} starts with {x} {items}. Later {a_sub} gets {y} more. How many {items} does {a} have now?",
+        "There are {x} {items} in {a_pos} box. {a} puts in {y} more {items}. How many {items} does {a} have now?",
+        "{a} had {x} {items}. A friend gave {a} {y} more. How many {items} does {a} have now?",
         "{a} collected {x} {items} last week and {y} {items} this week. How many {items} does {a} have now?",
     ), _fam_add),
     F("subtract", (
         "{a} has {x} {items}. {a_Sub} gives {y} of them to a friend. How many {items} does {a} have left?",
         "{a} had {x} {items} and lost {y} of them. How many {items} does {a} have left?",
         "{a} had {x} {items} in {a_pos} bag and used {y} of them. How many {items} are left?",
+        "{a} started with {x} {items} and then gave away {y}. How many {items} does {a} have left?",
+        "There were {x} {items} on {a_pos} shelf. {a} took {y} of them away. How many {items} are left?",
+        "{a} owns {x} {items}. After {a_sub} loses {y}, how many {items} does {a} have left?",
         "{a} bought {x} {items} and sold {y} of them. How many {items} does {a_sub} have left?",
     ), _fam_sub),
     F("together", (
         "{a} has {x} {items} and {b} has {y} {items}. How many {items} do they have together?",
         "{a} found {x} {items}. {b} found {y} {items}. How many {items} did they find in all?",
+        "{a} brings {x} {items} and {b} brings {y} {items} to a party. How many {items} do they bring together?",
+        "There are {x} {items} with {a} and {y} {items} with {b}. How many {items} is that in all?",
         "{a} and {b} collect {items}. {a} has {x} and {b} has {y}. How many {items} do they have altogether?",
     ), _fam_together),
     F("more-than", (
         "{a} has {x} {items}. {b} has {y} more {items} than {a}. How many {items} does {b} have?",
         "{b} has {y} more {items} than {a}. {a} has {x} {items}. How many {items} does {b} have?",
+        "{a} counted {x} {items}. {b} counted {y} more {items} than {a}. How many {items} did {b} count?",
+        "{a} has {x} {items}, and {b} has {y} more. How many {items} does {b} have?",
         "{a} owns {x} {items}, and {b} owns {y} more than that. How many {items} does {b} own?",
     ), _fam_more_than),
     F("fewer-than", (
         "{a} has {x} {items}. {b} has {y} fewer {items} than {a}. How many {items} does {b} have?",
         "{b} has {y} fewer {items} than {a}, who has {x}. How many {items} does {b} have?",
+        "{a} owns {x} {items}, and {b} owns {y} fewer. How many {items} does {b} own?",
+        "{a} collected {x} {items}. {b} collected {y} fewer {items} than {a}. How many {items} did {b} collect?",
         "{a} picked {x} {items}. {b} picked {y} less than {a}. How many {items} does {b} have?",
     ), _fam_fewer_than),
     F("how-many-more", (
         "{a} has {x} {items} and {b} has {y} {items}. How many more {items} does {a} have than {b}?",
         "{b} has {y} {items}. {a} has {x} {items}. How many more {items} does {a} have than {b}?",
+        "{a} found {x} {items}. {b} found {y} {items}. How many more {items} did {a} find than {b}?",
+        "{a} owns {x} {items} and {b} owns {y}. How many more {items} does {a} own than {b}?",
         "{a} collected {x} {items} and {b} collected {y}. How many more {items} does {a} have than {b}?",
     ), _fam_how_many_more),
     F("times-as-many", (
         "{a} has {x} {items}. {b} has {times} as many {items} as {a}. How many {items} does {b} have?",
         "{b} has {times} as many {items} as {a}. {a} has {x} {items}. How many {items} does {b} have?",
+        "{b} collected {times} as many {items} as {a}. {a} collected {x} {items}. How many {items} did {b} collect?",
+        "{a} has {x} {items}, and {b} has {times} as many {items}. How many {items} does {b} have?",
         "{a} owns {x} {items}, and {b} owns {times} as many. How many {items} does {b} have?",
     ), _fam_times_as_many),
     F("fraction-of", (
         "{a} has {x} {items}. {b} has {frac} as many {items} as {a}. How many {items} does {b} have?",
         "{b} has {frac} as many {items} as {a}. {a} has {x} {items}. How many {items} does {b} have?",
+        "{a} collected {x} {items}. {b} collected {frac} as many {items}. How many {items} did {b} collect?",
+        "{a} has {x} {items}, and {b} has {frac} as many. How many {items} does {b} have?",
         "{a} owns {x} {items}, and {b} owns {frac} as many. How many {items} does {b} have?",
     ), _fam_fraction_of),
     F("groups", (
         "{a} has {g} {boxes} of {items}. Each {box} holds {per} {items}. How many {items} does {a} have?",
         "There are {per} {items} in each {box}. {a} has {g} {boxes}. How many {items} does {a} have?",
+        "{a} fills {g} {boxes} with {per} {items} each. How many {items} is that in all?",
+        "Each of {a_pos} {g} {boxes} has {per} {items} in it. How many {items} does {a} have?",
         "{a} buys {g} {boxes} with {per} {items} in each. How many {items} does {a} have?",
     ), _fam_groups),
     F("share", (
         "{a} has {x} {items} and shares them equally among {k} friends. How many {items} does each friend get?",
         "{x} {items} are split equally among {k} friends by {a}. How many {items} does each friend get?",
-        "{a} gives {x} {items} to {k} friends so that each gets the same number. How many {items} does each "
-        "friend get?",
+        "{a} splits {x} {items} equally among {k} friends. How many {items} does each friend get?",
+        "There are {x} {items} to share equally among {k} friends. How many {items} does each friend get?",
+        "{a} gives {x} {items} to {k} friends so that each gets the same number. How many {items} does each friend "
+        "get?",
     ), _fam_share),
     F("boxes-needed", (
         "{a} has {x} {items}. Each {box} holds {per} {items}. How many {boxes} does {a} need?",
         "{a} wants to pack {x} {items} into {boxes} of {per}. How many {boxes} does {a} need?",
+        "{a} puts {x} {items} into {boxes}, {per} in each {box}. How many {boxes} does {a} need?",
+        "{x} {items} go into {boxes} that hold {per} each. How many {boxes} does {a} need?",
         "A {box} holds {per} {items}. How many {boxes} does {a} need for {x} {items}?",
     ), _fam_boxes_needed),
     F("buy", (
         "{a} buys {q} {goods} for ${price} each. How much money does {a} spend?",
         "One {good} costs ${price}. {a} buys {q} {goods}. How much does {a} spend?",
+        "{a} pays ${price} for each {good} and buys {q} {goods}. How much money does {a} spend?",
+        "{goods} cost ${price} each. {a} buys {q} of them. How much does {a} spend?",
         "{a} bought {q} {goods} at ${price} per {good}. How many dollars did {a_sub} spend?",
     ), _fam_buy),
     F("change", (
         "{a} has ${m}. {a_Sub} buys {q} {goods} for ${price} each. How much money does {a} have left?",
         "{a} went to the store with ${m} and bought {q} {goods} at ${price} each. How much money is left?",
+        "{a} has ${m} and spends it on {q} {goods} that cost ${price} each. How much money does {a} have left?",
+        "With ${m}, {a} buys {q} {goods} at ${price} each. How much money does {a} have left?",
         "One {good} costs ${price}. {a} has ${m} and buys {q} {goods}. How much money does {a} have left?",
     ), _fam_change),
     F("earn", (
         "{a} earns ${p} a day. How much does {a} earn in {days} days?",
         "{a} gets ${p} for each day of work. {a_Sub} works {days} days. How much does {a} earn?",
+        "{a} is paid ${p} a day for {days} days. How much does {a} earn?",
+        "{a} works for {days} days and earns ${p} each day. How much money does {a} earn?",
         "Every day {a} makes ${p}. How many dollars does {a} make in {days} days?",
     ), _fam_earn),
     F("distance", (
         "{a} {verb} {r} {unit} every hour. How many {unit} does {a} go in {h} hours?",
         "{a} {past} for {h} hours at {r} {unit} per hour. How many {unit} did {a} go?",
+        "{a} travels for {h} hours. {a_Sub} {verb} {r} {unit} each hour. How many {unit} does {a} go?",
+        "At {r} {unit} an hour, how many {unit} does {a} go in {h} hours?",
         "In one hour {a} {verb} {r} {unit}. How far does {a_sub} go in {h} hours, in {unit}?",
     ), _fam_distance),
     F("days-to-finish", (
         "{a} {verb} {r} {unit} a day. How many days does {a} need for {whole} {total} {unit}?",
         "{a} has {whole} {total} {unit}. {a_Sub} {verb} {r} {unit} each day. How many days does {a} need?",
+        "{a} needs to {base} {whole} {total} {unit} and does {r} {unit} a day. How many days does {a} need?",
+        "Each day {a} {verb} {r} {unit}. How many days does {a} need to finish {whole} {total} {unit}?",
         "To finish {whole} {total} {unit}, {a} {verb} {r} {unit} per day. How many days does {a} need?",
     ), _fam_days_to_finish),
     F("per-day-week", (
         "{a} makes {r} {items} every day. How many {items} does {a} make in {days} days?",
         "Each day {a} makes {r} {items}. How many {items} does {a_sub} make in {days} days?",
+        "For {days} days {a} makes {r} {items} a day. How many {items} does {a} make in all?",
+        "{a} makes {r} {items} each day. How many {items} does {a} make after {days} days?",
         "{a} makes {r} {items} a day for {days} days. How many {items} does {a} make?",
     ), _fam_per_day_week),
     F("half-then-total", (
         "{a} sold {x} {items} in {m1} and half as many {items} in {m2}. How many {items} did {a} sell in all?",
-        "In {m1} {a} sold {x} {items}. In {m2} {a_sub} sold half as many. How many {items} did {a_sub} sell in "
-        "all?",
-        "{a} sold {x} {items} in {m1}. In {m2} {a_sub} sold half as many {items} as in {m1}. How many {items} "
-        "did {a} sell in all?",
+        "In {m1} {a} sold {x} {items}. In {m2} {a_sub} sold half as many. How many {items} did {a_sub} sell in all?",
+        "{a} sold {x} {items} in {m1}. In {m2}, {a_sub} sold half that many. How many {items} did {a} sell in all?",
+        "In {m1}, {a} sold {x} {items}, and in {m2} half as many {items}. How many {items} did {a} sell in the two "
+        "months?",
+        "{a} sold {x} {items} in {m1}. In {m2} {a_sub} sold half as many {items} as in {m1}. How many {items} did {a} "
+        "sell in all?",
     ), _fam_half_then_total),
     F("buy-packs", (
-        "{a} has {x} {items}. {a_Sub} buys {g} {boxes} with {per} {items} in each. How many {items} does {a} "
+        "{a} has {x} {items}. {a_Sub} buys {g} {boxes} with {per} {items} in each. How many {items} does {a} have now?",
+        "{a} had {x} {items}. Then {a_sub} bought {g} {boxes} of {per} {items}. How many {items} does {a} have now?",
+        "{a} has {x} {items} and buys {g} {boxes} of {items}. Each {box} has {per} {items}. How many {items} does {a} "
         "have now?",
-        "{a} had {x} {items}. Then {a_sub} bought {g} {boxes} of {per} {items}. How many {items} does {a} have "
-        "now?",
-        "{a} owns {x} {items} and gets {g} more {boxes} of {items}, {per} in each {box}. How many {items} does "
-        "{a} have now?",
+        "{a} starts with {x} {items}. {a_Sub} adds {g} {boxes} with {per} {items} in each. How many {items} does {a} "
+        "have now?",
+        "{a} owns {x} {items} and gets {g} more {boxes} of {items}, {per} in each {box}. How many {items} does {a} "
+        "have now?",
     ), _fam_buy_packs),
     F("eat-give", (
         "{a} has {x} {items}. {a_Sub} eats {y} and gives {z} to a friend. How many {items} does {a} have left?",
         "{a} had {x} {items}. {a_Sub} ate {y} of them and gave away {z}. How many {items} are left?",
+        "{a} buys {x} {items}. {a_Sub} eats {y} of them and gives {z} to a friend. How many {items} are left?",
+        "{a} starts with {x} {items}, eats {y}, and gives {z} away. How many {items} does {a} have left?",
         "There are {x} {items}. {a} eats {y} and then gives {z} away. How many {items} does {a} have left?",
     ), _fam_eat_give),
     F("half-then-more", (
-        "{a} has {x} {items}. {a_Sub} gives half of them to a friend, then loses {y}. How many {items} does {a} "
-        "have left?",
+        "{a} has {x} {items}. {a_Sub} gives half of them to a friend, then loses {y}. How many {items} does {a} have "
+        "left?",
         "{a} had {x} {items} and gave away half. Then {a_sub} lost {y} more. How many {items} does {a} have left?",
+        "{a} had {x} {items}. {a_Sub} gave half of them away and then lost {y}. How many {items} does {a} have left?",
+        "{a} has {x} {items}, gives away half, and then uses {y} more. How many {items} are left?",
         "{a} starts with {x} {items}, keeps half of them, and then uses {y}. How many {items} does {a} have left?",
     ), _fam_half_then_more),
     F("chain-three", (
-        "{a} has {x} {items}. {b} has {y} more {items} than {a}. {c} has {times} as many {items} as {b}. How "
-        "many {items} does {c} have?",
-        "{c} has {times} as many {items} as {b}. {b} has {y} more {items} than {a}, who has {x}. How many "
+        "{a} has {x} {items}. {b} has {y} more {items} than {a}. {c} has {times} as many {items} as {b}. How many "
         "{items} does {c} have?",
-        "{a} owns {x} {items}. {b} owns {y} more than {a}, and {c} owns {times} as many as {b}. How many "
-        "{items} does {c} own?",
+        "{c} has {times} as many {items} as {b}. {b} has {y} more {items} than {a}, who has {x}. How many {items} "
+        "does {c} have?",
+        "{a} has {x} {items}. {b} has {y} more {items} than {a}, and {c} has {times} as many {items} as {b}. How many "
+        "{items} does {c} have?",
+        "{a} owns {x} {items}. {b} owns {y} more than {a}, and {c} owns {times} as many as {b}. How many {items} does "
+        "{c} own?",
     ), _fam_chain_three),
     F("two-goods", (
-        "{a} buys {q1} {goods1} for ${price1} each and {q2} {goods2} for ${price2} each. How much does {a} "
+        "{a} buys {q1} {goods1} for ${price1} each and {q2} {goods2} for ${price2} each. How much does {a} spend in "
+        "total?",
+        "One {good1} costs ${price1} and one {good2} costs ${price2}. {a} buys {q1} {goods1} and {q2} {goods2}. How "
+        "much does {a} spend in total?",
+        "{a} buys {q1} {goods1} that cost ${price1} each and {q2} {goods2} that cost ${price2} each. How much does "
+        "{a} spend in total?",
+        "{goods1} cost ${price1} each and {goods2} cost ${price2} each. {a} buys {q1} {goods1} and {q2} {goods2}. "
+        "How much does {a} spend in total?",
+        "{a} bought {q1} {goods1} at ${price1} each and {q2} {goods2} at ${price2} each. How many dollars did {a_sub} "
         "spend in total?",
-        "One {good1} costs ${price1} and one {good2} costs ${price2}. {a} buys {q1} {goods1} and {q2} {goods2}."
-        " How much does {a} spend in total?",
-        "{a} bought {q1} {goods1} at ${price1} each and {q2} {goods2} at ${price2} each. How many dollars did "
-        "{a_sub} spend in total?",
     ), _fam_two_goods),
     F("savings", (
-        "{a} wants a {good} that costs ${cost}. {a_Sub} has ${have} and saves ${s} each week. How many weeks "
-        "does {a} need to save?",
-        "A {good} costs ${cost}. {a} has saved ${have} and puts away ${s} a week. How many weeks until {a_sub} "
-        "can buy it?",
-        "{a} has ${have} and needs ${cost} for a {good}. {a_Sub} saves ${s} every week. How many weeks does "
-        "{a} need to save?",
+        "{a} wants a {good} that costs ${cost}. {a_Sub} has ${have} and saves ${s} each week. How many weeks does {a} "
+        "need to save?",
+        "A {good} costs ${cost}. {a} has saved ${have} and puts away ${s} a week. How many weeks until {a_sub} can "
+        "buy it?",
+        "{a} saves ${s} each week. {a_Sub} already has ${have}. A {good} costs ${cost}. How many weeks does {a} need "
+        "to save?",
+        "{a} has ${have} and wants to buy a {good} for ${cost}. If {a_sub} saves ${s} a week, how many weeks does {a} "
+        "need?",
+        "{a} has ${have} and needs ${cost} for a {good}. {a_Sub} saves ${s} every week. How many weeks does {a} need "
+        "to save?",
     ), _fam_savings),
     F("age", (
         "{a} is {x} years old. {b} is {y} years older than {a}. How old will {b} be in {z} years?",
         "{b} is {y} years older than {a}, who is {x}. How old will {b} be in {z} years?",
+        "{a} is {x} years old, and {b} is {y} years older. How old will {b} be in {z} years?",
+        "{b} is {y} years older than {a}. {a} is {x} years old. How old will {b} be in {z} years?",
         "{a} is {x}. {b} is {y} years older. In {z} years, how old will {b} be?",
     ), _fam_age),
     F("seats", (
         "A room has {rows} rows of {per} chairs. {taken} chairs are taken. How many chairs are empty?",
-        "There are {rows} rows with {per} chairs in each row. {a} counts {taken} people sitting. How many "
-        "chairs are empty?",
+        "There are {rows} rows with {per} chairs in each row. {a} counts {taken} people sitting. How many chairs are "
+        "empty?",
+        "A hall has {rows} rows with {per} seats in each row. {taken} seats are taken. How many seats are empty?",
+        "{a} counts {rows} rows of {per} chairs, and {taken} of the chairs are taken. How many chairs are empty?",
         "{a} sets up {rows} rows of {per} chairs. {taken} guests sit down. How many chairs are empty?",
     ), _fam_seats),
     F("two-days", (
         "{a} {past} {x} {unit} on {d1} and {times} as many on {d2}. How many {unit} did {a} {base} in all?",
-        "On {d1} {a} {past} {x} {unit}. On {d2} {a_sub} {past} {times} as many. How many {unit} did {a_sub} {base} in all?",
-        "{a} {past} {x} {unit} on {d1}. On {d2}, {a_sub} {past} {times} as many {unit}. How many {unit} did "
-        "{a_sub} {base} in all?",
+        "On {d1} {a} {past} {x} {unit}. On {d2} {a_sub} {past} {times} as many. How many {unit} did {a_sub} {base} in "
+        "all?",
+        "{a} {past} {x} {unit} on {d1}. On {d2}, {a_sub} {past} {times} as many {unit}. How many {unit} did {a_sub} "
+        "{base} in all?",
     ), _fam_two_days),
     F("distractor", (
         "{a} has {x} {items} and {w} {items2}. {a_Sub} buys {y} more {items}. How many {items} does {a} have?",
-        "{a} has {w} {items2} and {x} {items}. Then {a_sub} gets {y} more {items}. How many {items} does {a} "
-        "have?",
-        "{a} keeps {x} {items} and {w} {items2} in a box. {a_Sub} adds {y} {items}. How many {items} are in "
-        "the box?",
+        "{a} has {w} {items2} and {x} {items}. Then {a_sub} gets {y} more {items}. How many {items} does {a} have?",
+        "{a} has {w} {items2}. {a_Sub} also has {x} {items} and gets {y} more {items}. How many {items} does {a} have?",
+        "{a} owns {x} {items} and {w} {items2}. {a_Sub} finds {y} more {items}. How many {items} does {a} have now?",
+        "{a} keeps {x} {items} and {w} {items2} in a box. {a_Sub} adds {y} {items}. How many {items} are in the box?",
     ), _fam_distractor),
     F("bake-sell", (
-        "{a} bakes {g} {boxes} of {per} {items}. {a_Sub} sells {sold} and gives {gave} to friends. How many "
-        "{items} are left?",
-        "{a} made {g} {boxes} of {items} with {per} on each {box}. {a_Sub} sold {sold} {items} and gave {gave}"
-        " away. How many {items} are left?",
-        "There are {g} {boxes} of {per} {items}. {a} sells {sold} and gives away {gave}. How many {items} are "
-        "left?",
+        "{a} bakes {g} {boxes} of {per} {items}. {a_Sub} sells {sold} and gives {gave} to friends. How many {items} "
+        "are left?",
+        "{a} made {g} {boxes} of {items} with {per} on each {box}. {a_Sub} sold {sold} {items} and gave {gave} away. "
+        "How many {items} are left?",
+        "{a} bakes {g} {boxes} of {items} with {per} {items} on each {box}. {a_Sub} sells {sold} and gives away "
+        "{gave}. How many {items} are left?",
+        "{a} made {g} {boxes} of {per} {items}. After selling {sold} and giving {gave} to friends, how many {items} "
+        "are left?",
+        "There are {g} {boxes} of {per} {items}. {a} sells {sold} and gives away {gave}. How many {items} are left?",
     ), _fam_bake_sell),
     F("class-fraction", (
-        "A class has {n} students. {Frac} of them walk to school and the rest take the bus. How many students "
-        "take the bus?",
-        "There are {n} students in {a_pos} class. {Frac} of them walk to school. The rest take the bus. How many"
-        " take the bus?",
-        "Of the {n} students in a class, {frac} walk to school. The others take the bus. How many students take"
-        " the bus?",
+        "A class has {n} students. {Frac} of them walk to school and the rest take the bus. How many students take "
+        "the bus?",
+        "There are {n} students in {a_pos} class. {Frac} of them walk to school. The rest take the bus. How many take "
+        "the bus?",
+        "In a class of {n} students, {frac} walk to school. The rest take the bus. How many students take the bus?",
+        "{a_Pos} class has {n} students. {Frac} of them walk and the others take the bus. How many students take the "
+        "bus?",
+        "Of the {n} students in a class, {frac} walk to school. The others take the bus. How many students take the "
+        "bus?",
     ), _fam_class_fraction),
     F("wage", (
         "{a} works {h} hours a day and earns ${w} an hour. How much does {a} earn in {days} days?",
@@ -725,25 +800,31 @@ FAMILIES: tuple[Family, ...] = (
         "For {days} days {a} spends ${s} a day. {a_Sub} had ${m}. How much money does {a} have left?",
     ), _fam_spend_daily),
     F("pick-together", (
-        "{a} picks {x} {items} an hour and {b} picks {y} {items} an hour. How many {items} do they pick "
-        "together in {h} hours?",
+        "{a} picks {x} {items} an hour and {b} picks {y} {items} an hour. How many {items} do they pick together in "
+        "{h} hours?",
         "Each hour {a} picks {x} {items} and {b} picks {y}. How many {items} do they pick in {h} hours?",
-        "{a} and {b} pick {items} for {h} hours. {a} picks {x} an hour and {b} picks {y} an hour. How many "
-        "{items} do they pick?",
+        "{a} and {b} pick {items} for {h} hours. {a} picks {x} an hour and {b} picks {y} an hour. How many {items} do "
+        "they pick?",
     ), _fam_pick_together),
     F("temperature", (
-        "In the morning it was {x} degrees. By noon it rose {y} degrees, and in the evening it fell {z} "
-        "degrees. What was the temperature in the evening?",
-        "The temperature was {x} degrees in the morning. It went up {y} degrees by noon and down {z} degrees by"
-        " evening. What was the temperature in the evening?",
-        "It was {x} degrees at dawn. It got {y} degrees warmer by noon, then {z} degrees colder by evening. "
+        "In the morning it was {x} degrees. By noon it rose {y} degrees, and in the evening it fell {z} degrees. What "
+        "was the temperature in the evening?",
+        "The temperature was {x} degrees in the morning. It went up {y} degrees by noon and down {z} degrees by "
+        "evening. What was the temperature in the evening?",
+        "At 8 in the morning it was {x} degrees. It warmed up {y} degrees by noon and cooled {z} degrees by evening. "
         "What was the temperature in the evening?",
+        "The morning temperature was {x} degrees. It went up {y} degrees and then down {z} degrees. What was the "
+        "temperature in the evening?",
+        "It was {x} degrees at dawn. It got {y} degrees warmer by noon, then {z} degrees colder by evening. What was "
+        "the temperature in the evening?",
     ), _fam_temperature),
     F("shared-cost", (
-        "{a} and {k_minus} friends buy {goods} for ${total} in all and split the cost equally among the {k} of "
-        "them. How much does each friend pay?",
-        "A group of {k} friends spends ${total} on {goods}. They split the cost equally. How much does each "
-        "friend pay?",
+        "{a} and {k_minus} friends buy {goods} for ${total} in all and split the cost equally among the {k} of them. "
+        "How much does each friend pay?",
+        "A group of {k} friends spends ${total} on {goods}. They split the cost equally. How much does each friend "
+        "pay?",
+        "{k} friends buy {goods} for ${total} and share the cost equally. How much does each friend pay?",
+        "The {goods} cost ${total}. {k} friends split the cost equally. How much does each friend pay?",
         "{k} friends share a bill of ${total} for {goods} equally. How much does each friend pay?",
     ), _fam_shared_cost),
     F("more-then-total", (
@@ -754,6 +835,8 @@ FAMILIES: tuple[Family, ...] = (
     F("times-then-total", (
         "{a} has {x} {items}. {b} has {times} as many {items} as {a}. How many {items} do they have together?",
         "{b} has {times} as many {items} as {a}, who has {x}. How many {items} do they have together?",
+        "{a} has {x} {items}, and {b} has {times} as many. How many {items} do they have together?",
+        "{a} collected {x} {items}. {b} collected {times} as many {items}. How many {items} did they collect together?",
         "{a} owns {x} {items}, and {b} owns {times} as many. How many {items} do they own together?",
     ), _fam_times_then_total),
 )
@@ -775,8 +858,8 @@ def _sample_bucket(question: str) -> int:
     return int(hashlib.sha1(question.encode()).hexdigest(), 16) % SAMPLE_BUCKETS
 
 
-def make_problem(family: Family, phrasing: int, rng: random.Random) -> Problem:
-    v, lines, answer = family.build(Draw(rng))
+def make_problem(family: Family, phrasing: int, rng: random.Random, small: bool = False) -> Problem:
+    v, lines, answer = family.build(Draw(rng, small))
     if "k" in v:
         v["k_minus"] = v["k"] - 1
     q = family.phrasings[phrasing].format(**v)
@@ -794,10 +877,15 @@ def split_of(p: Problem) -> str:
     return "heldout-problems" if _sample_bucket(p.question) == 0 else "train"
 
 
-def generate(n: int, split: str = "train", seed: int = 0, families: tuple[str, ...] | None = None) -> list[Problem]:
-    """`n` problems of one split, deterministic in (n, split, seed). Families are visited round robin."""
+def generate(n: int, split: str = "train", seed: int = 0, families: tuple[str, ...] | None = None,
+             small: float = 0.0) -> list[Problem]:
+    """`n` problems of one split, deterministic in (n, split, seed, small). Families are visited round robin.
+    `small`: the share of problems whose numbers are all drawn small (see Draw); at 0 (the default) no extra
+    random draw is made, so the held-out problems of earlier releases are the same problems."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    if not 0.0 <= small <= 1.0:
+        raise ValueError(f"small {small:g}: give a share in [0, 1]")
     if families is None:
         if split == "heldout-families":
             families = HELDOUT_FAMILIES
@@ -816,7 +904,7 @@ def generate(n: int, split: str = "train", seed: int = 0, families: tuple[str, .
             phrasing = rng.randrange(len(fam.phrasings))
         else:
             phrasing = rng.randrange(last)
-        p = make_problem(fam, phrasing, rng)
+        p = make_problem(fam, phrasing, rng, small=bool(small) and rng.random() < small)
         if split_of(p) == split:
             out.append(p)
     return out

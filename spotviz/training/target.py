@@ -74,6 +74,9 @@ class TrainTargetConfig:
     # math corpus: share of the training rows noised as the decoder meets a computed result: one result's
     # digits masked, everything else given (the block noise leaves a result's operands visible only ~1 time in 5)
     result_focus: float = 0.0
+    # math corpus: share of training problems whose numbers are all drawn small (wordproblems.Draw), so that
+    # "8 + 5" is practised as often as "48 + 25"
+    small_numbers: float = 0.0
     batch_tokens: int = 0  # math corpus: > 0, a batch of short rows holds more of them (see sample_windows)
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
@@ -147,9 +150,9 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
     tok_dir = out / "tokenizer"
     if not (out / "train_rows.npy").exists():
         n_drill = int(round(cfg.problems * cfg.drills))
-        train = generate(cfg.problems - n_drill, "train", seed=cfg.seed)
+        train = generate(cfg.problems - n_drill, "train", seed=cfg.seed, small=cfg.small_numbers)
         if n_drill:
-            train += generate(n_drill, "train", seed=cfg.seed, families=(DRILL.name,))
+            train += generate(n_drill, "train", seed=cfg.seed, families=(DRILL.name,), small=cfg.small_numbers)
         val = generate(2000, "heldout-problems", seed=cfg.seed)
         if cfg.init_from:
             tok = AutoTokenizer.from_pretrained(cfg.init_from)
@@ -173,6 +176,7 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
         (out / "source.json").write_text(json.dumps({
             "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train),
             "val_problems": len(val), "drill_problems": n_drill, "seed": cfg.seed,
+            "small_numbers": cfg.small_numbers,
             "heldout_families": list(HELDOUT_FAMILIES),
             "longest_row": int(max(map(len, enc)))}, indent=1))
     tok = AutoTokenizer.from_pretrained(str(tok_dir))
@@ -359,6 +363,8 @@ def _size(data) -> str:
 
 
 def train_target(cfg: TrainTargetConfig, log=print) -> dict:
+    if not 0.0 <= cfg.small_numbers <= 1.0:
+        raise ValueError(f"--small-numbers {cfg.small_numbers:g}: give a share in [0, 1]")
     if not 0.0 <= cfg.drills < 1.0:
         raise ValueError(f"--drills {cfg.drills:g}: give a share in [0, 1)")
     if cfg.result_weight <= 0:
@@ -367,8 +373,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         raise ValueError(f"--batch-tokens {cfg.batch_tokens}: give 0 (fixed rows per batch) or a token count")
     if not 0.0 <= cfg.result_focus < 1.0:
         raise ValueError(f"--result-focus {cfg.result_focus:g}: give a share in [0, 1)")
-    if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus or cfg.batch_tokens):
-        raise ValueError("--drills, --result-weight, --result-focus and --batch-tokens apply to the math corpus only")
+    if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus or cfg.batch_tokens
+                                 or cfg.small_numbers):
+        raise ValueError("--drills, --result-weight, --result-focus, --batch-tokens and --small-numbers apply to the "
+                         "math corpus only")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)

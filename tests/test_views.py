@@ -121,7 +121,7 @@ def test_timeline_stale_right_final_slots_and_headline():
     end = next(x for x in lines if x["t"] == "end" and x["r"] == "main")
     assert end["final"][0] == EVIL and end["end"] == len(trace.tokens) and len(end["final"]) == 8
     s = lines[-1]
-    assert s["t"] == "sum" and s["saved"] == 8 - 3 and s["ratio"] == round(8 / 3, 3)
+    assert s["t"] == "sum" and s["saved"] == 8 - 3 and s["ratio"] == round(8 / 3, 4)
     assert s["kpis"][0]["big"] == "5 target passes saved"  # passes saved first
 
 

@@ -107,7 +107,7 @@ def summary(main, base=None, race: list | None = None) -> dict:
     if base is not None and same_run(main, base) and main.meta.drafter != "none":
         b = base.counters
         out.update({"base_passes": b.target_passes, "saved": b.target_passes - c.target_passes,
-                    "ratio": round(b.target_passes / max(c.target_passes, 1), 3), "base_wall": round(b.wall_s, 4),
+                    "ratio": round(b.target_passes / max(c.target_passes, 1), 4), "base_wall": round(b.wall_s, 4),
                     "wall_ratio": round(b.wall_s / c.wall_s, 3) if c.wall_s > 0 else None,
                     "identical": identical_output(main, base), "cost": cost_of_trees(main, base)})
         kpis.append({"big": f"{out['saved']} target passes saved",

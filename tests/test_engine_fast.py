@@ -178,6 +178,52 @@ def test_auto_drafts_big_trees_when_rows_are_free_and_none_when_they_are_dear(ti
     assert len(build_tree(view, TrainingFree(), dear)) == 2  # once the drafter ran, something drafted is verified
 
 
+class _CountingDrafter:
+    """A numpy drafter stand-in that counts its forwards (and runs the real one)."""
+
+    def __init__(self, drafter):
+        self.fast, self.calls = NumpyDrafter(drafter), 0
+
+    def __call__(self, feats, mode=None):
+        self.calls += 1
+        return self.fast(feats, mode)
+
+
+@pytest.mark.parametrize("mode", ["exact", "threshold"])
+def test_spot_hands_one_guess_trees_to_its_partner_without_a_drafter_forward(mode, random_drafter,
+                                                                                 tiny_block_target):
+    view = _view(tiny_block_target, PROMPTS[1], mode=mode)
+    counting = _CountingDrafter(random_drafter)
+    spot = SpotProposer(random_drafter, fast=counting, partner=TrainingFree())
+    small = build_tree(view, spot, 2)
+    alone = build_tree(view, TrainingFree(), 2)
+    assert counting.calls == 0 and len(small) == 2
+    assert [(n.offsets, n.tokens) for n in small] == [(n.offsets, n.tokens) for n in alone]
+    assert len(build_tree(view, spot, 3)) == 3 and counting.calls == 1  # a larger tree is the learned heads'
+    assert SpotProposer(random_drafter).for_budget(2).__class__ is SpotProposer  # no partner: its own heads
+
+
+def test_auto_caps_the_tree_at_one_guess_when_that_tier_is_the_cheaper_best(random_drafter, tiny_block_target):
+    """Each tier's own work is measured apart: where a one-guess tree is cheap (the partner's) and a larger one
+    dear (the drafter's forward), auto caps the pass at 2 nodes before drafting, and that pass's time outside the
+    forward updates the one-guess tier only."""
+    view = _view(tiny_block_target, PROMPTS[1])
+    counting = _CountingDrafter(random_drafter)
+    spot = SpotProposer(random_drafter, fast=counting, partner=TrainingFree())
+    c = np.array([0.95, 0.9, 0.85, 0.8])
+    policy = CostAwareBudget(curve(0.010, 0.004), n_max=16)
+    policy.overhead, policy.overhead_small = 0.008, 0.0005
+    assert policy.draft_now(c) and (policy.budget, policy.small) == (2, True)
+    nodes = build_tree(view, spot, policy)
+    assert len(nodes) == 2 and counting.calls == 0
+    policy.observe(PassOutcome(2, 0.014, False, accepted_edges=1, overhead_s=0.001, drafted=True))
+    assert policy.overhead == 0.008 and policy.overhead_small == pytest.approx(0.8 * 0.0005 + 0.2 * 0.001)
+    assert (policy.budget, policy.small) == (16, False)
+    policy.overhead = 0.0005  # larger trees as cheap: the chain pays for more than one guess
+    assert policy.draft_now(c) and (policy.budget, policy.small) == (16, False)
+    assert len(build_tree(view, spot, policy)) >= 2 and counting.calls == 1  # (sized by the drafter's own guesses)
+
+
 def test_auto_prefix_maximises_expected_commits_per_second():
     f = curve(0.010, 0.002)
     probs = [1.0, 0.9, 0.8, 0.3, 0.05, 0.01]

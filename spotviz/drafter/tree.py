@@ -68,6 +68,11 @@ class Proposer:
         remaining: bool [w], window offsets still masked at `node`."""
         raise NotImplementedError
 
+    def for_budget(self, budget: int) -> "Proposer":
+        """The proposer that drafts a tree of at most `budget` nodes (a proposer may hand a small tree to a cheaper
+        one: proposers/spot.py)."""
+        return self
+
 
 class FixedBudget:
     """A budget policy: how many nodes a pass's tree may have, and which best-first prefix it keeps. This one is a
@@ -112,6 +117,7 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     graph of the same kind (parents first). A candidate that reaches a state already in the tree at the same depth
     becomes an edge into that node (module docstring)."""
     policy = FixedBudget(budget) if isinstance(budget, int) else budget
+    proposer = proposer.for_budget(policy.budget)
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     nodes = [root]
     index = {(root.state, 0): 0}  # (drafted commits, depth) -> node id

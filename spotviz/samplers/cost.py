@@ -26,8 +26,12 @@ already computed (c_(1) >= c_(2) >= ... over the positions still masked): the ch
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 
 with its own calibration s_g (accepted edges over the chain's expectation for the size verified). The pass
-drafts only if some N >= 2 has G(N) / (l f(N) + c) > 1 / (l f(1)); otherwise it is a standard pass, with no
-drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs.
+drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1)); otherwise it is a standard pass, with no
+drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own work
+has two tiers, each a running mean of what it was measured to cost: c_2 for a one-guess tree (N = 2, which a
+proposer may draft more cheaply: the SPOT proposer hands it to its partner and skips the drafter's forward,
+drafter/proposers/spot.py) and c for a larger tree. When N = 2 is the best size under G, the pass's tree is capped
+at 2 nodes before anything is drafted.
 
 Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
 costs only when drafting. So the realized time decides too: each drafted pass's time against what standard passes
@@ -250,12 +254,15 @@ class CostAwareBudget(FixedBudget):
     most expected commits per second (module docstring; the interface is drafter/tree.FixedBudget's)."""
 
     def __init__(self, curve: CostCurve, n_max: int = 64):
-        super().__init__(n_max)
+        super().__init__(n_max)  # (self.budget: this pass's cap, n_max or ONE_GUESS; set by draft_now)
+        self.n_max = n_max
         self.curve = curve
         self.f = curve.table(n_max)
         self.f_fused = curve.table(n_max, fused=True)
         self._more = np.arange(n_max + 1)
         self.overhead = 0.1 * self.f[1]  # running mean of a drafted pass's time outside the forward (seconds)
+        self.overhead_small = 0.1 * self.f[1]  # the same for one-guess trees (capped at ONE_GUESS nodes)
+        self.small = False  # this pass's tree is capped at ONE_GUESS nodes
         self.load = 1.0  # running mean of (forward time seen in this run) / f(N): the curve is rescaled by it
         self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
         self.gate_expected = self.gate_accepted = 2.0  # chain calibration s_g (prior: 1)
@@ -273,7 +280,9 @@ class CostAwareBudget(FixedBudget):
 
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
-    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "overhead", "saved_s", "drafted_passes",
+    ONE_GUESS = 2  # the cheaper tier: s1 and one drafted node
+    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "overhead", "overhead_small", "saved_s",
+               "drafted_passes",
                "standard_over", "standard_commits", "pause", "backoff")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
 
@@ -291,20 +300,27 @@ class CostAwareBudget(FixedBudget):
 
     def draft_now(self, stale_conf) -> bool:
         """Whether this pass should draft: not while a pause lasts (drafting was measured slower than standard
-        passes), else if some N >= 2 beats a standard pass under the chain estimate G(N).
+        passes), else if some N >= 2 beats a standard pass under the chain estimate G(N), each size with its
+        tier's own work; the tree is capped at ONE_GUESS nodes when that size is the best.
         (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would dominate.)"""
+        self.budget, self.small = self.n_max, False
         if self.pause > 0:
             self.pause -= 1
             return False
-        s_g, load, f, over = self.gate_accepted / self.gate_expected, self.load, self._f, self.overhead
-        standard = 1.0 / (load * f[1])
-        chain, edges, path, draft = self._chain, 0.0, 1.0, False
-        for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.budget - 1], start=1):
+        s_g, load, f = self.gate_accepted / self.gate_expected, self.load, self._f
+        best = 1.0 / (load * f[1])  # a standard pass's commits per second
+        chain, edges, path, best_k = self._chain, 0.0, 1.0, 0
+        for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= float(c)
             edges += path
             chain[k] = edges
-            draft = draft or (1.0 + s_g * edges) / (load * f[k + 1] + over) > standard
-        return draft
+            over = self.overhead_small if k + 1 == self.ONE_GUESS else self.overhead
+            rate = (1.0 + s_g * edges) / (load * f[k + 1] + over)
+            if rate > best:
+                best, best_k = rate, k
+        if best_k + 1 == self.ONE_GUESS:
+            self.budget, self.small = self.ONE_GUESS, True
+        return best_k > 0
 
     def begin(self, n_masked: int) -> None:
         """A new tree: only s1 so far."""
@@ -316,7 +332,8 @@ class CostAwareBudget(FixedBudget):
         """The next best-first node was added with this path probability."""
         self._edges.append(self._edges[-1] + path_prob)
         k = len(self._edges)
-        rate = (1.0 + self._s * self._edges[-1]) / (self.load * self.f[k] + self.overhead)
+        over = self.overhead_small if self.small else self.overhead
+        rate = (1.0 + self._s * self._edges[-1]) / (self.load * self.f[k] + over)
         if rate > self._best:
             self._best_k, self._best = k, rate
 
@@ -343,7 +360,7 @@ class CostAwareBudget(FixedBudget):
     def observe(self, o: PassOutcome) -> None:
         """After a pass: its forward time (rescales the curve to the machine's load now); after a drafted pass
         also its accepted edges (both calibrations) and its time outside the forward."""
-        f = float((self.f_fused if o.fused else self.f)[min(o.states, self.budget)])
+        f = float((self.f_fused if o.fused else self.f)[min(o.states, self.n_max)])
         if o.forward_s > 0 and f > 0:
             self.load = 0.9 * self.load + 0.1 * min(max(o.forward_s / f, 0.25), 8.0)
         commits = o.commits or o.accepted_edges + 1
@@ -353,7 +370,9 @@ class CostAwareBudget(FixedBudget):
             self.gate_expected += self.last_chain
             self.gate_accepted += o.accepted_edges
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
-            self.overhead = 0.8 * self.overhead + 0.2 * min(o.overhead_s, 3 * self.overhead)
+            tier = "overhead_small" if self.small else "overhead"
+            old = getattr(self, tier)
+            setattr(self, tier, 0.8 * old + 0.2 * min(o.overhead_s, 3 * old))
             standard = commits / self.standard_commits * (self.load * self.f[1] + self.standard_over)
             if o.fused:
                 standard += self.load * (self.f_fused[1] - self.f[1])
@@ -364,6 +383,7 @@ class CostAwareBudget(FixedBudget):
             self.standard_over = 0.9 * self.standard_over + 0.1 * o.overhead_s
             self.standard_commits = 0.9 * self.standard_commits + 0.1 * commits
         self.last_expected = self.last_chain = 0.0
+        self.budget, self.small = self.n_max, False
 
     def _check_realized(self) -> None:
         """After a drafted pass: pause drafting if the recent drafted passes cost more time than standard passes

@@ -15,7 +15,21 @@ different passes. Measured on 40 validation problems drawn like the bench's held
     threshold  SPOT-Sets alone 1.60x / 1.65x   training-free 1.62x / 1.68x
                mixture w = 0.3: 1.74x / 1.82x   w = 0.5: 1.73x / 1.82x   w = 0.7: 1.74x / 1.80x
 
-and at budget 4 (exact): alone 2.24x / 2.25x, calibrated 2.16x / 2.24x, w = 0.5: 2.25x / 2.31x. Hence w = 0.5."""
+and at budget 4 (exact): alone 2.24x / 2.25x, calibrated 2.16x / 2.24x, w = 0.5: 2.25x / 2.31x. Hence w = 0.5.
+
+A one-guess tree is the partner's. At budget 2 the tree holds s1 and one drafted node: the likeliest first
+decision, which the mixture and its partner almost always agree on, so the drafter's forward (with its features,
+~1.5 ms a pass on this CPU, a quarter of a target pass) would buy nothing there; the proposer hands such trees to
+its partner. Measured on math-bd (40 validation problems drawn like the bench's with another seed, 128 tokens,
+release 10, passes; the standard decoder 1,492):
+
+    budget 2   exact      T = 0: SPOT 923, calibrated 920         T = 1: 920 / 916
+               threshold  T = 0: SPOT-Sets 269, training-free 269  T = 1: 264 / 267   (the standard: 329 / 323)
+    budget 3   exact      T = 0: SPOT 747, calibrated 758         T = 1: 745 / 749
+               threshold  T = 0: SPOT-Sets 248, training-free 253  T = 1: 244 / 249
+    budget 4   exact      T = 0: SPOT 671, calibrated 683         T = 1: 668 / 670
+
+From three nodes on, the learned heads pay for their forward in passes."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,6 +41,7 @@ from ..tree import DraftNode, Proposer
 from .common import Context, exact_children, mix_candidates, set_children, stale_keep
 
 PARTNER_WEIGHT = 0.5  # the partner's share of a node's candidates (module docstring)
+ONE_GUESS = 2  # trees of at most this many nodes are drafted by the partner alone (module docstring)
 
 
 class SpotProposer(Proposer):
@@ -42,6 +57,11 @@ class SpotProposer(Proposer):
         self.partner = partner  # a training-free proposer whose candidates are mixed in (None: the heads alone)
         self.partner_weight = partner_weight
         self.fast = fast or NumpyDrafter(drafter)  # the same forward in numpy: inference runs it once per pass
+
+    def for_budget(self, budget: int):
+        """Trees of at most 2 nodes (one guess) are the partner's (module docstring); larger ones are this
+        proposer's."""
+        return self.partner if budget <= ONE_GUESS and self.partner is not None else self
 
     def prepare(self, view, max_depth):
         ctx = Context(view, max_depth)

@@ -169,7 +169,7 @@ def test_auto_drafts_big_trees_when_rows_are_free_and_none_when_they_are_dear(ti
     view = _view(tiny_block_target, PROMPTS[0])
     stale = view.logp.max(-1).values.exp()[view.masked].numpy()  # the stale confidences at the masked positions
     cheap = CostAwareBudget(curve(0.010, 1e-7), n_max=32)
-    cheap.overhead = 0.0  # the drafter free too: any acceptance pays (this untrained target's is ~5%)
+    cheap.tree.overhead = cheap.one_guess.overhead = 0.0  # the drafter free too: any acceptance pays (~5% here)
     assert cheap.draft_now(stale)
     assert len(build_tree(view, TrainingFree(), cheap)) == 32
     dear = CostAwareBudget(curve(0.010, 0.050), n_max=32)
@@ -212,14 +212,14 @@ def test_auto_caps_the_tree_at_one_guess_when_that_tier_is_the_cheaper_best(rand
     spot = SpotProposer(random_drafter, fast=counting, partner=TrainingFree())
     c = np.array([0.95, 0.9, 0.85, 0.8])
     policy = CostAwareBudget(curve(0.010, 0.004), n_max=16)
-    policy.overhead, policy.overhead_small = 0.008, 0.0005
+    policy.tree.overhead, policy.one_guess.overhead = 0.008, 0.0005
     assert policy.draft_now(c) and (policy.budget, policy.small) == (2, True)
     nodes = build_tree(view, spot, policy)
     assert len(nodes) == 2 and counting.calls == 0
     policy.observe(PassOutcome(2, 0.014, False, accepted_edges=1, overhead_s=0.001, drafted=True))
-    assert policy.overhead == 0.008 and policy.overhead_small == pytest.approx(0.8 * 0.0005 + 0.2 * 0.001)
+    assert policy.tree.overhead == 0.008 and policy.one_guess.overhead == pytest.approx(0.8 * 0.0005 + 0.2 * 0.001)
     assert (policy.budget, policy.small) == (16, False)
-    policy.overhead = 0.0005  # larger trees as cheap: the chain pays for more than one guess
+    policy.tree.overhead = 0.0005  # larger trees as cheap: the chain pays for more than one guess
     assert policy.draft_now(c) and (policy.budget, policy.small) == (16, False)
     assert len(build_tree(view, spot, policy)) >= 2 and counting.calls == 1  # (sized by the drafter's own guesses)
 
@@ -228,7 +228,7 @@ def test_auto_prefix_maximises_expected_commits_per_second():
     f = curve(0.010, 0.002)
     probs = [1.0, 0.9, 0.8, 0.3, 0.05, 0.01]
     s = CostAwareBudget(f, n_max=16)
-    s.overhead = 0.0
+    s.tree.overhead = 0.0
     s.begin(8)
     for p in probs[1:]:
         s.add(p)
@@ -242,7 +242,7 @@ def test_auto_gate_learns_from_what_the_passes_accept():
     being run, one that is accepted more than the chain expects is run on less confident states."""
     c = np.array([0.6, 0.5, 0.4])
     never = CostAwareBudget(curve(0.010, 0.002), n_max=8)
-    never.overhead = 0.0
+    never.tree.overhead = never.one_guess.overhead = 0.0
     assert never.draft_now(c)
     for _ in range(20):
         never.draft_now(c)
@@ -251,7 +251,7 @@ def test_auto_gate_learns_from_what_the_passes_accept():
     assert not never.draft_now(c)
     low = np.array([0.15, 0.1])
     always = CostAwareBudget(curve(0.010, 0.002), n_max=8)
-    always.overhead = 0.0
+    always.tree.overhead = always.one_guess.overhead = 0.0
     assert not always.draft_now(low)
     for _ in range(20):
         always.draft_now(np.array([0.3]))
@@ -274,7 +274,7 @@ def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit():
         policy.observe(PassOutcome(1, 0.010, False, overhead_s=0.0))
 
     slow = CostAwareBudget(curve(0.010, 0.002), n_max=8)
-    slow.overhead = 0.0
+    slow.tree.overhead, slow.one_guess.overhead = 0.0, 1.0  # (one-guess trees never pay: larger ones only)
     for _ in range(3):  # 2 commits for 30 ms: 15 ms a commit against a standard pass's 10
         drafted(slow, 0.030, 2)
     assert [slow.draft_now(c) for _ in range(5)] == [False] * 4 + [True]
@@ -283,10 +283,21 @@ def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit():
     assert [slow.draft_now(c) for _ in range(9)] == [False] * 8 + [True]
 
     fast = CostAwareBudget(curve(0.010, 0.002), n_max=8)
-    fast.overhead = 0.0
+    fast.tree.overhead, fast.one_guess.overhead = 0.0, 1.0
     for _ in range(20):  # 2 commits for 12 ms: 6 ms a commit
         drafted(fast, 0.012, 2)
-    assert fast.pause == 0 and fast.draft_now(c)
+    assert fast.tree.pause == 0 and fast.draft_now(c)
+
+
+def test_auto_pauses_each_tier_on_its_own_losses():
+    """Larger trees that lost time pause; one-guess trees (the cheaper tier) go on drafting meanwhile."""
+    c = np.array([0.99, 0.99, 0.99])
+    p = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+    p.tree.overhead = p.one_guess.overhead = 0.0
+    assert p.draft_now(c) and not p.small  # both open: the chain pays for the larger tree
+    p.observe(PassOutcome(1, 0.010, False))
+    p.tree.pause = 2
+    assert [(p.draft_now(c), p.small) for _ in range(3)] == [(True, True), (True, True), (True, False)]
 
 
 def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_block_target, monkeypatch):
@@ -295,15 +306,16 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     key = ("spot", "SpotProposer", 1, "exact", 0.0, 0.9, True)
     first = cost.budget_policy("auto", tiny_block_target, key)
     first.accepted, first.expected, first.gate_accepted, first.gate_expected = 30.0, 120.0, 10.0, 80.0
-    first.pause, first.backoff, first.overhead = 3, 16, 0.004
+    first.tree.pause, first.tree.backoff, first.tree.overhead, first.one_guess.overhead = 3, 16, 0.004, 0.001
     cost.remember_policy(first, tiny_block_target, key)
     again = cost.budget_policy("auto", tiny_block_target, key)
-    assert (again.pause, again.backoff, again.overhead) == (3, 16, 0.004)
+    assert (again.tree.pause, again.tree.backoff, again.tree.overhead, again.one_guess.overhead) == (3, 16, 0.004, 0.001)
+    assert again.tree is not first.tree  # (a copy: the next run's changes do not reach back)
     # the calibrations carry over as ratios, with their weight capped so that they keep adapting
     assert again.accepted / again.expected == pytest.approx(0.25) and again.expected == pytest.approx(40.0)
     assert again.gate_accepted / again.gate_expected == pytest.approx(0.125)
     other = cost.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another temperature
-    assert other.pause == 0 and other.accepted / other.expected == 1.0
+    assert other.tree.pause == 0 and other.accepted / other.expected == 1.0
 
 
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 0.0),

@@ -17,8 +17,11 @@ nodes are
 (p_i: the drafter's probability that node i is reached by the acceptance walk; s: a running calibration, the
 accepted edges seen so far over the edges the drafter expected; p_i is the node's path probability when it was
 added, so the reach that a later merged edge adds (drafter/tree.py) is not counted: the estimate errs low).
-CostAwareBudget keeps the prefix N >= 2 maximising E(N) / (l f(N) + c); l rescales the cached curve to the
-machine's load during this run (a running mean of the forward times seen over f of their sizes).
+CostAwareBudget keeps the prefix N >= 2 maximising E(N) / (l_N f(N) + c); l_N keeps the cached curve honest
+during the run: for a size the run has verified at least twice, the running mean of the forward times seen at that
+size over f(N); for the others, the same over every size (the machine's load now). Inside a decode the calls
+alternate with other work and the context grows, so sizes do not scale alike: on math-bd one state costs ~1.4x the
+cached f(1) while four cost ~1.1x f(4) (f(4)/f(1) = 2.47 cached, 1.97 in decodes).
 
 Whether to draft at all is decided before the drafter runs, from the stale confidences the previous pass
 already computed (c_(1) >= c_(2) >= ... over the positions still masked): the chain estimate
@@ -26,7 +29,8 @@ already computed (c_(1) >= c_(2) >= ... over the positions still masked): the ch
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 
 with its own calibration s_g (accepted edges over the chain's expectation for the size verified). The pass
-drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1)); otherwise it is a standard pass, with no
+drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its
+decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no
 drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own work
 has two tiers, each a running mean of what it was measured to cost: c_2 for a one-guess tree (N = 2, which a
 proposer may draft more cheaply: the SPOT proposer hands it to its partner and skips the drafter's forward,
@@ -37,9 +41,12 @@ Both estimates can be wrong about a run (a busy machine, a drafter that is surer
 costs only when drafting. So the realized time decides too: each drafted pass's time against what standard passes
 would have taken for its commits now (commits / a standard pass's commits x (l f(1) + a standard pass's own
 overhead), plus l (f_fused(1) - f(1)) for a fused pass: a standard decode pays one two-window pass per window too),
-summed over the last drafted passes with decay 0.8. Once drafting has cost more than it saved, it pauses for a
+summed over the last drafted passes with decay 0.95 (about the last 20: one pass that accepts nothing
+loses a whole forward, so a shorter memory pauses a tier that pays on average; measured on math-bd at N = 2,
+0.8 paused one-guess trees a third of the time). Once drafting has cost more than it saved, it pauses for a
 number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays; after a
-pause the gate decides again. A run's loss is then bounded by its probes. What a run learned (both calibrations,
+pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop one-guess
+trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned (both calibrations,
 the overheads, the realized sums, the pause) is remembered in the process for the next run of the same target,
 drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the calibration
 counts are capped when carried over, so they keep adapting).
@@ -249,6 +256,18 @@ class PassOutcome:
     commits: int = 0  # positions the pass committed (0: accepted_edges + 1, one per decision in exact mode)
 
 
+@dataclass
+class Tier:
+    """One kind of drafted pass (a one-guess tree, or a larger tree): the running mean of its own work outside the
+    forward, and its realized check (module docstring)."""
+
+    overhead: float  # seconds
+    saved_s: float = 0.0  # decayed sum over its passes of (standard passes' time for their commits - theirs)
+    passes: int = 0
+    pause: int = 0  # passes left before the gate may draft this tier again
+    backoff: int = 4  # the next pause
+
+
 class CostAwareBudget(FixedBudget):
     """`auto`: draft only when the stale confidences say it pays; keep the best-first prefix (N >= 2) with the
     most expected commits per second (module docstring; the interface is drafter/tree.FixedBudget's)."""
@@ -260,39 +279,37 @@ class CostAwareBudget(FixedBudget):
         self.f = curve.table(n_max)
         self.f_fused = curve.table(n_max, fused=True)
         self._more = np.arange(n_max + 1)
-        self.overhead = 0.1 * self.f[1]  # running mean of a drafted pass's time outside the forward (seconds)
-        self.overhead_small = 0.1 * self.f[1]  # the same for one-guess trees (capped at ONE_GUESS nodes)
+        self.one_guess = Tier(0.1 * self.f[1])  # trees capped at ONE_GUESS nodes
+        self.tree = Tier(0.1 * self.f[1])  # larger trees
         self.small = False  # this pass's tree is capped at ONE_GUESS nodes
-        self.load = 1.0  # running mean of (forward time seen in this run) / f(N): the curve is rescaled by it
+        self.load = 1.0  # running mean of (forward time seen in this run) / f(N), over every size
+        self.ratio = np.ones(n_max + 1)  # the same per size (non-fused passes), with how often each size was seen
+        self.seen = np.zeros(n_max + 1, dtype=np.int64)
+        self.f_now = self.f.copy()  # f(N) as this run sees it: l_N f(N) (module docstring)
+        self._fl = self.f_now.tolist()
         self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
         self.gate_expected = self.gate_accepted = 2.0  # chain calibration s_g (prior: 1)
-        self._f = self.f.tolist()
         self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
-        # the realized check (module docstring): decayed sums over drafted passes, a standard pass's own costs
-        self.saved_s = 0.0  # decayed sum over drafted passes of (standard passes' time for their commits - theirs)
-        self.drafted_passes = 0
         self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
         self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
-        self.pause = 0  # passes left before the gate may draft again
-        self.backoff = self.PAUSE
 
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
     ONE_GUESS = 2  # the cheaper tier: s1 and one drafted node
-    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "overhead", "overhead_small", "saved_s",
-               "drafted_passes",
-               "standard_over", "standard_commits", "pause", "backoff")
+    DECAY = 0.95  # of the realized check's sums (module docstring)
+    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
 
     def remember(self) -> dict:
         """What this run learned, for the next run of the same kind (module docstring)."""
-        return {k: getattr(self, k) for k in self.CARRIED}
+        return {**{k: getattr(self, k) for k in self.CARRIED},
+                "one_guess": replace(self.one_guess), "tree": replace(self.tree)}
 
     def recall(self, learned: dict) -> None:
         for k, v in learned.items():
-            setattr(self, k, v)
+            setattr(self, k, replace(v) if isinstance(v, Tier) else v)
         for e, a in (("expected", "accepted"), ("gate_expected", "gate_accepted")):
             scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(self, e), 1e-9))
             setattr(self, e, getattr(self, e) * scale)
@@ -304,18 +321,23 @@ class CostAwareBudget(FixedBudget):
         tier's own work; the tree is capped at ONE_GUESS nodes when that size is the best.
         (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would dominate.)"""
         self.budget, self.small = self.n_max, False
-        if self.pause > 0:
-            self.pause -= 1
+        open_ = []
+        for t in (self.one_guess, self.tree):
+            open_.append(t.pause == 0)
+            t.pause = max(t.pause - 1, 0)
+        if not any(open_):
             return False
-        s_g, load, f = self.gate_accepted / self.gate_expected, self.load, self._f
-        best = 1.0 / (load * f[1])  # a standard pass's commits per second
+        s_g, f = self.gate_accepted / self.gate_expected, self._fl
+        best = 1.0 / (f[1] + self.standard_over)  # a standard pass's commits per second, its own work included
         chain, edges, path, best_k = self._chain, 0.0, 1.0, 0
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= float(c)
             edges += path
             chain[k] = edges
-            over = self.overhead_small if k + 1 == self.ONE_GUESS else self.overhead
-            rate = (1.0 + s_g * edges) / (load * f[k + 1] + over)
+            one = k + 1 == self.ONE_GUESS
+            if not open_[0 if one else 1]:
+                continue
+            rate = (1.0 + s_g * edges) / (f[k + 1] + (self.one_guess if one else self.tree).overhead)
             if rate > best:
                 best, best_k = rate, k
         if best_k + 1 == self.ONE_GUESS:
@@ -332,8 +354,8 @@ class CostAwareBudget(FixedBudget):
         """The next best-first node was added with this path probability."""
         self._edges.append(self._edges[-1] + path_prob)
         k = len(self._edges)
-        over = self.overhead_small if self.small else self.overhead
-        rate = (1.0 + self._s * self._edges[-1]) / (self.load * self.f[k] + over)
+        over = (self.one_guess if self.small else self.tree).overhead
+        rate = (1.0 + self._s * self._edges[-1]) / (self._fl[k] + over)
         if rate > self._best:
             self._best_k, self._best = k, rate
 
@@ -347,7 +369,7 @@ class CostAwareBudget(FixedBudget):
             return False
         more = self._more[k + 1:]
         e = 1.0 + self._s * (self._edges[-1] + next_p * (more - k))
-        return bool((e / (self.load * self.f[more] + self.overhead)).max() <= self._best)
+        return bool((e / (self.f_now[more] + self.tree.overhead)).max() <= self._best)
 
     def choose(self, n_nodes: int) -> int:
         """How many of the best-first nodes to keep: at least 2 (the drafter ran: a pass that drafts verifies
@@ -360,41 +382,47 @@ class CostAwareBudget(FixedBudget):
     def observe(self, o: PassOutcome) -> None:
         """After a pass: its forward time (rescales the curve to the machine's load now); after a drafted pass
         also its accepted edges (both calibrations) and its time outside the forward."""
-        f = float((self.f_fused if o.fused else self.f)[min(o.states, self.n_max)])
+        n = min(o.states, self.n_max)
+        f = float((self.f_fused if o.fused else self.f)[n])
         if o.forward_s > 0 and f > 0:
-            self.load = 0.9 * self.load + 0.1 * min(max(o.forward_s / f, 0.25), 8.0)
+            r = min(max(o.forward_s / f, 0.25), 8.0)
+            self.load = 0.9 * self.load + 0.1 * r
+            if not o.fused:
+                self.ratio[n] = r if self.seen[n] == 0 else 0.8 * self.ratio[n] + 0.2 * r
+                self.seen[n] += 1
+            self.f_now = np.where(self.seen >= 2, self.ratio, self.load) * self.f
+            self._fl = self.f_now.tolist()
         commits = o.commits or o.accepted_edges + 1
         if o.drafted and o.states > 1:
             self.expected += self.last_expected
             self.accepted += o.accepted_edges
             self.gate_expected += self.last_chain
             self.gate_accepted += o.accepted_edges
+            t = self.one_guess if self.small else self.tree
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
-            tier = "overhead_small" if self.small else "overhead"
-            old = getattr(self, tier)
-            setattr(self, tier, 0.8 * old + 0.2 * min(o.overhead_s, 3 * old))
-            standard = commits / self.standard_commits * (self.load * self.f[1] + self.standard_over)
+            t.overhead = 0.8 * t.overhead + 0.2 * min(o.overhead_s, 3 * t.overhead)
+            standard = commits / self.standard_commits * (self._fl[1] + self.standard_over)
             if o.fused:
                 standard += self.load * (self.f_fused[1] - self.f[1])
-            self.saved_s = 0.8 * self.saved_s + standard - (o.forward_s + o.overhead_s)
-            self.drafted_passes += 1
-            self._check_realized()
+            t.saved_s = self.DECAY * t.saved_s + standard - (o.forward_s + o.overhead_s)
+            t.passes += 1
+            self._check_realized(t)
         elif o.states == 1 and not o.fused:
             self.standard_over = 0.9 * self.standard_over + 0.1 * o.overhead_s
             self.standard_commits = 0.9 * self.standard_commits + 0.1 * commits
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
 
-    def _check_realized(self) -> None:
-        """After a drafted pass: pause drafting if the recent drafted passes cost more time than standard passes
-        would have for their commits (the pause doubles each time, up to MAX_PAUSE); halve the next pause when
+    def _check_realized(self, t: Tier) -> None:
+        """After a drafted pass of tier t: pause that tier if its recent passes cost more time than standard passes
+        would have for their commits (the pause doubles each time, up to MAX_PAUSE); halve its next pause when
         they saved time."""
-        if self.drafted_passes < 3:
+        if t.passes < 3:
             return
-        if self.saved_s < 0:
-            self.pause, self.backoff = self.backoff, min(2 * self.backoff, self.MAX_PAUSE)
+        if t.saved_s < 0:
+            t.pause, t.backoff = t.backoff, min(2 * t.backoff, self.MAX_PAUSE)
         else:
-            self.backoff = max(self.PAUSE, self.backoff // 2)
+            t.backoff = max(self.PAUSE, t.backoff // 2)
 
 
 def budget_policy(budget, target, memory: tuple | None = None) -> FixedBudget:

@@ -294,12 +294,14 @@ class CostAwareBudget(FixedBudget):
         self.last_expected = self.last_chain = 0.0
         self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
         self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
+        self.standard_seen = 0  # standard passes observed (the first sets the means: a prior of 0 s errs)
 
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
     ONE_GUESS = 2  # the cheaper tier: s1 and one drafted node
     DECAY = 0.95  # of the realized check's sums (module docstring)
-    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits")
+    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits",
+               "standard_seen")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
 
     def remember(self) -> dict:
@@ -408,8 +410,10 @@ class CostAwareBudget(FixedBudget):
             t.passes += 1
             self._check_realized(t)
         elif o.states == 1 and not o.fused:
-            self.standard_over = 0.9 * self.standard_over + 0.1 * o.overhead_s
-            self.standard_commits = 0.9 * self.standard_commits + 0.1 * commits
+            a = 0.1 if self.standard_seen else 1.0
+            self.standard_over = (1 - a) * self.standard_over + a * o.overhead_s
+            self.standard_commits = (1 - a) * self.standard_commits + a * commits
+            self.standard_seen += 1
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
 

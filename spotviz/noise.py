@@ -56,7 +56,8 @@ class GumbelNoise:
             for i, p in enumerate(missing):
                 self._gen.manual_seed(noise_key(self.seed, step, p))
                 torch.rand(self.vocab_size, generator=self._gen, dtype=torch.float64, out=u[i])
-            g = (-torch.log(-torch.log(u.clamp_(1e-300, 1 - 1e-16)))).to(torch.float32)
+            u.clamp_(1e-300, 1 - 1e-16)  # g = -log(-log u), in place (the same numbers, no temporaries)
+            g = torch.log(u, out=u).neg_().log_().neg_().to(torch.float32)
             for p, row in zip(missing, g):
                 self._cache[(step, p)] = row
             while len(self._cache) > self._cache_size:

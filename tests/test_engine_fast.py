@@ -289,6 +289,29 @@ def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit():
     assert fast.tree.pause == 0 and fast.draft_now(c)
 
 
+def test_auto_does_not_pause_a_tier_that_pays_on_average_through_its_scatter():
+    """Drafted passes that alternate a rejected guess (a loss) with an accepted one (a larger gain) pay on average:
+    their scatter is no reason to pause. Passes that lose steadily pause within a few passes."""
+    c = np.array([0.99])
+
+    def run(policy, seconds_commits):
+        paused = 0
+        for seconds, commits in seconds_commits:
+            if not policy.draft_now(c):
+                paused += 1
+                continue
+            policy.begin(1), policy.add(0.99), policy.choose(2)
+            policy.observe(PassOutcome(2, seconds, False, accepted_edges=commits - 1, overhead_s=0.0, drafted=True))
+        return paused
+
+    noisy = CostAwareBudget(curve(0.010, 0.002), n_max=2)
+    noisy.one_guess.overhead = noisy.tree.overhead = 0.0
+    assert run(noisy, [(0.013, 1), (0.013, 2)] * 30) == 0  # -3 ms, +7 ms: 2 ms a pass on average
+    losing = CostAwareBudget(curve(0.010, 0.002), n_max=2)
+    losing.one_guess.overhead = losing.tree.overhead = 0.0
+    assert run(losing, [(0.013, 1)] * 10) > 0
+
+
 def test_auto_pauses_each_tier_on_its_own_losses():
     """Larger trees that lost time pause; one-guess trees (the cheaper tier) go on drafting meanwhile."""
     c = np.array([0.99, 0.99, 0.99])

@@ -41,9 +41,11 @@ Both estimates can be wrong about a run (a busy machine, a drafter that is surer
 costs only when drafting. So the realized time decides too: each drafted pass's time against what standard passes
 would have taken for its commits now (commits / a standard pass's commits x (l f(1) + a standard pass's own
 overhead), plus l (f_fused(1) - f(1)) for a fused pass: a standard decode pays one two-window pass per window too),
-summed over the last drafted passes with decay 0.95 (about the last 20: one pass that accepts nothing
-loses a whole forward, so a shorter memory pauses a tier that pays on average; measured on math-bd at N = 2,
-0.8 paused one-guess trees a third of the time). Once drafting has cost more than it saved, it pauses for a
+summed over the last drafted passes with decay 0.95 (about the last 20). One pass that accepts nothing loses a
+whole forward and one that accepts gains one, so the sum scatters by several passes' worth around a small mean:
+a tier pauses only when the sum is below minus its own scatter (the square root of the decayed sum of the
+squared terms). On math-bd at N = 2 the mean gain is ~7% of a pass and the scatter ~50%; "below 0" with decay
+0.8 paused one-guess trees that pay a third of the time. Once drafting has cost more than it saved, it pauses for a
 number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays; after a
 pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop one-guess
 trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned (both calibrations,
@@ -55,6 +57,7 @@ FixedBudget is the fixed node count: it always drafts and keeps every node it gr
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -263,6 +266,7 @@ class Tier:
 
     overhead: float  # seconds
     saved_s: float = 0.0  # decayed sum over its passes of (standard passes' time for their commits - theirs)
+    saved_sq: float = 0.0  # the same sum's noise: decayed (DECAY^2) sum of each pass's term squared
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
     backoff: int = 4  # the next pause
@@ -406,7 +410,9 @@ class CostAwareBudget(FixedBudget):
             standard = commits / self.standard_commits * (self._fl[1] + self.standard_over)
             if o.fused:
                 standard += self.load * (self.f_fused[1] - self.f[1])
-            t.saved_s = self.DECAY * t.saved_s + standard - (o.forward_s + o.overhead_s)
+            x = standard - (o.forward_s + o.overhead_s)
+            t.saved_s = self.DECAY * t.saved_s + x
+            t.saved_sq = self.DECAY ** 2 * t.saved_sq + x * x
             t.passes += 1
             self._check_realized(t)
         elif o.states == 1 and not o.fused:
@@ -419,11 +425,11 @@ class CostAwareBudget(FixedBudget):
 
     def _check_realized(self, t: Tier) -> None:
         """After a drafted pass of tier t: pause that tier if its recent passes cost more time than standard passes
-        would have for their commits (the pause doubles each time, up to MAX_PAUSE); halve its next pause when
-        they saved time."""
+        would have for their commits, by more than their scatter (the pause doubles each time, up to MAX_PAUSE);
+        halve its next pause when they saved time."""
         if t.passes < 3:
             return
-        if t.saved_s < 0:
+        if t.saved_s < -math.sqrt(t.saved_sq):  # a loss beyond one standard deviation of the passes' own scatter
             t.pause, t.backoff = t.backoff, min(2 * t.backoff, self.MAX_PAUSE)
         else:
             t.backoff = max(self.PAUSE, t.backoff // 2)

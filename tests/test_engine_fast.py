@@ -332,7 +332,8 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     first.tree.pause, first.tree.backoff, first.tree.overhead, first.one_guess.overhead = 3, 16, 0.004, 0.001
     cost.remember_policy(first, tiny_block_target, key)
     again = cost.budget_policy("auto", tiny_block_target, key)
-    assert (again.tree.pause, again.tree.backoff, again.tree.overhead, again.one_guess.overhead) == (3, 16, 0.004, 0.001)
+    assert (again.tree.pause, again.tree.backoff, again.tree.overhead) == (3, 16, 0.004)
+    assert again.one_guess.overhead == 0.001
     assert again.tree is not first.tree  # (a copy: the next run's changes do not reach back)
     # the calibrations carry over as ratios, with their weight capped so that they keep adapting
     assert again.accepted / again.expected == pytest.approx(0.25) and again.expected == pytest.approx(40.0)

@@ -48,10 +48,10 @@ squared terms). On math-bd at N = 2 the mean gain is ~7% of a pass and the scatt
 0.8 paused one-guess trees that pay a third of the time. Once drafting has cost more than it saved, it pauses for a
 number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays; after a
 pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop one-guess
-trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned (both calibrations,
-the overheads, the realized sums, the pause) is remembered in the process for the next run of the same target,
-drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the calibration
-counts are capped when carried over, so they keep adapting).
+trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned (both
+calibrations, each tier's overhead, realized sums and pause) is remembered in the process for the next run of the
+same target, drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the
+calibration counts are capped when carried over, so they keep adapting).
 FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations

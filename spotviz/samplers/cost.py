@@ -47,8 +47,7 @@ a tier pauses only when the sum is below minus its own scatter (the square root 
 squared terms). On math-bd at N = 2 the mean gain is ~7% of a pass and the scatter ~50%; "below 0" with decay
 0.8 paused one-guess trees that pay a third of the time. Once drafting has cost more than it saved, it pauses for a
 number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays; after a
-pause the gate decides again, and the tier starts a fresh trial (its sums cleared, three passes before the next
-check: the loss that paused it must not pause it again at once, which locked drafting out for up to 64 passes). Each tier keeps its own sums and pause: larger trees that lose do not stop one-guess
+pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop one-guess
 trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned (both
 calibrations, each tier's overhead, realized sums and pause) is remembered in the process for the next run of the
 same target, drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the
@@ -432,8 +431,6 @@ class CostAwareBudget(FixedBudget):
             return
         if t.saved_s < -math.sqrt(t.saved_sq):  # a loss beyond one standard deviation of the passes' own scatter
             t.pause, t.backoff = t.backoff, min(2 * t.backoff, self.MAX_PAUSE)
-            t.saved_s = t.saved_sq = 0.0  # after the pause, a fresh trial: the old loss must not pause it again
-            t.passes = 0
         else:
             t.backoff = max(self.PAUSE, t.backoff // 2)
 

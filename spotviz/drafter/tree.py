@@ -53,6 +53,9 @@ class DraftNode:
     edge_prob: dict = field(default_factory=dict)  # (offsets, tokens) -> drafter probability, for each of children
 
 
+ONE_GUESS = 2  # a tree of s1 and one drafted node: a proposer may draft it more cheaply (Proposer.for_budget)
+
+
 class Proposer:
     """A candidate generator: proposes the children of a node. Subclasses: training-free, calibrated, SPOT."""
 

@@ -66,7 +66,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..drafter.tree import FixedBudget
+from ..drafter.tree import ONE_GUESS, FixedBudget
 
 SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
 FUSED_SIZES = (1, 2, 4, 8, 16, 32)
@@ -302,7 +302,6 @@ class CostAwareBudget(FixedBudget):
 
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
-    ONE_GUESS = 2  # the cheaper tier: s1 and one drafted node
     DECAY = 0.95  # of the realized check's sums (module docstring)
     CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits",
                "standard_seen")
@@ -340,14 +339,14 @@ class CostAwareBudget(FixedBudget):
             path *= float(c)
             edges += path
             chain[k] = edges
-            one = k + 1 == self.ONE_GUESS
+            one = k + 1 == ONE_GUESS
             if not open_[0 if one else 1]:
                 continue
             rate = (1.0 + s_g * edges) / (f[k + 1] + (self.one_guess if one else self.tree).overhead)
             if rate > best:
                 best, best_k = rate, k
-        if best_k + 1 == self.ONE_GUESS:
-            self.budget, self.small = self.ONE_GUESS, True
+        if best_k + 1 == ONE_GUESS:
+            self.budget, self.small = ONE_GUESS, True
         return best_k > 0
 
     def begin(self, n_masked: int) -> None:
@@ -360,7 +359,7 @@ class CostAwareBudget(FixedBudget):
         """The next best-first node was added with this path probability."""
         self._edges.append(self._edges[-1] + path_prob)
         k = len(self._edges)
-        over = (self.one_guess if self.small else self.tree).overhead
+        over = self._tier().overhead
         rate = (1.0 + self._s * self._edges[-1]) / (self._fl[k] + over)
         if rate > self._best:
             self._best_k, self._best = k, rate
@@ -404,7 +403,7 @@ class CostAwareBudget(FixedBudget):
             self.accepted += o.accepted_edges
             self.gate_expected += self.last_chain
             self.gate_accepted += o.accepted_edges
-            t = self.one_guess if self.small else self.tree
+            t = self._tier()
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             t.overhead = 0.8 * t.overhead + 0.2 * min(o.overhead_s, 3 * t.overhead)
             standard = commits / self.standard_commits * (self._fl[1] + self.standard_over)
@@ -422,6 +421,10 @@ class CostAwareBudget(FixedBudget):
             self.standard_seen += 1
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
+
+    def _tier(self) -> Tier:
+        """The tier of this pass's tree."""
+        return self.one_guess if self.small else self.tree
 
     def _check_realized(self, t: Tier) -> None:
         """After a drafted pass of tier t: pause that tier if its recent passes cost more time than standard passes

@@ -37,11 +37,10 @@ import numpy as np
 from ..features import np_position_features
 from ..model import SpotDrafter
 from ..numpy_forward import NumpyDrafter, np_set_inclusion, np_sigmoid
-from ..tree import DraftNode, Proposer
+from ..tree import ONE_GUESS, DraftNode, Proposer
 from .common import Context, exact_children, mix_candidates, set_children, stale_keep
 
 PARTNER_WEIGHT = 0.5  # the partner's share of a node's candidates (module docstring)
-ONE_GUESS = 2  # trees of at most this many nodes are drafted by the partner alone (module docstring)
 
 
 class SpotProposer(Proposer):

@@ -185,6 +185,7 @@ class DecodeState:
         self.step = 0  # decision index: the noise step of the next decision
         self.passes: list[PassRecord] = []
         self.t0 = time.perf_counter()
+        self.clock = time.perf_counter  # times the policy observes (auto: samplers/cost.pass_clock, the curve's clock)
         self.end = self.total_len  # one past the last position decoded so far
         self.stats = SpecDecodingStats()
 

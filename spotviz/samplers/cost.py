@@ -154,8 +154,10 @@ def _cacheable(target) -> bool:
     return target.info.name in EMBEDDED or "/" in target.info.name and not Path(target.info.name).exists()
 
 
-def _clock(device) -> tuple[str, callable]:
-    """Thread CPU time on a CPU; elsewhere wall time after synchronising the device."""
+def pass_clock(device) -> tuple[str, callable]:
+    """The clock of the curve and of `auto`'s observations: thread CPU time on a CPU (time the machine gives to
+    other work is not the pass's cost, and on a busy machine it is most of the wall-time noise); elsewhere wall
+    time after synchronising the device."""
     if str(device).startswith("cpu"):
         return "thread", time.thread_time
     sync = getattr(getattr(torch, str(device).split(":")[0], None), "synchronize", None)
@@ -187,7 +189,7 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     if info.attention == "block" and lo:
         out = target.forward(row.unsqueeze(0), 0, lo, cache)
         cache = target.extend_cache(cache, out, 0, lo)
-    clock_name, clock = _clock(target.device)
+    clock_name, clock = pass_clock(target.device)
 
     def timed(n, hi):  # one size: a warm-up call at its shape, then `per_round` calls in a row; their median
         batch = row.unsqueeze(0).repeat(n, 1).to(target.device)  # (on the device: no copy in the timing)
@@ -251,7 +253,7 @@ class PassOutcome:
     """What a budget policy learns from one pass."""
 
     states: int  # nodes verified (1: a standard pass)
-    forward_s: float  # wall time of the target pass
+    forward_s: float  # time of the target pass (on pass_clock)
     fused: bool  # the pass also evaluated the next window
     accepted_edges: int = 0
     overhead_s: float = 0.0  # the pass's time outside the forward

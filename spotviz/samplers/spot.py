@@ -25,7 +25,7 @@ from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
 from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
 from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
-from .cost import CostAwareBudget, PassOutcome, budget_policy, remember_policy
+from .cost import CostAwareBudget, PassOutcome, budget_policy, pass_clock, remember_policy
 from .standard import standard_pass
 from .verify import accept_walk, bonus, tree_record, verify
 
@@ -42,6 +42,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     policy = budget_policy(cfg.budget, target, memory)
     if isinstance(policy, CostAwareBudget):
         st.cost_curve = policy.curve.as_pairs()
+        st.clock = pass_clock(target.device)[1]
         st.calls_outside += policy.curve.calls
     draft_noise = st.noise if cfg.coupled_noise else IndependentNoise(cfg.seed, target.info.vocab_size)
     if start_event:
@@ -56,7 +57,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             st.end = hi
             if wi + 1 >= len(st.windows) or st.finished_with_eos(hi):
                 break
-        t_start = time.perf_counter()
+        t_start, c_start = time.perf_counter(), st.clock()
         nxt = next_window(st, wi)
         stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
         ahead = None
@@ -85,7 +86,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
                           tree=tree_record(nodes, walk, v, lo), accepted_path=walk, budget=policy.budget)
         policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1,
-                                   rec.wall_s - v.forward_s - v.check_s, drafted=len(nodes) > 1,
+                                   st.clock() - c_start - v.forward_s - v.check_s, drafted=len(nodes) > 1,
                                    commits=len(rec.commits)))
         yield st.progress(rec)
         if window[0] != lo:

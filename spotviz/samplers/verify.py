@@ -16,7 +16,6 @@ Commits per pass = accepted edges + 1.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
@@ -36,8 +35,8 @@ class Verified:
     out: ForwardOutput
     decisions: list[Decision | None]
     fused: bool
-    forward_s: float  # wall time of the target pass
-    check_s: float = 0.0  # wall time of the batch-invariance check (once per batch shape; not the pass's own cost)
+    forward_s: float  # time of the target pass (on the run's pass clock, DecodeState.clock)
+    check_s: float = 0.0  # time of the batch-invariance check (once per batch shape; not the pass's own cost)
     lows: list[int] | None = None  # the start of the window of each decision (None: all in this pass's window)
     complete: list[bool] | None = None  # per node: it completes the window (fused passes only)
 
@@ -50,11 +49,11 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
     masked = rows[:, lo:hi] == st.mask_id
     done = ~masked.any(1)  # nodes that complete the window
     fused = next_hi is not None and bool(done.any())
-    t0 = time.perf_counter()
+    t0 = st.clock()
     out = st.target.forward(rows, lo, next_hi if fused else hi, st.cache)
-    t1 = time.perf_counter()
+    t1 = st.clock()
     st.calls_outside += check_pass(st.target, rows, lo, next_hi if fused else hi, st.cache, out.logits)
-    check_s = time.perf_counter() - t1
+    check_s = st.clock() - t1
     steps = [st.step + n.depth for n in nodes]
     decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
     lows = None

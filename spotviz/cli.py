@@ -320,7 +320,8 @@ def cmd_cost_curve(a) -> int:
         if curve.fused_sizes:
             print("fused pass (this window and the next), f/f(1): " + "  ".join(
                 f"N={n}: {t / curve.seconds[0]:.2f}" for n, t in zip(curve.fused_sizes, curve.fused_seconds)))
-        print("zero-overhead ceiling of a run = its commits per pass r over f(N)/f(1) (bench prints it per row)")
+        print("zero-overhead ceiling of a run = its commits per pass r over f(N)/f(1), the two-window forwards "
+              "that both decoders make once per window counted at their width (bench prints it per row)")
         print(f"cached under {cache_dir() / 'cost'}", file=sys.stderr)
     return 0
 

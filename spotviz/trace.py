@@ -44,6 +44,7 @@ class RunMeta:
     prompt_truncated: bool = False
     budget_auto: bool = False  # the tree size was chosen per pass from the cost curve (PassRecord.budget)
     cost_curve: list = field(default_factory=list)  # [[states, seconds per target pass]] used by the auto budget
+    cost_curve_two_windows: list = field(default_factory=list)  # the same for a forward over two windows
     threads: int = 0  # torch CPU threads of the run (0: not recorded)
     # target forward calls made for this run outside `counters.target_passes`: measuring the cost curve (budget
     # auto, the first run of a model on a machine) and checking a batch shape the first time it is used
@@ -91,6 +92,9 @@ class PassRecord:
     wall_s: float = 0.0
     budget: int = 0  # tree size allowed this pass (the fixed budget, or auto's largest); `states`: the size used
                      # (chosen by auto, or fewer nodes than allowed); 0: standard pass
+    two_windows: bool = False  # its forward evaluated two windows: the next one too (a SPOT node completed this
+                               # window: the fused pass), or the finished one before it (a standard decoder's first
+                               # pass in a window: the finished window's keys and values enter the cache then)
 
 
 @dataclass

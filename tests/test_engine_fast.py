@@ -379,14 +379,18 @@ def test_zero_overhead_ceiling_is_commits_per_pass_over_the_pass_cost():
 
     f = CostCurve("test", [1, 2, 4], [0.010, 0.015, 0.020], fused_sizes=[1, 2, 4], fused_seconds=[0.02, 0.03, 0.04])
 
-    def rec(states, positions):
+    def rec(states, positions, two_windows=False):
         return PassRecord(index=0, kind="verify", window=[0, 16], states=states,
-                          commits=[Commit(p, 5, 0, 1.0) for p in positions])
+                          commits=[Commit(p, 5, 0, 1.0) for p in positions], two_windows=two_windows)
 
+    standard = [rec(1, [i]) for i in range(6)]
     # exact mode: 3 commits per pass at N = 2 (1.5 standard passes each): 2x
-    assert cost.ceiling(6, [rec(2, [0, 1, 2]), rec(2, [3, 4, 5])], f) == pytest.approx(2.0)
-    # N = 3 interpolates (1.75); a pass that commits past its window is fused (f at the fused width: 3.0)
-    assert cost.ceiling(7, [rec(3, [0, 1, 2]), rec(2, [15, 16, 17, 18])], f) == pytest.approx(7 / (1.75 + 3.0))
+    assert cost.ceiling(standard, [rec(2, [0, 1, 2]), rec(2, [3, 4, 5])], f) == pytest.approx(2.0)
+    # N = 3 interpolates (1.75); a forward over two windows costs f at that width (3.0 at N = 2), and the standard
+    # decoder's pass that opens a window pays it too (2.0 at N = 1)
+    standard = [rec(1, [i]) for i in range(6)] + [rec(1, [16], two_windows=True)]
+    assert cost.ceiling(standard, [rec(3, [0, 1, 2]), rec(2, [15, 16, 17, 18], two_windows=True)], f) \
+        == pytest.approx((6 + 2.0) / (1.75 + 3.0))
     assert f.ratios((1, 2, 4)) == pytest.approx({1: 1.0, 2: 1.5, 4: 2.0})
 
 

@@ -209,6 +209,11 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     # the forwards cost f(1) + f(6) + f(1) = 0.01 + 0.03 + 0.01; the standard run 8 f(1) = 0.08
     assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6
     assert "at most 1.60× on this hardware" in s["kpis"][1]["small"]
+    # forwards over two windows (each decoder makes one per window) count at their own curve's width
+    spot.meta.cost_curve_two_windows = [[1, 0.02], [8, 0.09]]
+    base.passes[4].two_windows = spot.passes[1].two_windows = True
+    # standard 7 f(1) + f2(1) = 0.09; SPOT f(1) + f2(6) + f(1) = 0.01 + 0.07 + 0.01 (f2 interpolated)
+    assert summary(spot, base)["cost"]["ceiling"] == round(0.09 / (0.01 + 0.02 + 0.07 * 5 / 7 + 0.01), 2)
     assert "costs 3.0 plain passes (measured on this machine)" in s["note"] and "GPU" in s["note"]
     spot.counters.wall_s = 0.005
     assert summary(spot, base)["kpis"][1]["tone"] == "good"

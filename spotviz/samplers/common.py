@@ -172,6 +172,7 @@ class DecodeState:
         self.prompt, self.truncated = prompt, truncated
         self.budget_auto = cfg.drafter != "none" and cfg.budget == AUTO
         self.cost_curve: list = []  # [[states, seconds]] when the budget is auto
+        self.cost_curve_two_windows: list = []  # (the same for a forward over two windows)
         self.calls_outside = 0  # target forward calls made for the run outside its passes (RunMeta)
         self.rule = cfg.rule
         self.mask_id = target.info.mask_id
@@ -213,10 +214,10 @@ class DecodeState:
             self.tokens[[c.position for c in commits]] = torch.tensor([c.token for c in commits], dtype=torch.long)
 
     def add_pass(self, kind: str, window, states: int, commits: list[Commit], t_start: float, tree=None,
-                 accepted_path=None, budget: int = 0) -> PassRecord:
+                 accepted_path=None, budget: int = 0, two_windows: bool = False) -> PassRecord:
         rec = PassRecord(index=len(self.passes), kind=kind, window=[int(window[0]), int(window[1])],
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
-                         wall_s=time.perf_counter() - t_start, budget=int(budget))
+                         wall_s=time.perf_counter() - t_start, budget=int(budget), two_windows=bool(two_windows))
         self.passes.append(rec)
         self.stats.observe(rec)
         return rec
@@ -247,7 +248,9 @@ class DecodeState:
                        min_path_prob=float(cfg.min_path_prob) if spec else 0.0,
                        device=str(self.target.device), mask_id=int(self.mask_id), spotviz_version=__version__,
                        prompt_truncated=self.truncated, budget_auto=self.budget_auto and spec,
-                       cost_curve=self.cost_curve if spec else [], threads=torch.get_num_threads(),
+                       cost_curve=self.cost_curve if spec else [],
+                       cost_curve_two_windows=self.cost_curve_two_windows if spec else [],
+                       threads=torch.get_num_threads(),
                        forward_calls_outside=self.calls_outside,
                        identity_guaranteed=getattr(info, "batch_invariant", None) is True)
 

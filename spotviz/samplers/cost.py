@@ -38,21 +38,21 @@ drafter/proposers/spot.py) and c for a larger tree. When N = 2 is the best size 
 at 2 nodes before anything is drafted.
 
 Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
-costs only when drafting. So the realized time decides too: each drafted pass's time against what standard passes
-would have taken for its commits now (commits / a standard pass's commits x (l f(1) + a standard pass's own
-overhead), plus l (f_fused(1) - f(1)) for a fused pass: a standard decode pays one two-window pass per window too),
-summed over the last drafted passes with decay 0.95 (about the last 20). One pass that accepts nothing loses a
-whole forward and one that accepts gains one, so the sum scatters by several passes' worth around a small mean:
-a tier pauses only when the sum is below minus its own scatter (the square root of the decayed sum of the
-squared terms). On math-bd at N = 2 the mean gain is ~7% of a pass and the scatter ~50%; "below 0" with decay
-0.8 paused one-guess trees that pay a third of the time. Once drafting has cost more than it saved, it pauses for a
-number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays; after a
-pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop one-guess
-trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned (both
-calibrations, each tier's overhead, realized sums and pause) is remembered in the process for the next run of the
-same target, drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the
-calibration counts are capped when carried over, so they keep adapting).
-FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
+costs only when drafting. So the realized time decides too (every time here is on pass_clock, the curve's clock): each
+drafted pass's time against what standard passes would have taken for its commits now (commits / a standard pass's
+commits x (l f(1) + a standard pass's own overhead), plus l (f_fused(1) - f(1)) for a fused pass: a standard decode
+pays one two-window pass per window too), summed over the last drafted passes with decay 0.95 (about the last 20). One
+pass that accepts nothing loses a whole forward and one that accepts gains one, so the sum scatters by several passes'
+worth around a small mean: a tier pauses only when the sum is below minus its own scatter (the square root of the
+decayed sum of the squared terms). On math-bd at N = 2 the mean gain is ~7% of a pass and the scatter ~50%; "below 0"
+with decay 0.8 paused one-guess trees that pay a third of the time. Once drafting has cost more than it saved, it
+pauses for a number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays;
+after a pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop
+one-guess trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned
+(both calibrations, each tier's overhead, realized sums and pause) is remembered in the process for the next run of
+the same target, drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the
+calibration counts are capped when carried over, so they keep adapting). FixedBudget is the fixed node count: it
+always drafts and keeps every node it grows.
 """
 from __future__ import annotations
 
@@ -108,24 +108,26 @@ class CostCurve:
         t = self.table(max(sizes))
         return {n: float(t[n] / t[1]) for n in sizes}
 
-    def as_pairs(self) -> list[list[float]]:
+    def as_pairs(self, fused: bool = False) -> list[list[float]]:
+        if fused:
+            return [[int(n), float(s)] for n, s in zip(self.fused_sizes, self.fused_seconds)]
         return [[int(n), float(s)] for n, s in zip(self.sizes, self.seconds)]
 
 
 def pass_cost(passes, curve: CostCurve) -> float:
-    """A run's passes in standard passes of time with no overhead: the sum of f(N) / f(1) over its passes (N: the
-    states verified; a pass that committed past its window was fused, and costs f at the fused width)."""
+    """Passes in one-window standard passes of time with no overhead: the sum of f(N) / f(1) over them (N: the
+    states verified; a forward over two windows, PassRecord.two_windows, costs f at that width)."""
     n_max = max([p.states for p in passes] + [2])
     f, ff = curve.table(n_max), curve.table(n_max, fused=True)
-    return float(sum((ff if any(c.position >= p.window[1] for c in p.commits) else f)[p.states]
-                     for p in passes) / f[1])
+    return float(sum((ff if p.two_windows else f)[p.states] for p in passes) / f[1])
 
 
-def ceiling(standard_passes: int, passes, curve: CostCurve) -> float:
-    """The zero-overhead wall-clock ceiling of a run against the standard decoder (which needs standard_passes):
-    what the hardware allows if drafting, tree and bookkeeping cost nothing. In exact mode it is r / (f(N)/f(1))
-    for a run of r commits per pass over N states."""
-    return standard_passes / max(pass_cost(passes, curve), 1e-9)
+def ceiling(standard_passes, passes, curve: CostCurve) -> float:
+    """The zero-overhead wall-clock ceiling of a run against the standard decoder's run (their pass records):
+    what the hardware allows if drafting, tree and bookkeeping cost nothing. Both pay a forward over two windows
+    once per window (the standard decoder when it opens a window, SPOT when a node completes one); otherwise,
+    in exact mode, it is r / (f(N)/f(1)) for a run of r commits per pass over N states."""
+    return pass_cost(standard_passes, curve) / max(pass_cost(passes, curve), 1e-9)
 
 
 def cache_dir() -> Path:

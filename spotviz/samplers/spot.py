@@ -42,6 +42,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     policy = budget_policy(cfg.budget, target, memory)
     if isinstance(policy, CostAwareBudget):
         st.cost_curve = policy.curve.as_pairs()
+        st.cost_curve_two_windows = policy.curve.as_pairs(fused=True)
         st.clock = pass_clock(target.device)[1]
         st.calls_outside += policy.curve.calls
     draft_noise = st.noise if cfg.coupled_noise else IndependentNoise(cfg.seed, target.info.vocab_size)
@@ -84,7 +85,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         st.apply(free)
         st.step = step + (1 if d else 0)
         rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
-                          tree=tree_record(nodes, walk, v, lo), accepted_path=walk, budget=policy.budget)
+                          tree=tree_record(nodes, walk, v, lo), accepted_path=walk, budget=policy.budget,
+                          two_windows=v.fused)
         policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1,
                                    st.clock() - c_start - v.forward_s - v.check_s, drafted=len(nodes) > 1,
                                    commits=len(rec.commits)))

@@ -7,11 +7,13 @@ also depends on what a batch of N states costs: with f(N) the seconds of one for
 curve the auto budget measured, RunMeta.cost_curve), the forwards of a run cost sum_i f(N_i), so the best
 wall-clock ratio the forwards allow against the standard decoder's P passes is
 
-    ceiling = P f(1) / sum_i f(N_i)
+    ceiling = sum_j f(1) / sum_i f(N_i)
 
-(the drafter's own work comes on top). On a GPU f(N) ~ f(1) for the tree sizes used, so the ceiling is about
-the pass ratio; on a CPU f(N)/f(1) grows nearly with N and the ceiling can fall below 1x. Without a recorded
-curve the run's own timings stand in for f: the mean wall time of its tree passes over the standard run's.
+over the standard run's passes j and this run's passes i, each at the width its forward had (a forward over two
+windows, which both decoders make once per window, at that width's curve; the drafter's own work comes on top). On a
+GPU f(N) ~ f(1) for the tree sizes used, so the ceiling is about the pass ratio; on a CPU f(N)/f(1) grows nearly with
+N and the ceiling can fall below 1x. Without a recorded curve the run's own timings stand in for f: the mean wall time
+of its tree passes over the standard run's.
 """
 from __future__ import annotations
 
@@ -47,6 +49,10 @@ def _interp(curve: list, n: float) -> float:
     return y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 != x0 else y0
 
 
+def _pairs(curve) -> list:
+    return [c for c in (curve or []) if isinstance(c, (list, tuple)) and len(c) == 2]
+
+
 def drafted_passes(trace) -> list:
     """The passes whose tree held drafted states (more than the root)."""
     return [p for p in trace.passes if len(p.tree) > 1]
@@ -59,12 +65,14 @@ def cost_of_trees(main, base) -> dict | None:
     if not trees:
         return None
     n = max(2, round(sum(p.states for p in trees) / len(trees)))
-    curve = [c for c in (main.meta.cost_curve or []) if isinstance(c, (list, tuple)) and len(c) == 2]
+    curve, wide = (_pairs(main.meta.cost_curve), _pairs(getattr(main.meta, "cost_curve_two_windows", [])))
     if len(curve) >= 2 and _interp(curve, 1) > 0:
-        f1 = _interp(curve, 1)
-        spent = sum(_interp(curve, max(p.states, 1)) for p in main.passes)
-        return {"states": n, "ratio": round(_interp(curve, n) / f1, 2),
-                "ceiling": round(len(base.passes) * f1 / spent, 2) if spent > 0 else None, "source": "measured"}
+        def cost(passes):
+            return sum(_interp(wide if p.two_windows and len(wide) >= 2 else curve, max(p.states, 1)) for p in passes)
+
+        spent = cost(main.passes)
+        return {"states": n, "ratio": round(_interp(curve, n) / _interp(curve, 1), 2),
+                "ceiling": round(cost(base.passes) / spent, 2) if spent > 0 else None, "source": "measured"}
     plain = [p.wall_s for p in base.passes if p.wall_s > 0]
     tree_s = [p.wall_s for p in trees if p.wall_s > 0]
     if not plain or not tree_s:

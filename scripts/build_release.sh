@@ -5,6 +5,7 @@
 #
 #   bash scripts/build_release.sh [MODEL ...]        # default: math-bd python-bd shakespeare-bd shakespeare-mdlm
 #   DRY_RUN=1 bash scripts/build_release.sh math-bd  # print the jobs, run nothing
+#   FROM=accuracy bash scripts/build_release.sh math-bd  # resume after the drafters (their runs in runs/release/)
 #
 # A model whose runs/<name>/final is missing keeps its shipped weights (its drafters are still retrained).
 # Jobs run side by side, one torch thread each, at most JOBS at a time (default: this machine's cores); a bench
@@ -54,8 +55,9 @@ for m in "${models[@]}"; do
   fi
 done
 
-# 1. drafters
+# 1. drafters (FROM=accuracy: keep the ones trained in $R and go on from their assembly)
 for m in "${models[@]}"; do
+  [ "${FROM:-}" != accuracy ] || break
   td="python -m spotviz train-drafter --model $m --threads 1"
   case $m in
     math-bd|python-bd)
@@ -80,8 +82,9 @@ for m in math-bd python-bd; do  # assemble: spot/ from the first job, spot-sets/
 import json, sys
 spot, sets = (json.load(open(f)) for f in sys.argv[1:3])
 out = dict(sets)
-out["n_prompts"] = {"spot": spot["n_prompts"]["spot"], "spot-sets": sets["n_prompts"]["spot-sets"],
-                    "calibrated": sets["n_prompts"]["calibrated"]}
+# (each job's training.json counts its exact prompts in n_prompts, its threshold prompts in threshold_prompts)
+out["n_prompts"] = {"spot": spot["n_prompts"], "spot-sets": sets["threshold_prompts"] or sets["n_prompts"],
+                    "calibrated": sets["n_prompts"]}
 out["topk"] = {"spot": spot["topk"]["spot"], "spot-sets": sets["topk"]["spot-sets"]}
 out["spot"] = spot["spot"]
 out["note"] = (f"spot: top-{out['topk']['spot']} inputs, {out['n_prompts']['spot']} prompts; spot-sets: top-"

@@ -248,7 +248,7 @@ def overflow(a, target, host: str, trace_dir: Path) -> dict:
     """More jobs than the waiting line admits, on an app with a slowed model: the extra ones are refused."""
     import httpx
     from gradio_client import Client
-    from gradio_client.utils import QueueError
+    from gradio_client.utils import QueueError, Status
 
     slow = SlowTarget(target, a.slow_delay)
     demo, url = start_app({SLOW_MODEL: slow}, host, 1, a.overflow_queue, trace_dir)
@@ -287,7 +287,14 @@ def overflow(a, target, host: str, trace_dir: Path) -> dict:
         # the server's own answer when the line is full (what the browser turns into "currently busy")
         fill = [client.submit(**run_args(f"ROMEO.\n[f{i:02d}] O", i, a, SLOW_MODEL) | {"drafter": "none"})
                 for i in range(a.overflow_queue + 1)]
-        time.sleep(1.0)
+        # (the client joins in the background: probe once the server has placed every fill job, which on a busy
+        # machine takes more than the second that used to be waited here)
+        placed = {Status.IN_QUEUE, Status.SENDING_DATA, Status.PROCESSING, Status.ITERATING, Status.PROGRESS,
+                  Status.FINISHED, Status.QUEUE_FULL}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(job.status().code in placed for job in fill):
+            time.sleep(0.1)
+        time.sleep(0.2)
         fn_index = next(d["id"] for d in demo.get_config_file()["dependencies"] if d.get("api_name") == "run")
         data = [session_prompt(0), SLOW_MODEL, "exact", 0.9, 0.0, 0, a.gen_length, "none", a.budget, True]
         r = httpx.post(url.rstrip("/") + "/gradio_api/queue/join", timeout=30,

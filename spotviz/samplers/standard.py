@@ -39,14 +39,15 @@ def standard_pass(st: DecodeState, lo: int, hi: int, masked):
     forward (the previous window's keys/values enter the cache), the decision, its commits.
     Returns (forward output, decision, pass record)."""
     t_start = time.perf_counter()
-    cached = st.cache.length  # (0: the prompt's pass, which both decoders make alike)
+    two_windows = 0 < st.cache.length < lo  # (the finished window enters the cache now; 0: the prompt's pass, alike
+    # in both decoders)
     out = st.target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
     st.cache = st.target.extend_cache(st.cache, out, 0, lo)
     d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
     commits = d.commits(lo, st.step)
     st.apply(commits)
     st.step += 1
-    return out, d, st.add_pass("decode", (lo, hi), 1, commits, t_start, two_windows=0 < cached and out.start < lo)
+    return out, d, st.add_pass("decode", (lo, hi), 1, commits, t_start, two_windows=two_windows)
 
 
 def decode_standard(target: DiffusionTarget, prompt: str, cfg: DecodeConfig):

@@ -65,7 +65,7 @@ def cost_of_trees(main, base) -> dict | None:
     if not trees:
         return None
     n = max(2, round(sum(p.states for p in trees) / len(trees)))
-    curve, wide = (_pairs(main.meta.cost_curve), _pairs(getattr(main.meta, "cost_curve_two_windows", [])))
+    curve, wide = _pairs(main.meta.cost_curve), _pairs(main.meta.cost_curve_two_windows)
     if len(curve) >= 2 and _interp(curve, 1) > 0:
         def cost(passes):
             return sum(_interp(wide if p.two_windows and len(wide) >= 2 else curve, max(p.states, 1)) for p in passes)

@@ -297,9 +297,14 @@ def overflow(a, target, host: str, trace_dir: Path) -> dict:
         time.sleep(0.2)
         fn_index = next(d["id"] for d in demo.get_config_file()["dependencies"] if d.get("api_name") == "run")
         data = [session_prompt(0), SLOW_MODEL, "exact", 0.9, 0.0, 0, a.gen_length, "none", a.budget, True]
-        r = httpx.post(url.rstrip("/") + "/gradio_api/queue/join", timeout=30,
-                       json={"data": data, "fn_index": fn_index, "session_hash": "loadtestprobe"})
-        out["server_answer"] = f"HTTP {r.status_code}: {r.json().get('detail', r.text)[:200]}"
+        # (a fill job may start or be refused before the probe; each probe the line still admits fills it further,
+        # so the line is full after at most max_queue + 1 probes)
+        for i in range(a.overflow_queue + 2):
+            r = httpx.post(url.rstrip("/") + "/gradio_api/queue/join", timeout=30,
+                           json={"data": data, "fn_index": fn_index, "session_hash": f"loadtestprobe{i}"})
+            out["server_answer"] = f"HTTP {r.status_code}: {r.json().get('detail', r.text)[:200]}"
+            if r.status_code == 503:
+                break
         for job in fill:
             job.cancel()
     finally:

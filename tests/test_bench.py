@@ -51,3 +51,21 @@ def test_bench_pruned_rows(tiny_block_dir, tmp_path):
     # one pruned row per swept budget above 2, in both modes
     assert [(r.mode, r.budget) for r in pruned] == [("exact", 8), ("threshold", 8)]
     assert all(r.identical == 1.0 for r in pruned) and res.prune == 0.3
+
+
+def test_bench_row_warms_up_before_timing(tiny_block_dir):
+    # the first speculative decode with a new pass shape checks its batch invariance with extra one-row forwards;
+    # a bench row runs one untimed decode first, so its timed first prompt carries none of them
+    from spotviz.drafter.registry import load_proposer
+    from spotviz.eval.bench import _run
+    from spotviz.registry import load_target
+    from spotviz.samplers.common import DecodeConfig
+
+    target = load_target(str(tiny_block_dir))
+    prompts = ["the cat", "a dog"]
+    cfg = DecodeConfig(mode="exact", temperature=0.0, gen_length=16, drafter="training-free", budget=8)
+    ticks = []
+    traces, base = _run(target, prompts, cfg, load_proposer("training-free", target, "exact"), ticks.append, 2.0)
+    assert len(traces) == len(base) == 2 and ticks[0] == 2.0  # the warm-up is counted in the progress plan
+    assert traces[0].meta.forward_calls_outside == 0
+    assert all(a.tokens == b.tokens for a, b in zip(traces, base))

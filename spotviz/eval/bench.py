@@ -75,10 +75,11 @@ def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: N
     `tick(units)` is called after each decode (eval/progress.py's units). Before the timed decodes, one untimed
     speculative decode of the first prompt warms the row up: the first time a pass shape meets the target, its
     batch invariance is checked with extra one-row forwards (targets/invariance.py), which would otherwise land in
-    the first prompt's timing."""
+    the first prompt's timing (with budget auto it is also a first run to learn from, as an earlier run in the
+    process would be: samplers/cost.py)."""
     traces, base = [], []
     if proposer is not None and prompts:
-        decode_spot(target, prompts[0], replace(cfg, seed=cfg.seed), proposer)
+        decode_spot(target, prompts[0], cfg, proposer)
         tick(spec_units)
     for i, p in enumerate(prompts):
         c = replace(cfg, seed=cfg.seed + i)

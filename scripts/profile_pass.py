@@ -42,6 +42,9 @@ COMPONENTS = [
     ("spotviz.samplers.spot", "accept_walk", "accept walk + bonus"),
     ("spotviz.samplers.spot", "bonus", "accept walk + bonus"),
     ("spotviz.samplers.spot", "tree_record", "trace record"),
+    ("spotviz.samplers.spot", "remember", "known states"),
+    ("spotviz.samplers.spot", "window_memory", "known states"),
+    ("spotviz.samplers.verify", "KnownStates.decision", "known states"),
     ("spotviz.samplers.common", "DecodeState.add_pass", "bookkeeping"),
     ("spotviz.samplers.common", "DecodeState.counters", "bookkeeping"),
     ("spotviz.samplers.common", "DecodeState.progress", "bookkeeping"),
@@ -219,7 +222,7 @@ def main(argv=None):
     results["f1_ms"] = 1000 * f1_mean
     results["ratios_in_decodes"] = {str(n): r for n, r in ratios.items()}
     labels = ["drafter forward", "features", "drafter context", "root log-probs", "tree build", "node states",
-              "decide", "accept walk + bonus", "trace record", "bookkeeping"]
+              "decide", "accept walk + bonus", "trace record", "known states", "bookkeeping"]
     print()
     print(f"| configuration | passes | drafted passes | mean states | forward | " + " | ".join(labels)
           + " | other | overhead per pass | overhead per drafted pass |")

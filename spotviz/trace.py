@@ -78,6 +78,7 @@ class TreeNode:
     target_positions: list[int] = field(default_factory=list)  # the target's own decision at this node (if evaluated)
     target_tokens: list[int] = field(default_factory=list)
     merged_from: list[int] = field(default_factory=list)  # other parents whose drafted edge reaches the same state
+    known: bool = False  # the edge is the target's own decision at the parent, known from an earlier pass's logits
 
 
 @dataclass

@@ -997,3 +997,66 @@ def test_loaded_drafter_decodes_through_config(tmp_path, random_drafter, tiny_bl
             decode_spot(tiny_block_target, PROMPTS[0], cfg("threshold", 0.3, drafter="spot"))
     finally:
         store.drafter_folder = orig
+
+
+# ------------------------------------------------------------- states a pass already evaluated
+def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(tiny_block_target):
+    """A stored window's logits give, at any later state with the same window tokens, the decision the rule makes
+    from them with that state's step (and none for a state no pass evaluated)."""
+    from spotviz.decision import decide
+    from spotviz.samplers.verify import KnownStates
+
+    view = _view(tiny_block_target, PROMPTS[2], "exact", 0.9, 1.0, seed=3)
+    lo, hi = view.lo, view.hi
+    rows = view.state.unsqueeze(0).repeat(2, 1)
+    open_ = np.flatnonzero(view.masked.numpy())
+    rows[1, lo + int(open_[0])] = 7  # a second state: one more commit
+    logits = tiny_block_target.forward(rows, lo, hi, tiny_block_target.empty_cache()).logits
+    noise = GumbelNoise(3, tiny_block_target.info.vocab_size)
+    known = KnownStates(lo, hi, view.rule, noise, tiny_block_target.info.mask_id)
+    for r in range(2):
+        known.add(rows[r, lo:hi].numpy().tobytes(), logits[r])
+    masked = rows[:, lo:hi] == tiny_block_target.info.mask_id
+    for step in (1, 5):
+        want = decide(logits, masked, [step, step], lo, view.rule, noise, tiny_block_target.info.mask_id)
+        for r in range(2):
+            got = known.decision(rows[r, lo:hi].numpy().tobytes(), masked[r], step)
+            assert got.key == want[r].key
+    other = rows[1, lo:hi].clone()
+    other[int(open_[1])] = 7
+    assert known.decision(other.numpy().tobytes(), other == tiny_block_target.info.mask_id, 1) is None
+
+
+@pytest.mark.parametrize("kind", ["block", "random"])
+def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, random_drafter):
+    """A tree node whose window tokens an earlier pass of the window already evaluated (another order of the same
+    commits, say) gets one child: the target's own decision there, computed from the stored logits, with
+    probability 1 (recorded as `known`). Decodes stay exact; such edges occur; and where the probe found the target
+    batch-invariant (so stored logits are the ones the pass recomputes), a walk that reaches such a node always
+    moves on along its certain edge."""
+    target, known = targets[kind], 0
+    for name in ("training-free", "spot+partner"):
+        for T in (0.0, 1.0):
+            for i, prompt in enumerate(PROMPTS[:4]):
+                c = cfg("exact", T=T, seed=i, gen=40, budget=16)
+                spot = decode_spot(target, prompt, c, make_proposer(name, random_drafter))
+                check_against_standard(spot, decode_standard(target, prompt, c), 16)
+                for p in spot.passes[1:]:
+                    by_id = {n.id: n for n in p.tree}
+                    for n in p.tree:
+                        if not n.known:
+                            continue
+                        known += 1
+                        assert n.prob == 1.0 and [m.parent for m in p.tree].count(n.parent) == 1  # its only sibling
+                        if target.info.batch_invariant and n.parent in p.accepted_path:
+                            assert by_id[n.id].accepted
+    assert known > 0
+
+
+def test_no_certain_edge_without_the_targets_noise(tiny_block_target, random_drafter):
+    """At T > 0 with independent drafter noise the drafter cannot know the target's decision: no known edges."""
+    for i, prompt in enumerate(PROMPTS[:3]):
+        c = cfg("exact", T=1.0, seed=i, gen=40, budget=16, coupled_noise=False)
+        spot = decode_spot(tiny_block_target, prompt, c, make_proposer("training-free", random_drafter))
+        check_against_standard(spot, decode_standard(tiny_block_target, prompt, c), 16)
+        assert not any(n.known for p in spot.passes for n in p.tree)

@@ -58,6 +58,7 @@ class RootView:
     noise: GumbelNoise | None  # the noise the drafter uses (the target's own when coupled)
     ahead: "RootView | None" = None  # the next window [hi, hi + w'), drafted only after this one is complete
     eos_ids: tuple = ()  # end-of-text tokens: a drafted one ends the text, so nothing is drafted ahead of it
+    known: object = None  # samplers/verify.KnownStates: logits at states a pass already evaluated (exact decisions)
 
     @property
     def width(self) -> int:

@@ -21,6 +21,12 @@ window's first decisions (its node seen with only the path's commits in that win
 view.lo (w + o for offset o of the next window). A node that drafted an end-of-text token gets none (the text ends
 there), and no edge completes the next window (its decision would need the window after). The verifier evaluates
 such a state in the same pass, over both windows (samplers/verify.py).
+
+Certain edges. With `view.known` (logits an earlier pass of the window computed, keyed by the tokens that condition
+them), a node whose window tokens were already evaluated gets one child, the target's own decision there (the rule
+on the stored logits, with the node's step), with probability 1 and no alternatives: `decided` marks such a node.
+With `view.ahead.known`, a node that completes the window the same way as an evaluated one gets the next window's
+first decision the same way.
 """
 from __future__ import annotations
 
@@ -51,6 +57,7 @@ class DraftNode:
     added_prob: float = 1.0  # path_prob when the node was added (the best-first order: never increases with id)
     proposals: list = field(default_factory=list)  # the proposer's candidates here [(offsets, tokens, p)]
     edge_prob: dict = field(default_factory=dict)  # (offsets, tokens) -> drafter probability, for each of children
+    decided: bool = False  # its one child is the target's own decision, known from logits a pass already computed
 
 
 ONE_GUESS = 2  # a tree of s1 and one drafted node: a proposer may draft it more cheaply (Proposer.for_budget)
@@ -130,6 +137,7 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     ahead = view.ahead
     w = view.width
     masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
+    s1_window = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
     max_depth = n_masked + (int(masked_ahead.sum()) - 1 if ahead is not None else 0)
     ctx = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)) if n_masked else None
     ctx_ahead = None  # prepared when a node first completes the window
@@ -147,13 +155,32 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         if here:
             remaining[here] = False
         if remaining.any():
-            props = proposer.children(ctx, view, node, remaining)
+            props = known_child(node, view, torch.from_numpy(remaining)) \
+                or proposer.children(ctx, view, node, remaining)
         elif ahead is not None and not eos & set(_path_tokens(nodes, node)):
             props = ahead_children(node)
         else:
             return
         node.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
         push(node)
+
+    def known_child(node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0):
+        """[the target's own decision at `node` as a certain edge] if a pass already evaluated the state that
+        conditions it (v.known: this window's tokens at the node), else None; offsets moved by `shift`."""
+        d = v.known.decision(window_key(node), masked, view.step + node.depth) if v.known is not None else None
+        if d is None:
+            return None
+        node.decided = True
+        return [(tuple(o + shift for o in d.offsets), tuple(d.tokens), 1.0)]
+
+    def window_key(node: DraftNode) -> bytes:
+        """The window's tokens at `node` (s1 with the path's commits in this window; masks included), as the int64
+        bytes KnownStates keys them by."""
+        win = s1_window.copy()
+        for o, t in zip(node.path, _path_tokens(nodes, node)):
+            if o < w:
+                win[o] = t
+        return win.tobytes()
 
     def ahead_children(node: DraftNode):
         """The node's children in the next window: the proposer's, on the ahead view, with offsets moved by w;
@@ -166,6 +193,9 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         left = int(remaining.sum())
         if left <= 1:
             return []
+        known = known_child(node, ahead, ahead.masked, shift=w) if not there else None
+        if known:  # (the next window's first decision after a completed window a pass evaluated)
+            return [c for c in known if len(c[0]) < left]
         if ctx_ahead is None:
             ctx_ahead = proposer.prepare(ahead, max_depth=min(max_depth, policy.budget - 1))
         seen = DraftNode(node.id, node.parent, node.depth, (), (), node.prob, node.path_prob, there)

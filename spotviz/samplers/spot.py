@@ -10,7 +10,9 @@ Loop (DESIGN.md section 3), starting from a root r whose logits are known from t
    distributions of such a node below the stop become the next root's ahead view, from which the next tree may
    go on past the window's end (drafter/tree.py);
 4. walk from s1 along the edges equal to the target's own decisions (samplers/verify.py), across the window's end
-   where the tree goes on; the stop node's decision is the pass's bonus, and its state becomes the root.
+   where the tree goes on; the stop node's decision is the pass's bonus, and its state becomes the root;
+5. keep the logits of every node for the window's later passes: a later tree node whose window an earlier pass
+   already evaluated gets the target's decision there as a certain edge (verify.KnownStates, drafter/tree.py).
 Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's.
 Commits per pass = accepted edges + 1.
 """
@@ -27,7 +29,7 @@ from ..targets.base import DiffusionTarget
 from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
 from .cost import CostAwareBudget, PassOutcome, budget_policy, pass_clock, remember_policy
 from .standard import standard_pass
-from .verify import accept_walk, bonus, tree_record, verify
+from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify
 
 ROOT = DraftNode(0, -1, 0, (), (), 1.0, 1.0)  # a tree of s1 alone (nothing drafted); never given children
 
@@ -51,6 +53,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     wi, (lo, hi) = 0, st.windows[0]
     d, rec = prefill(st, lo, hi)  # a standard pass: its decision is the first free decision
     ahead_logp = None  # the next window's distributions at the root (when the pass that ended there evaluated them)
+    knowing = cfg.coupled_noise or cfg.temperature == 0  # (the drafter's noise is the target's)
+    known, known_next = window_memory(st, (lo, hi), next_window(st, wi), knowing, crossing)
     yield st.progress(rec)
     while True:
         masked = st.masked(lo, hi)  # 1. s1 = r + d(r): the free decision is in the row
@@ -64,11 +68,12 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         ahead = None
         if crossing and nxt and ahead_logp is not None and not st.finished_with_eos(hi):
             ahead = RootView(lo=hi, hi=nxt[1], state=st.tokens, logp=ahead_logp, masked=st.masked(*nxt), first=[],
-                             step=st.step, rule=st.rule, noise=draft_noise)
+                             step=st.step, rule=st.rule, noise=draft_noise, known=known_next)
             stale = stale or ahead_logp.max(-1).values.exp().tolist()  # (this window is complete: the next one's)
         if stale and policy.draft_now(stale):  # 2. draft (auto: only where drafting pays)
             view = RootView(lo=lo, hi=hi, state=st.tokens, logp=d.logp, masked=masked, first=d.offsets, step=st.step,
-                            rule=st.rule, noise=draft_noise, ahead=ahead, eos_ids=target.info.eos_ids)  # (the root's)
+                            rule=st.rule, noise=draft_noise, ahead=ahead, eos_ids=target.info.eos_ids,
+                            known=known)  # (the root's)
             nodes = build_tree(view, proposer, policy, cfg.min_path_prob)
             rows = node_states(view, nodes)
         else:  # s1 alone: the standard decoder's pass
@@ -79,6 +84,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         st.apply(accepted)
         step = st.step + stop.depth
         d, window, ahead_logp = bonus(st, v, nodes, stop, lo, hi, nxt, crossing)
+        remember(st, v, rows, walk, lo, hi, known, known_next)
         if window[0] != lo:  # the fused pass's bonus is in the next window: the finished one enters the cache
             st.cache = target.extend_cache(st.cache, v.out, stop.id, window[0])
         free = d.commits(window[0], step) if d else []
@@ -93,6 +99,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         yield st.progress(rec)
         if window[0] != lo:
             wi, (lo, hi) = wi + 1, window
+            known, known_next = window_memory(st, window, next_window(st, wi), knowing, crossing)
         elif d is None:  # window complete with nothing further to decode
             st.end = hi
             break
@@ -105,6 +112,16 @@ def prefill(st: DecodeState, lo: int, hi: int):
     d(r); returns (d(r), the pass record)."""
     _, d, rec = standard_pass(st, lo, hi, st.masked(lo, hi))
     return d, rec
+
+
+def window_memory(st: DecodeState, window, nxt, knowing: bool, crossing: bool):
+    """Fresh stores of evaluated logits for a window's passes (samplers/verify.KnownStates): the window's own, and
+    the next window's after a completed one (only when trees may cross). None where the drafter's noise is not the
+    target's (the decision there could not be known)."""
+    if not knowing:
+        return None, None
+    here = KnownStates(*window, st.rule, st.noise, st.mask_id)
+    return here, (KnownStates(*nxt, st.rule, st.noise, st.mask_id) if crossing and nxt else None)
 
 
 def next_window(st: DecodeState, wi: int) -> tuple[int, int] | None:

@@ -13,6 +13,8 @@ decoder add the finished window's keys/values to the cache. These are the standa
 window's logits do not depend on how far a call reaches (info.blockwise_exact: the embedded models compute a
 call's last block apart); elsewhere the decoder keeps trees inside their window.
 Commits per pass = accepted edges + 1.
+What the walk did not use is kept: the logits at every node, for the window's later passes (KnownStates), where a
+node an earlier pass evaluated gets the target's decision as a certain edge (docs/DESIGN.md section 3).
 """
 from __future__ import annotations
 
@@ -105,7 +107,8 @@ def tree_record(nodes: list[DraftNode], walk: list[int], v: Verified, lo: int) -
         out.append(TreeNode(id=n.id, parent=parent, depth=n.depth, positions=[lo + o for o in offsets],
                             tokens=list(tokens), prob=float(prob), path_prob=float(n.path_prob),
                             accepted=n.id in on_walk, target_positions=[base + o for o in d.offsets] if d else [],
-                            target_tokens=list(d.tokens) if d else [], merged_from=others))
+                            target_tokens=list(d.tokens) if d else [], merged_from=others,
+                            known=parent >= 0 and nodes[parent].decided))
     return out
 
 
@@ -113,6 +116,54 @@ def _edge_into(parent: DraftNode, child: int):
     """((offsets, tokens), drafter probability) of parent's drafted edge into child."""
     key = next(k for k, c in parent.children.items() if c == child)
     return key, parent.edge_prob[key]
+
+
+class KnownStates:
+    """The logits of a window [lo, hi) at states a target pass has already evaluated, keyed by the tokens that
+    condition them: the window's own tokens (masks included) for the window itself, the tokens of the completed
+    window before it for a next window. A window's logits depend only on those tokens (never on the order in which
+    they were committed, nor on the step), so at any later draft node with the same tokens the target's decision is
+    known exactly: the rule applied to the stored logits with that node's step and the target's own noise. The tree
+    drafts it as a certain edge (drafter/tree.py). Only where the drafter's noise is the target's (coupled, or T = 0).
+    Kept for the passes of one window; a few dozen [w, V] rows."""
+
+    def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None):
+        self.lo, self.hi, self.rule, self.noise, self.mask_id = lo, hi, rule, noise, mask_id
+        self.logits: dict[bytes, torch.Tensor] = {}
+
+    def add(self, key: bytes, logits: torch.Tensor) -> None:
+        """key: the conditioning tokens as int64 bytes; logits [hi - lo, V] of the window at that state."""
+        self.logits.setdefault(key, logits)
+
+    def decision(self, key: bytes, masked: torch.Tensor, step: int) -> Decision | None:
+        """The target's decision in this window at a state conditioned by `key` (the conditioning tokens as int64
+        bytes) whose masked window positions are `masked` ([hi - lo] bool), made at decision index `step`; None if
+        no pass evaluated such a state (or nothing is left to decide)."""
+        lg = self.logits.get(key)
+        if lg is None:
+            return None
+        return decide(lg.unsqueeze(0), masked.unsqueeze(0), [step], self.lo, self.rule, self.noise, self.mask_id)[0]
+
+
+def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: int, here: KnownStates | None,
+             nxt: KnownStates | None) -> None:
+    """Store a pass's logits off its walk (the walk's states have fewer commits than the next root: no later node
+    can equal them): this window's at every node with something left to decide (in `here`), the next window's at
+    every node that completes this one (in `nxt`, fused passes). The stored rows are views of the pass's output."""
+    if len(walk) == len(rows) or (here is None and nxt is None):
+        return
+    keys = rows[:, lo:hi].numpy()
+    open_ = (keys == st.mask_id).any(1)
+    on_walk = set(walk)
+    w = hi - lo
+    for i in range(len(keys)):
+        if i in on_walk:
+            continue
+        if open_[i]:
+            if here is not None:
+                here.add(keys[i].tobytes(), v.out.logits[i, :w])
+        elif nxt is not None and v.fused:
+            nxt.add(keys[i].tobytes(), v.out.logits[i, w:])
 
 
 def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi: int, next_window,

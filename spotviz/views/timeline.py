@@ -132,6 +132,9 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
             label = _text(token_text, n.positions, n.tokens)
             hover = (f"drafted {_detail(token_text, n.positions, n.tokens)} · drafter probability {n.prob:.2f}"
                      f" · path probability {n.path_prob:.3f}")
+            if n.known:
+                hover += (" · a certain edge: an earlier pass already computed the target's output at the state above,"
+                          " so its decision there is known, not guessed")
         if n.target_positions:
             hover += f" · target's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
         merged = [m for m in n.merged_from if m in by_id]

@@ -1034,6 +1034,8 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
     probability 1 (recorded as `known`). Decodes stay exact; such edges occur; and where the probe found the target
     batch-invariant (so stored logits are the ones the pass recomputes), a walk that reaches such a node always
     moves on along its certain edge."""
+    from spotviz.views.timeline import tree_frame
+
     target, known = targets[kind], 0
     for name in ("training-free", "spot+partner"):
         for T in (0.0, 1.0):
@@ -1043,6 +1045,11 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
                 check_against_standard(spot, decode_standard(target, prompt, c), 16)
                 for p in spot.passes[1:]:
                     by_id = {n.id: n for n in p.tree}
+                    if any(n.known for n in p.tree):  # the tree view counts them and says why in the hover
+                        frame = tree_frame(p, {})
+                        assert frame["known"] == sum(n.known for n in p.tree)
+                        hovers = {row[0]: row[5] for row in frame["nodes"]}
+                        assert all(("certain edge" in hovers[n.id]) == n.known for n in p.tree[1:])
                     for n in p.tree:
                         if not n.known:
                             continue

@@ -113,7 +113,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on the
     canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges).
     `bonus`: the target's own decision where the walk stopped (drawn one column right of that node);
-    `expect`: the slots of the drafter's most likely path (its expected next commits)."""
+    `expect`: the slots of the drafter's most likely path (its expected next commits); `known`: how many edges are
+    certain (the target's decision at a state an earlier pass already evaluated)."""
     if not rec.tree:
         return None
     pos, leaves = layout_tree(rec.tree)
@@ -147,7 +148,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     bonus = [c for c in rec.commits if not c.drafted]
     stop = path[-1]
     out = {"nodes": nodes, "rows": leaves, "cols": max(n.depth for n in rec.tree) + 1, "stop": stop,
-           "bonus": None, "depth": len(path) - 1, "size": len(rec.tree), "merged": sum(len(n[8]) for n in nodes)}
+           "bonus": None, "depth": len(path) - 1, "size": len(rec.tree), "merged": sum(len(n[8]) for n in nodes),
+           "known": sum(1 for n in rec.tree if n.known and n.parent in by_id)}
     if bonus:
         out["bonus"] = [_text(token_text, [c.position for c in bonus], [c.token for c in bonus]),
                         "the target's own decision where the walk stopped, committed without being drafted: "

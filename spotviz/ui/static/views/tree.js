@@ -25,6 +25,7 @@
       ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted + ' + (p.tree.bonus ? '1 own decision' : '0') +
       ' = ' + SV.plural(commits, 'commit');
     if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
+    if (p.tree.known) s += ' · ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
     return s;
   }

@@ -149,20 +149,23 @@ def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: 
              nxt: KnownStates | None) -> None:
     """Store a pass's logits off its walk (the walk's states have fewer commits than the next root: no later node
     can equal them): this window's at every node with something left to decide (in `here`), the next window's at
-    every node that completes this one (in `nxt`, fused passes). The stored rows are views of the pass's output."""
+    every node that completes this one with nothing committed in the next yet (in `nxt`, fused passes). The stored
+    rows are views of the pass's output."""
     if len(walk) == len(rows) or (here is None and nxt is None):
         return
+    w = hi - lo
     keys = rows[:, lo:hi].numpy()
     open_ = (keys == st.mask_id).any(1)
+    # (a node drafted on into the next window: its logits there are not the first decision's)
+    fresh = (rows[:, hi: lo + v.out.logits.shape[1]] == st.mask_id).all(1).numpy()
     on_walk = set(walk)
-    w = hi - lo
     for i in range(len(keys)):
         if i in on_walk:
             continue
         if open_[i]:
             if here is not None:
                 here.add(keys[i].tobytes(), v.out.logits[i, :w])
-        elif nxt is not None and v.fused:
+        elif nxt is not None and v.fused and fresh[i]:
             nxt.add(keys[i].tobytes(), v.out.logits[i, w:])
 
 

@@ -84,7 +84,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         st.apply(accepted)
         step = st.step + stop.depth
         d, window, ahead_logp = bonus(st, v, nodes, stop, lo, hi, nxt, crossing)
-        remember(st, v, rows, walk, lo, hi, known, known_next)
+        if window[0] == lo:  # (a bonus in the next window starts fresh stores: nothing to keep)
+            remember(st, v, rows, walk, lo, hi, known, known_next)
         if window[0] != lo:  # the fused pass's bonus is in the next window: the finished one enters the cache
             st.cache = target.extend_cache(st.cache, v.out, stop.id, window[0])
         free = d.commits(window[0], step) if d else []

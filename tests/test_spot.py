@@ -1031,9 +1031,9 @@ def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(tiny_
 def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, random_drafter):
     """A tree node whose window tokens an earlier pass of the window already evaluated (another order of the same
     commits, say) gets one child: the target's own decision there, computed from the stored logits, with
-    probability 1 (recorded as `known`). Decodes stay exact; such edges occur; and where the probe found the target
-    batch-invariant with blockwise-exact windows (so stored logits are the ones a pass recomputes), a walk that reaches such a node always
-    moves on along its certain edge."""
+    probability 1 (recorded as `known`). Decodes stay exact; such edges occur; and where the probe found the
+    target batch-invariant with blockwise-exact windows (so stored logits are the ones a pass recomputes), a walk
+    that reaches such a node always moves on along its certain edge."""
     from spotviz.views.timeline import tree_frame
 
     target, known = targets[kind], 0
@@ -1055,7 +1055,8 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
                             continue
                         known += 1
                         assert n.prob == 1.0 and [m.parent for m in p.tree].count(n.parent) == 1  # its only sibling
-                        if target.info.batch_invariant and target.info.blockwise_exact and n.parent in p.accepted_path:
+                        guaranteed = target.info.batch_invariant and target.info.blockwise_exact
+                        if guaranteed and n.parent in p.accepted_path:
                             assert by_id[n.id].accepted
     assert known > 0
 

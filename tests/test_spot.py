@@ -762,7 +762,7 @@ def test_threshold_token_branching_adds_a_runner_up_twin_of_the_likeliest_set(ti
 
 
 def test_mix_candidates_sums_the_experts_shares():
-    from spotviz.drafter.proposers.common import mix_candidates
+    from spotviz.drafter.tree import mix_candidates
 
     a = [((1, 2), (7, 8), 0.6), ((1,), (7,), 0.4)]
     b = [((1,), (7,), 0.9), ((3,), (5,), 0.1)]
@@ -1068,3 +1068,78 @@ def test_no_certain_edge_without_the_targets_noise(tiny_block_target, random_dra
         spot = decode_spot(tiny_block_target, prompt, c, make_proposer("training-free", random_drafter))
         check_against_standard(spot, decode_standard(tiny_block_target, prompt, c), 16)
         assert not any(n.known for p in spot.passes for n in p.tree)
+
+
+def test_the_nearest_evaluated_state_above_a_node_gives_its_likely_edge(tiny_block_target):
+    """KnownStates.nearest decides from the stored state that lacks the fewest of a node's commits (one or two, none
+    it does not have): never the node's own state (a certain edge), never a state with a commit or token the node
+    lacks, nothing when every stored state is further away."""
+    from spotviz.decision import decide
+    from spotviz.samplers.verify import NEAR_MISSING, KnownStates
+
+    view = _view(tiny_block_target, PROMPTS[2], "exact", 0.9, 1.0, seed=3)
+    lo, hi, mask = view.lo, view.hi, tiny_block_target.info.mask_id
+    base = torch.full((hi - lo,), mask, dtype=torch.long)  # (a window of masks: states built from it below)
+    open_ = np.arange(hi - lo)
+
+    def state(*commits):
+        s = base.clone()
+        for o, t in commits:
+            s[int(open_[o])] = t
+        return s
+
+    stored = [state(), state((0, 7)), state((0, 7), (1, 8)), state((2, 9))]
+    rows = view.state.unsqueeze(0).repeat(len(stored), 1)
+    rows[:, lo:hi] = torch.stack(stored)
+    logits = tiny_block_target.forward(rows, lo, hi, tiny_block_target.empty_cache()).logits
+    noise = GumbelNoise(3, tiny_block_target.info.vocab_size)
+    known = KnownStates(lo, hi, view.rule, noise, mask)
+    for r, s in enumerate(stored):
+        known.add(s.numpy().tobytes(), logits[r])
+
+    def nearest(s, step=4):
+        return known.nearest(s.numpy(), s == mask, step)
+
+    def decision_of(r, s, step=4):
+        return decide(logits[r:r + 1], (s == mask).unsqueeze(0), [step], lo, view.rule, noise, mask)[0].key
+
+    node = state((0, 7), (1, 8), (3, 5))  # one past stored[2], two past stored[1]: the nearest wins
+    assert nearest(node).key == decision_of(2, node)
+    node = state((0, 7), (3, 5))  # one past stored[1]
+    assert nearest(node).key == decision_of(1, node)
+    node = state((0, 7), (1, 8))  # stored[2] itself (a certain edge's business): the next nearest is stored[1]
+    assert nearest(node).key == decision_of(1, node)
+    node = state((0, 6), (3, 5))  # another token at offset 0: only the empty state is below it, two commits short
+    assert NEAR_MISSING >= 2 and nearest(node).key == decision_of(0, node)
+    node = state((0, 6), (3, 5), (4, 5))  # three short of the empty state, and no other stored state is below it
+    assert nearest(node) is None
+
+
+@pytest.mark.parametrize("mode", ["exact", "threshold"])
+def test_likely_edges_occur_are_recorded_and_keep_decodes_exact(mode, tiny_block_target, random_drafter):
+    """In real decodes some nodes get a likely edge (the decision at an evaluated state a commit or two above them,
+    mixed in at weight NEAR_WEIGHT, so the edge's probability is at least that); the trace records them, the tree
+    view counts them and says so in the hover, and the output stays the standard decoder's. None with independent
+    drafter noise at T > 0 (nothing is stored then)."""
+    from spotviz.drafter.tree import NEAR_WEIGHT
+    from spotviz.views.timeline import tree_frame
+
+    near = 0
+    for T, coupled in ((0.0, True), (1.0, True), (1.0, False)):
+        for i, prompt in enumerate(PROMPTS[:4]):
+            c = cfg(mode, 0.6, T=T, seed=i, gen=40, budget=16, coupled_noise=coupled)
+            spot = decode_spot(tiny_block_target, prompt, c, make_proposer("training-free", random_drafter))
+            check_against_standard(spot, decode_standard(tiny_block_target, prompt, c), 16)
+            edges = [n for p in spot.passes for n in p.tree if n.near]
+            if not coupled:
+                assert not edges
+                continue
+            near += len(edges)
+            assert all(n.prob >= NEAR_WEIGHT - 1e-9 and not n.known for n in edges)
+            for p in spot.passes[1:]:
+                if any(n.near for n in p.tree):
+                    frame = tree_frame(p, {})
+                    assert frame["near"] == sum(n.near for n in p.tree)
+                    hovers = {row[0]: row[5] for row in frame["nodes"]}
+                    assert all(("likely edge" in hovers[n.id]) == n.near for n in p.tree[1:])
+    assert near > 0

@@ -14,12 +14,14 @@ window's logits do not depend on how far a call reaches (info.blockwise_exact: t
 call's last block apart); elsewhere the decoder keeps trees inside their window.
 Commits per pass = accepted edges + 1.
 What the walk did not use is kept: the logits at every node, for the window's later passes (KnownStates), where a
-node an earlier pass evaluated gets the target's decision as a certain edge (docs/DESIGN.md section 3).
+node an earlier pass evaluated gets the target's decision as a certain edge, and a node one or two commits past an
+evaluated state gets the target's decision there as a likely edge (docs/DESIGN.md section 3).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..decision import Decision, decide, masked_log_softmax
@@ -27,6 +29,9 @@ from ..drafter.tree import DraftNode
 from ..targets.base import ForwardOutput
 from ..targets.invariance import check_pass
 from ..trace import TreeNode
+
+
+NEAR_MISSING = 2  # how many commits a likely edge's evaluated state may lack (docs/DESIGN.md section 3)
 
 
 @dataclass
@@ -108,7 +113,8 @@ def tree_record(nodes: list[DraftNode], walk: list[int], v: Verified, lo: int) -
                             tokens=list(tokens), prob=float(prob), path_prob=float(n.path_prob),
                             accepted=n.id in on_walk, target_positions=[base + o for o in d.offsets] if d else [],
                             target_tokens=list(d.tokens) if d else [], merged_from=others,
-                            known=parent >= 0 and nodes[parent].decided))
+                            known=parent >= 0 and nodes[parent].decided,
+                            near=parent >= 0 and nodes[parent].near == (tuple(offsets), tuple(tokens))))
     return out
 
 
@@ -130,10 +136,15 @@ class KnownStates:
     def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None):
         self.lo, self.hi, self.rule, self.noise, self.mask_id = lo, hi, rule, noise, mask_id
         self.logits: dict[bytes, torch.Tensor] = {}
+        self._keys: list[bytes] = []
+        self._rows: np.ndarray | None = None  # the keys as one [S, hi - lo] int64 array (built when needed)
 
     def add(self, key: bytes, logits: torch.Tensor) -> None:
         """key: the conditioning tokens as int64 bytes; logits [hi - lo, V] of the window at that state."""
-        self.logits.setdefault(key, logits)
+        if key not in self.logits:
+            self.logits[key] = logits
+            self._keys.append(key)
+            self._rows = None
 
     def decision(self, key: bytes, masked: torch.Tensor, step: int) -> Decision | None:
         """The target's decision in this window at a state conditioned by `key` (the conditioning tokens as int64
@@ -143,6 +154,27 @@ class KnownStates:
         if lg is None:
             return None
         return decide(lg.unsqueeze(0), masked.unsqueeze(0), [step], self.lo, self.rule, self.noise, self.mask_id)[0]
+
+    def nearest(self, window: np.ndarray, masked: torch.Tensor, step: int,
+                max_missing: int = NEAR_MISSING) -> Decision | None:
+        """The target's decision at the closest evaluated state below one with window tokens `window` ([hi - lo]
+        int64, masks included): a stored state whose commits are all among this one's and that lacks the fewest of
+        them (1 to max_missing), decided with this state's masked positions and step. None if there is none. Not
+        the target's decision here (its logits miss those commits), only a likely one: a tree drafts it as a likely
+        edge (drafter/tree.py)."""
+        if not self._keys:
+            return None
+        if self._rows is None:
+            self._rows = np.stack([np.frombuffer(k, dtype=np.int64) for k in self._keys])
+        rows = self._rows
+        open_ = rows == self.mask_id
+        below = ((rows == window) | open_).all(1)  # its commits are this state's
+        missing = np.where(below, (open_ & (window != self.mask_id)).sum(1), max_missing + 1)
+        missing[missing == 0] = max_missing + 1  # (the state itself: a certain edge, decision())
+        best = int(missing.argmin())
+        if missing[best] > max_missing:
+            return None
+        return self.decision(self._keys[best], masked, step)
 
 
 def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: int, here: KnownStates | None,

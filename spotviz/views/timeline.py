@@ -114,7 +114,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges).
     `bonus`: the target's own decision where the walk stopped (drawn one column right of that node);
     `expect`: the slots of the drafter's most likely path (its expected next commits); `known`: how many edges are
-    certain (the target's decision at a state an earlier pass already evaluated)."""
+    certain (the target's decision at a state an earlier pass already evaluated); `near`: how many are likely edges
+    (its decision at an evaluated state one or two commits short of the parent)."""
     if not rec.tree:
         return None
     pos, leaves = layout_tree(rec.tree)
@@ -136,6 +137,9 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
             if n.known:
                 hover += (" · a certain edge: an earlier pass already computed the target's output at the state above,"
                           " so its decision there is known, not guessed")
+            elif n.near:
+                hover += (" · a likely edge: the target's decision at a state an earlier pass computed, one or two"
+                          " commits short of the state above (fresher than the drafter's view)")
         if n.target_positions:
             hover += f" · target's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
         merged = [m for m in n.merged_from if m in by_id]
@@ -149,7 +153,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     stop = path[-1]
     out = {"nodes": nodes, "rows": leaves, "cols": max(n.depth for n in rec.tree) + 1, "stop": stop,
            "bonus": None, "depth": len(path) - 1, "size": len(rec.tree), "merged": sum(len(n[8]) for n in nodes),
-           "known": sum(1 for n in rec.tree if n.known and n.parent in by_id)}
+           "known": sum(1 for n in rec.tree if n.known and n.parent in by_id),
+           "near": sum(1 for n in rec.tree if n.near and n.parent in by_id)}
     if bonus:
         out["bonus"] = [_text(token_text, [c.position for c in bonus], [c.token for c in bonus]),
                         "the target's own decision where the walk stopped, committed without being drafted: "

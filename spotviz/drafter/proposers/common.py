@@ -14,7 +14,7 @@ passes, and the twin lifted its pass reduction by 13% at T = 0 and 6% at T = 1 (
 Two experts as one proposal. Candidates of K proposers with weights w_k (summing to 1) become one list with
 P(edge) = sum_k w_k P_k(edge): an edge both propose gets both shares, an edge one proposes keeps its share. The
 tree's best-first growth then spends the budget on whichever expert's alternatives are likelier. The SPOT
-proposer hedges its learned heads with a training-free partner this way (proposers/spot.py)."""
+proposer hedges its learned heads with a training-free partner this way (proposers/spot.py; tree.mix_candidates)."""
 from __future__ import annotations
 
 import numpy as np
@@ -141,13 +141,3 @@ def set_children(ctx: Context, node: DraftNode, q: np.ndarray, remaining: np.nda
                 twins.append((offs, tuple(twin), p * (1 - float(k[i]))))
         out += twins
     return out
-
-
-def mix_candidates(*weighted: tuple[float, list]) -> list[tuple]:
-    """The mixture sum_k w_k P_k of candidate lists [(offsets, tokens, p)] given as (w_k, list_k) pairs: one entry
-    per distinct (offsets, tokens), likeliest first (ties keep the order of first appearance)."""
-    mixed: dict = {}
-    for w, cands in weighted:
-        for offs, toks, p in cands:
-            mixed[(offs, toks)] = mixed.get((offs, toks), 0.0) + w * p
-    return sorted(((o, t, p) for (o, t), p in mixed.items()), key=lambda c: -c[2])

@@ -2,7 +2,7 @@
 commit sets (SPOT-Sets, threshold mode); one drafter forward per pass, in numpy.
 
 A partner hedges the learned heads: the proposer's children are the mixture (1 - w) P_learned + w P_partner of its
-own candidates and a training-free partner's (proposers/common.mix_candidates), so a tree holds the likeliest
+own candidates and a training-free partner's (tree.mix_candidates), so a tree holds the likeliest
 alternatives of both and best-first growth spends the budget where their mixture puts the mass. Partners: the
 calibrated rank template of the drafter's folder in exact mode, the stale threshold rule in threshold mode.
 Why: the learned heads are best on what they were trained on and do not generalise everywhere (on math-bd's
@@ -37,8 +37,8 @@ import numpy as np
 from ..features import np_position_features
 from ..model import SpotDrafter
 from ..numpy_forward import NumpyDrafter, np_set_inclusion, np_sigmoid
-from ..tree import ONE_GUESS, DraftNode, Proposer
-from .common import Context, exact_children, mix_candidates, set_children, stale_keep
+from ..tree import ONE_GUESS, DraftNode, Proposer, mix_candidates
+from .common import Context, exact_children, set_children, stale_keep
 
 PARTNER_WEIGHT = 0.5  # the partner's share of a node's candidates (module docstring)
 

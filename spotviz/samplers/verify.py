@@ -130,7 +130,8 @@ class KnownStates:
     window before it for a next window. A window's logits depend only on those tokens (never on the order in which
     they were committed, nor on the step), so at any later draft node with the same tokens the target's decision is
     known exactly: the rule applied to the stored logits with that node's step and the target's own noise. The tree
-    drafts it as a certain edge (drafter/tree.py). Only where the drafter's noise is the target's (coupled, or T = 0).
+    drafts it as a certain edge (drafter/tree.py); at a state one or two commits past a stored one, the decision
+    there is a likely one (nearest). Only where the drafter's noise is the target's (coupled, or T = 0).
     Kept for the passes of one window; a few dozen [w, V] rows."""
 
     def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None):
@@ -157,7 +158,7 @@ class KnownStates:
 
     def nearest(self, window: np.ndarray, masked: torch.Tensor, step: int,
                 max_missing: int = NEAR_MISSING) -> Decision | None:
-        """The target's decision at the closest evaluated state below one with window tokens `window` ([hi - lo]
+        """The target's decision at the nearest evaluated state above one with window tokens `window` ([hi - lo]
         int64, masks included): a stored state whose commits are all among this one's and that lacks the fewest of
         them (1 to max_missing), decided with this state's masked positions and step. None if there is none. Not
         the target's decision here (its logits miss those commits), only a likely one: a tree drafts it as a likely

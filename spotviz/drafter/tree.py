@@ -158,6 +158,7 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     tie = 0
     masked = view.masked.cpu().numpy()
     eos = set(view.eos_ids)
+    near_ok = view.known is not None and policy.budget > ONE_GUESS  # (one guess: the likeliest first decision will do)
     policy.begin(n_masked)
 
     def expand(node: DraftNode):
@@ -168,8 +169,9 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         if here:
             remaining[here] = False
         if remaining.any():
-            props = known_child(node, view, torch.from_numpy(remaining)) \
-                or near_children(node, remaining) or proposer.children(ctx, view, node, remaining)
+            win = window_tokens(node) if view.known is not None else None  # (what both stores are looked up by)
+            props = known_child(node, view, torch.from_numpy(remaining), win=win) \
+                or near_children(node, remaining, win) or proposer.children(ctx, view, node, remaining)
         elif ahead is not None and not eos & set(_path_tokens(nodes, node)):
             props = ahead_children(node)
         else:
@@ -177,21 +179,25 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         node.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
         push(node)
 
-    def known_child(node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0):
+    def known_child(node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0, win=None):
         """[the target's own decision at `node` as a certain edge] if a pass already evaluated the state that
-        conditions it (v.known: this window's tokens at the node), else None; offsets moved by `shift`."""
-        d = v.known.decision(window_key(node), masked, view.step + node.depth) if v.known is not None else None
+        conditions it (v.known: this window's tokens at the node, `win` if given), else None; offsets moved by
+        `shift`."""
+        if v.known is None:
+            return None
+        key = (window_tokens(node) if win is None else win).tobytes()
+        d = v.known.decision(key, masked, view.step + node.depth)
         if d is None:
             return None
         node.decided = True
         return [(tuple(o + shift for o in d.offsets), tuple(d.tokens), 1.0)]
 
-    def near_children(node: DraftNode, remaining: np.ndarray):
-        """The proposer's candidates with the target's decision at the nearest evaluated state above `node` mixed
-        in as a likely edge (module docstring), None if no evaluated state is near."""
-        if view.known is None or policy.budget <= ONE_GUESS:  # (one guess: the likeliest first decision is enough)
+    def near_children(node: DraftNode, remaining: np.ndarray, win: np.ndarray | None):
+        """The proposer's candidates with the target's decision at the nearest evaluated state above `node` (whose
+        window tokens are `win`) mixed in as a likely edge (module docstring), None if no evaluated state is near."""
+        if not near_ok:
             return None
-        d = view.known.nearest(window_tokens(node), torch.from_numpy(remaining), view.step + node.depth)
+        d = view.known.nearest(win, torch.from_numpy(remaining), view.step + node.depth)
         if d is None:
             return None
         node.near = (tuple(d.offsets), tuple(d.tokens))
@@ -205,10 +211,6 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
             if o < w:
                 win[o] = t
         return win
-
-    def window_key(node: DraftNode) -> bytes:
-        """The window's tokens at `node` as the int64 bytes KnownStates keys them by."""
-        return window_tokens(node).tobytes()
 
     def ahead_children(node: DraftNode):
         """The node's children in the next window: the proposer's, on the ahead view, with offsets moved by w;

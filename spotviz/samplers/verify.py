@@ -137,14 +137,12 @@ class KnownStates:
     def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None):
         self.lo, self.hi, self.rule, self.noise, self.mask_id = lo, hi, rule, noise, mask_id
         self.logits: dict[bytes, torch.Tensor] = {}
-        self._keys: list[bytes] = []
-        self._rows: np.ndarray | None = None  # the keys as one [S, hi - lo] int64 array (built when needed)
+        self._rows: np.ndarray | None = None  # the keys, in order, as one [S, hi - lo] int64 array (built when needed)
 
     def add(self, key: bytes, logits: torch.Tensor) -> None:
         """key: the conditioning tokens as int64 bytes; logits [hi - lo, V] of the window at that state."""
         if key not in self.logits:
             self.logits[key] = logits
-            self._keys.append(key)
             self._rows = None
 
     def decision(self, key: bytes, masked: torch.Tensor, step: int) -> Decision | None:
@@ -163,10 +161,10 @@ class KnownStates:
         them (1 to max_missing), decided with this state's masked positions and step. None if there is none. Not
         the target's decision here (its logits miss those commits), only a likely one: a tree drafts it as a likely
         edge (drafter/tree.py)."""
-        if not self._keys:
+        if not self.logits:
             return None
         if self._rows is None:
-            self._rows = np.stack([np.frombuffer(k, dtype=np.int64) for k in self._keys])
+            self._rows = np.stack([np.frombuffer(k, dtype=np.int64) for k in self.logits])
         rows = self._rows
         open_ = rows == self.mask_id
         below = ((rows == window) | open_).all(1)  # its commits are this state's
@@ -175,7 +173,7 @@ class KnownStates:
         best = int(missing.argmin())
         if missing[best] > max_missing:
             return None
-        return self.decision(self._keys[best], masked, step)
+        return self.decision(self._rows[best].tobytes(), masked, step)
 
 
 def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: int, here: KnownStates | None,

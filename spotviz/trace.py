@@ -80,6 +80,7 @@ class TreeNode:
     merged_from: list[int] = field(default_factory=list)  # other parents whose drafted edge reaches the same state
     known: bool = False  # the edge is the target's own decision at the parent, known from an earlier pass's logits
     near: bool = False  # a likely edge: the target's decision at an evaluated state one or two commits above the parent
+    found: bool = False  # no drafted edge: the walk followed the target's decision to this state, drafted on another branch
 
 
 @dataclass

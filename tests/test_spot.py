@@ -604,6 +604,54 @@ def test_a_walk_through_a_merged_edge_is_recorded_as_walked(tiny_block_target):
     assert "2 drafted orders" in drawn[both.id][5] and frame["merged"] == 1
 
 
+class _Scripted(Proposer):
+    """Children by the path's offsets: {path: [(offset, p)]}, token 5 (a fixed tree to walk)."""
+
+    def __init__(self, script):
+        self.script = script
+
+    def prepare(self, view, max_depth):
+        return None
+
+    def children(self, ctx, view, node, remaining):
+        return [((o,), (5,), p) for o, p in self.script.get(node.path, []) if remaining[o]]
+
+
+def test_the_walk_follows_the_target_to_a_state_drafted_on_another_branch(tiny_block_target):
+    """The tree drafted a-then-b (and c after it) and b alone; the target commits b, then a. {b} drafted no child
+    a, but the state {a, b} is in the tree one step deeper (through a): the walk goes on there and on down the
+    drafted edge c. The record draws {a, b} under {b} as an undrafted step (probability 0, `found`), with the
+    drafted order as its dotted edge, and the tree view says so."""
+    from spotviz.decision import Decision
+    from spotviz.samplers.verify import Verified, accept_walk, tree_record
+    from spotviz.trace import PassRecord
+    from spotviz.views.timeline import tree_frame
+
+    view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, 0.0)
+    masked = np.flatnonzero(view.masked.numpy())
+    view.masked[:] = False
+    view.masked[masked[:3]] = True
+    a, b, c = (int(o) for o in masked[:3])
+    nodes = build_tree(view, _Scripted({(): [(a, 0.6), (b, 0.4)], (a,): [(b, 1.0)], (a, b): [(c, 1.0)]}), 5)
+    by_path = {n.path: n for n in nodes}
+    assert set(by_path) == {(), (a,), (a, b), (a, b, c), (b,)} and not by_path[(b,)].children
+    decide = {(): Decision([b], [5], [0.9]), (b,): Decision([a], [5], [0.8]), (a, b): Decision([c], [5], [0.8]),
+              (a,): Decision([c], [5], [0.8]), (a, b, c): None}
+    v = Verified(None, [decide[n.path] for n in nodes], False, 0.0)
+    walk, accepted = accept_walk(nodes, v, view.lo, 1)
+    assert walk == [0, by_path[(b,)].id, by_path[(a, b)].id, by_path[(a, b, c)].id]
+    assert [c_.position for c_ in accepted] == [view.lo + b, view.lo + a, view.lo + c]
+    rec = {n.id: n for n in tree_record(nodes, walk, v, view.lo)}
+    step = rec[by_path[(a, b)].id]
+    assert step.found and step.parent == by_path[(b,)].id and step.positions == [view.lo + a] and step.prob == 0.0
+    assert step.merged_from == [by_path[(a,)].id] and step.accepted and not step.known and not step.near
+    assert sum(n.found for n in rec.values()) == 1
+    frame = tree_frame(PassRecord(1, "verify", [view.lo, view.hi], len(nodes), accepted, list(rec.values()), walk),
+                       {})
+    drawn = {row[0]: row for row in frame["nodes"]}
+    assert "not drafted from here" in drawn[step.id][5] and frame["found"] == 1 and frame["depth"] == 3
+
+
 class _Token(Proposer):
     """Every remaining position next, equally likely, with token `token` (an end of text, say)."""
 

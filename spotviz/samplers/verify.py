@@ -80,18 +80,30 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
 
 def accept_walk(nodes: list[DraftNode], v: Verified, lo: int, step: int):
     """Walk from s1 along the edges that equal the target's decisions. Returns (node ids walked, drafted commits).
-    Edges are keyed by offsets from lo; a decision made in the next window is moved there first."""
+    Edges are keyed by offsets from lo; a decision made in the next window is moved there first. Where no drafted
+    edge of a node equals its decision, the walk still moves if the state it leads to is in the tree on another
+    branch (another order of the same commits, one step deeper: found_state)."""
     n, walk, accepted = nodes[0], [0], []
+    states = None  # (drafted commits, depth) -> node id, built at the first miss
     while (d := v.decisions[n.id]) is not None:
         base = v.low(n.id, lo)
         offsets, tokens = d.key
         key = (tuple(o + base - lo for o in offsets), tokens) if base != lo else d.key
         if (child := n.children.get(key)) is None:
-            break
+            states = states if states is not None else {(m.state, m.depth): m.id for m in nodes}
+            if (child := found_state(states, n, key)) is None:
+                break
         accepted += d.commits(base, step + n.depth, drafted=True)
         n = nodes[child]
         walk.append(n.id)
     return walk, accepted
+
+
+def found_state(states: dict, n: DraftNode, key: tuple) -> int | None:
+    """The node whose state is n's plus the decision `key` ((offsets, tokens) from the tree's lo), one step deeper,
+    if the tree holds it: its logits are that state's at that step, so the walk goes on there exactly as along a
+    drafted edge (docs/DESIGN.md section 3). None if no branch drafted that state."""
+    return states.get((n.state | frozenset(zip(*key)), n.depth + 1))
 
 
 def tree_record(nodes: list[DraftNode], walk: list[int], v: Verified, lo: int) -> list[TreeNode]:
@@ -105,23 +117,29 @@ def tree_record(nodes: list[DraftNode], walk: list[int], v: Verified, lo: int) -
         d = v.decisions[n.id] if n.id in on_walk else None
         base = v.low(n.id, lo)
         parent, offsets, tokens, prob = n.parent, n.offsets, n.tokens, n.prob
+        found = False
         if came_from.get(n.id, parent) != parent:  # entered through a merged edge: draw the edge walked
             parent = came_from[n.id]
-            (offsets, tokens), prob = _edge_into(nodes[parent], n.id)
-        others = sorted({n.parent, *n.merged_from} - {parent}) if n.merged_from else []
+            edge = _edge_into(nodes[parent], n.id)
+            if edge is None:  # no drafted edge: the walk found the state on another branch (the target's decision)
+                found, edge = True, (v.decisions[parent].key, 0.0)
+                if v.low(parent, lo) != lo:
+                    edge = ((tuple(o + v.low(parent, lo) - lo for o in edge[0][0]), edge[0][1]), 0.0)
+            (offsets, tokens), prob = edge
+        others = sorted({n.parent, *n.merged_from} - {parent}) if n.merged_from or found else []
         out.append(TreeNode(id=n.id, parent=parent, depth=n.depth, positions=[lo + o for o in offsets],
                             tokens=list(tokens), prob=float(prob), path_prob=float(n.path_prob),
                             accepted=n.id in on_walk, target_positions=[base + o for o in d.offsets] if d else [],
                             target_tokens=list(d.tokens) if d else [], merged_from=others,
-                            known=parent >= 0 and nodes[parent].decided,
-                            near=parent >= 0 and nodes[parent].near == (tuple(offsets), tuple(tokens))))
+                            known=parent >= 0 and nodes[parent].decided and not found, found=found,
+                            near=parent >= 0 and not found and nodes[parent].near == (tuple(offsets), tuple(tokens))))
     return out
 
 
 def _edge_into(parent: DraftNode, child: int):
-    """((offsets, tokens), drafter probability) of parent's drafted edge into child."""
-    key = next(k for k, c in parent.children.items() if c == child)
-    return key, parent.edge_prob[key]
+    """((offsets, tokens), drafter probability) of parent's drafted edge into child; None if it drafted none."""
+    key = next((k for k, c in parent.children.items() if c == child), None)
+    return None if key is None else (key, parent.edge_prob[key])
 
 
 class KnownStates:

@@ -115,7 +115,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     `bonus`: the target's own decision where the walk stopped (drawn one column right of that node);
     `expect`: the slots of the drafter's most likely path (its expected next commits); `known`: how many edges are
     certain (the target's decision at a state an earlier pass already evaluated); `near`: how many are likely edges
-    (its decision at an evaluated state one or two commits short of the parent)."""
+    (its decision at an evaluated state one or two commits short of the parent); `found`: how many walk edges were
+    not drafted (the target's decision led to a state the tree drafted on another branch)."""
     if not rec.tree:
         return None
     pos, leaves = layout_tree(rec.tree)
@@ -134,7 +135,11 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
             label = _text(token_text, n.positions, n.tokens)
             hover = (f"drafted {_detail(token_text, n.positions, n.tokens)} · drafter probability {n.prob:.2f}"
                      f" · path probability {n.path_prob:.3f}")
-            if n.known:
+            if n.found:
+                hover = (f"not drafted from here: the target decided {_detail(token_text, n.positions, n.tokens)},"
+                         " which leads to a state the tree drafted in another order (dotted edges), so the walk went"
+                         f" on there · path probability {n.path_prob:.3f}")
+            elif n.known:
                 hover += (" · a certain edge: an earlier pass already computed the target's output at the state above,"
                           " so its decision there is known, not guessed")
             elif n.near:
@@ -154,7 +159,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     out = {"nodes": nodes, "rows": leaves, "cols": max(n.depth for n in rec.tree) + 1, "stop": stop,
            "bonus": None, "depth": len(path) - 1, "size": len(rec.tree), "merged": sum(len(n[8]) for n in nodes),
            "known": sum(1 for n in rec.tree if n.known and n.parent in by_id),
-           "near": sum(1 for n in rec.tree if n.near and n.parent in by_id)}
+           "near": sum(1 for n in rec.tree if n.near and n.parent in by_id),
+           "found": sum(1 for n in rec.tree if n.found and n.parent in by_id)}
     if bonus:
         out["bonus"] = [_text(token_text, [c.position for c in bonus], [c.token for c in bonus]),
                         "the target's own decision where the walk stopped, committed without being drafted: "

@@ -27,6 +27,7 @@
     if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
     if (p.tree.known) s += ' · ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';
     if (p.tree.near) s += ' · ' + SV.plural(p.tree.near, 'likely edge') + ': its decision at a computed state a commit or two short';
+    if (p.tree.found) s += ' · ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway: the target’s decision led to a state drafted in another order';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
     return s;
   }

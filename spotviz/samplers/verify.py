@@ -122,9 +122,8 @@ def tree_record(nodes: list[DraftNode], walk: list[int], v: Verified, lo: int) -
             parent = came_from[n.id]
             edge = _edge_into(nodes[parent], n.id)
             if edge is None:  # no drafted edge: the walk found the state on another branch (the target's decision)
-                found, edge = True, (v.decisions[parent].key, 0.0)
-                if v.low(parent, lo) != lo:
-                    edge = ((tuple(o + v.low(parent, lo) - lo for o in edge[0][0]), edge[0][1]), 0.0)
+                found, (offs, toks), shift = True, v.decisions[parent].key, v.low(parent, lo) - lo
+                edge = ((tuple(o + shift for o in offs), toks), 0.0)
             (offsets, tokens), prob = edge
         others = sorted({n.parent, *n.merged_from} - {parent}) if n.merged_from or found else []
         out.append(TreeNode(id=n.id, parent=parent, depth=n.depth, positions=[lo + o for o in offsets],

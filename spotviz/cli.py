@@ -200,7 +200,8 @@ def cmd_train_target(a) -> int:
                             init_from=a.init_from or "", amp=a.amp, block_size=a.block_size,
                             context=a.context, problems=a.problems, drills=a.drills,
                             result_weight=a.result_weight, result_focus=a.result_focus,
-                            batch_tokens=a.batch_tokens, small_numbers=a.small_numbers)
+                            batch_tokens=a.batch_tokens, small_numbers=a.small_numbers,
+                            reword=a.reword)
     if not cfg.max_steps and not cfg.minutes:
         raise ValueError("give --max-steps N or --minutes M (training stops at the first reached; 0 = no limit)")
     _writable(a.out, "--out", force=a.force, folder=True)
@@ -379,6 +380,9 @@ def main(argv=None) -> int:
                    help="math corpus: share of rows noised as decoding meets a result (one result masked, all else given)")
     t.add_argument("--small-numbers", type=float, default=0.0,
                    help="math corpus: share of training problems with all numbers drawn small ('8 + 5', not '48 + 25')")
+    t.add_argument("--reword", type=float, default=0.0,
+                   help="math corpus: share of training questions reworded by synonym swaps that keep the problem "
+                        "(embedded/reword.py)")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--vocab-size", type=int, default=1024)
     t.add_argument("--lr", type=float, default=2e-3)
@@ -434,7 +438,8 @@ def main(argv=None) -> int:
     b.add_argument("--json", action="store_true", help="print the results as one JSON object")
     _add_threads(b)
 
-    ac = sub.add_parser("accuracy", help="answer accuracy of a word-problem model (math-bd) on held-out problems")
+    ac = sub.add_parser("accuracy", help="answer accuracy of a word-problem model (math-bd) on held-out problems "
+                        "(held-out problems, the same reworded, held-out phrasings, held-out families)")
     ac.add_argument("--model", default=None, help="a word-problem model (default: math-bd)")
     ac.add_argument("--per-family", type=int, default=4, help="problems per family in each held-out split")
     ac.add_argument("--seed", type=int, default=1, help="seed of the generated held-out problems")

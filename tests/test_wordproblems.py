@@ -234,13 +234,13 @@ def test_weighted_training_loss_and_drill_mix(tmp_path, tiny_math_dir):
                 num_attention_heads=2, intermediate_size=64, seq_len=128, batch_size=2, max_steps=2,
                 warmup_steps=1, eval_every=10_000, checkpoint_every=10_000, save_dtype="float32")
     res = train_target(TrainTargetConfig(out=str(tmp_path / "d"), drills=0.25, result_weight=4.0, result_focus=0.5,
-                                         batch_tokens=512, small_numbers=0.3, **base),
+                                         batch_tokens=512, small_numbers=0.3, reword=0.5, **base),
                        log=lambda *a, **k: None)
     assert res["corpus"]["drill_problems"] == 50 and res["config"]["result_weight"] == 4.0
-    assert res["corpus"]["small_numbers"] == 0.3
+    assert res["corpus"]["small_numbers"] == 0.3 and res["corpus"]["reworded"] == 0.5
     assert json.loads((tmp_path / "d" / "final" / "training.json").read_text())["steps"] == 2
     for bad in (dict(drills=1.0), dict(result_weight=0.0), dict(result_focus=-0.1), dict(batch_tokens=-1),
-                dict(small_numbers=1.5)):
+                dict(small_numbers=1.5), dict(reword=-0.1)):
         with pytest.raises(ValueError):
             train_target(TrainTargetConfig(out=str(tmp_path / "bad"), **(base | bad)), log=lambda *a, **k: None)
     with pytest.raises(ValueError, match="math corpus only"):
@@ -293,6 +293,51 @@ def test_accuracy_summary_per_split_and_family():
                                                  "steps_right": 0.5}
     assert res["splits"]["heldout-families"]["degenerate"] == 1 and res["outputs"][0]["correct"]
     assert "| heldout-problems | 2 | 50.0% | 50% | 100% | 0 |" in to_markdown(res)
+
+
+def test_rewording_keeps_the_problem_and_the_heldout_swaps_stay_out_of_training():
+    import random
+    import re
+
+    from spotviz.embedded.reword import HELDOUT_RULES, TRAIN_RULES, reword, reword_heldout
+    from spotviz.training.target import reworded
+
+    digits = lambda q: re.findall(r"\d+", q)  # noqa: E731
+    train = generate(1500, "train", seed=3)
+    rng = random.Random(0)
+    out = [reword(p.question, rng) for p in train]
+    assert all(digits(q) == digits(p.question) for q, p in zip(out, train))  # the numbers are the problem's
+    assert 0.3 < sum(q != p.question for q, p in zip(out, train)) / len(train) < 0.8
+    # the held-out swaps' new words are never what a training rule writes (the reworded split tests new words)
+    written = {r for _, reps in TRAIN_RULES for r in reps}
+    assert not written & {r for _, reps in HELDOUT_RULES for r in reps}
+    q = "Tom has 5 apples. He buys 3 more and gives 2 to a friend. How many apples does Tom have now?"
+    assert reword_heldout(q) == ("Tom owns 5 apples. He purchases 3 more and hands 2 to a classmate. "
+                                 "How many apples does Tom have at the end?")
+    assert reword_heldout(q) == reword_heldout(q)  # deterministic
+    assert reword("Every day Ella makes 4 cakes.", rng) == "Every day Ella makes 4 cakes."  # nothing to swap
+    # a share of a corpus is reworded; solutions and answers never are
+    mixed = reworded(train, 0.5, seed=1)
+    assert [(p.solution, p.answer, p.family) for p in mixed] == [(p.solution, p.answer, p.family) for p in train]
+    assert 0.1 < sum(a.question != b.question for a, b in zip(mixed, train)) / len(train) < 0.5
+    assert mixed == reworded(train, 0.5, seed=1) and reworded(train, 0.0, seed=1) == train
+
+
+def test_accuracy_reworded_split_is_the_heldout_problems_reworded():
+    from spotviz.eval.answers import REWORDED, AnswerRow, heldout_problems, summarise, to_markdown
+
+    probs = heldout_problems(per_family=2, seed=1)
+    originals = [p for s, p in probs if s == "heldout-problems"]
+    rew = [p for s, p in probs if s == REWORDED]
+    assert rew and len(rew) < len(originals)  # only those a held-out swap changes
+    assert all(any((o.family, o.answer, o.solution) == (p.family, p.answer, p.solution) and o.question != p.question
+                   for o in originals) for p in rew)
+    rows = [AnswerRow("heldout-problems", "add", "Tom has 5 and buys 3.", 8, 8, "", False),
+            AnswerRow("heldout-problems", "add", "Ann has 7 and finds 1.", 8, 8, "", False),
+            AnswerRow(REWORDED, "add", "Tom owns 5 and purchases 3.", 8, 9, "", False)]
+    res = summarise(rows)
+    assert res["splits"][REWORDED]["accuracy"] == 0.0 and res["splits"][REWORDED]["as_generated"] == 1.0
+    assert "the same problems as generated: 100.0% right" in to_markdown(res)
 
 
 def test_token_budget_batches_hold_more_short_rows():

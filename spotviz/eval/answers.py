@@ -1,7 +1,9 @@
 """Does a word-problem model get the answers right? Answer accuracy of greedy (T=0) decoding on held-out problems.
 
 Problems come from the generator (embedded/wordproblems.py), never from training: held-out problems of the
-training families, held-out phrasings of those families, and whole held-out families. The model sees only the
+training families, the same problems reworded by swaps never used in training (embedded/reword.py HELDOUT_RULES:
+"in all" -> "in total", "buys" -> "purchases", ...; only the problems a swap changes), held-out phrasings of the
+training families, and whole held-out families. The model sees only the
 bare question (its prompt template adds "Question:" / "Answer:"); its answer is the number of the first
 "The answer is N." line. Reported per split and per family, with the share of outputs that end with an answer
 line, the share that are degenerate (eval/quality.py), and how often the computed steps' arithmetic is right
@@ -12,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from ..embedded.reword import reword_heldout
 from ..embedded.wordproblems import FAMILIES, HELDOUT_FAMILIES, SPLITS, Problem, generate, parse_answer
 from .quality import output_quality
 
@@ -47,15 +50,21 @@ def step_arithmetic(text: str) -> tuple[int, int]:
     return steps, right
 
 
+REWORDED = "reworded-problems"  # the held-out problems of training families, reworded (module docstring)
+
+
 def heldout_problems(per_family: int = 4, seed: int = 1) -> list[tuple[str, Problem]]:
-    """`per_family` problems of every family in each held-out split, as (split, problem) pairs."""
+    """`per_family` problems of every family in each held-out split, as (split, problem) pairs, then the
+    held-out problems that the held-out rewording changes, reworded (split REWORDED)."""
     out = []
     train_families = [f.name for f in FAMILIES if f.name not in HELDOUT_FAMILIES]
     for split in SPLITS[1:]:
         fams = HELDOUT_FAMILIES if split == "heldout-families" else train_families
         for name in fams:
             out += [(split, p) for p in generate(per_family, split, seed=seed, families=(name,))]
-    return out
+    reworded = [(REWORDED, replace(p, question=q)) for s, p in out
+                if s == "heldout-problems" and (q := reword_heldout(p.question)) != p.question]
+    return out + reworded
 
 
 def answer_accuracy(target, problems: list[tuple[str, Problem]], gen_length: int = 128, log=None) -> dict:
@@ -87,7 +96,13 @@ def summarise(rows: list[AnswerRow]) -> dict:
                 "degenerate": sum(r.degenerate for r in rs),
                 "steps_right": sum(r.steps_right for r in rs) / max(1, sum(r.steps for r in rs))}
 
-    return {"splits": {s: acc(rs) for s, rs in by_split.items()},
+    splits = {s: acc(rs) for s, rs in by_split.items()}
+    if REWORDED in splits:  # the same problems as generated, for the comparison (matched by family and numbers)
+        key = lambda r: (r.family, tuple(re.findall(r"\d+", r.question)))  # noqa: E731
+        reworded = {key(r) for r in by_split[REWORDED]}
+        same = [r for r in by_split.get("heldout-problems", []) if key(r) in reworded]
+        splits[REWORDED]["as_generated"] = sum(r.correct for r in same) / max(1, len(same))
+    return {"splits": splits,
             "families": [{"split": s, "family": f} | acc(rs) for (s, f), rs in by_family.items()],
             "outputs": [asdict(r) | {"correct": r.correct} for r in rows]}
 
@@ -98,6 +113,10 @@ def to_markdown(res: dict) -> str:
     for s, a in res["splits"].items():
         lines.append(f"| {s} | {a['n']} | {100 * a['accuracy']:.1f}% | {100 * a['steps_right']:.0f}% | "
                      f"{100 * a['ends_with_answer']:.0f}% | {a['degenerate']} |")
+    if REWORDED in res["splits"]:
+        r = res["splits"][REWORDED]
+        lines += ["", f"{REWORDED}: the {r['n']} held-out problems a held-out swap changes, reworded; the same problems "
+                      f"as generated: {100 * r['as_generated']:.1f}% right."]
     lines += ["", "| split | family | problems | answer accuracy |", "|---|---|---|---|"]
     for f in res["families"]:
         lines.append(f"| {f['split']} | {f['family']} | {f['n']} | {100 * f['accuracy']:.0f}% |")

@@ -77,6 +77,9 @@ class TrainTargetConfig:
     # math corpus: share of training problems whose numbers are all drawn small (wordproblems.Draw), so that
     # "8 + 5" is practised as often as "48 + 25"
     small_numbers: float = 0.0
+    # math corpus: share of training questions reworded (embedded/reword.py: synonym swaps that keep the problem),
+    # so that the model learns the problem rather than its few phrasings' exact sentences
+    reword: float = 0.0
     batch_tokens: int = 0  # math corpus: > 0, a batch of short rows holds more of them (see sample_windows)
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
@@ -151,6 +154,8 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
     if not (out / "train_rows.npy").exists():
         n_drill = int(round(cfg.problems * cfg.drills))
         train = generate(cfg.problems - n_drill, "train", seed=cfg.seed, small=cfg.small_numbers)
+        if cfg.reword:
+            train = reworded(train, cfg.reword, cfg.seed)
         if n_drill:
             train += generate(n_drill, "train", seed=cfg.seed, families=(DRILL.name,), small=cfg.small_numbers)
         val = generate(2000, "heldout-problems", seed=cfg.seed)
@@ -176,7 +181,7 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
         (out / "source.json").write_text(json.dumps({
             "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train),
             "val_problems": len(val), "drill_problems": n_drill, "seed": cfg.seed,
-            "small_numbers": cfg.small_numbers,
+            "small_numbers": cfg.small_numbers, "reworded": cfg.reword,
             "heldout_families": list(HELDOUT_FAMILIES),
             "longest_row": int(max(map(len, enc)))}, indent=1))
     tok = AutoTokenizer.from_pretrained(str(tok_dir))
@@ -188,6 +193,19 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
         return rows, start, (length + cfg.block_size - 1) // cfg.block_size
 
     return tok, load("train"), load("val")
+
+
+def reworded(problems: list, share: float, seed: int) -> list:
+    """`problems` with a `share` of their questions reworded (embedded/reword.py; seeded, so a run resumes on the
+    same rows). Solutions, answers and the other problems are unchanged."""
+    import dataclasses
+    import random
+
+    from ..embedded.reword import reword
+
+    rng = random.Random(f"reword:{seed}")
+    return [dataclasses.replace(p, question=reword(p.question, rng)) if rng.random() < share else p
+            for p in problems]
 
 
 def sample_windows(ids, n: int, seq_len: int, gen: torch.Generator, block: int = 16, tokens: int = 0):
@@ -365,6 +383,8 @@ def _size(data) -> str:
 def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     if not 0.0 <= cfg.small_numbers <= 1.0:
         raise ValueError(f"--small-numbers {cfg.small_numbers:g}: give a share in [0, 1]")
+    if not 0.0 <= cfg.reword <= 1.0:
+        raise ValueError(f"--reword {cfg.reword:g}: give a share in [0, 1]")
     if not 0.0 <= cfg.drills < 1.0:
         raise ValueError(f"--drills {cfg.drills:g}: give a share in [0, 1)")
     if cfg.result_weight <= 0:
@@ -374,9 +394,9 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     if not 0.0 <= cfg.result_focus < 1.0:
         raise ValueError(f"--result-focus {cfg.result_focus:g}: give a share in [0, 1)")
     if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus or cfg.batch_tokens
-                                 or cfg.small_numbers):
-        raise ValueError("--drills, --result-weight, --result-focus, --batch-tokens and --small-numbers apply to the "
-                         "math corpus only")
+                                 or cfg.small_numbers or cfg.reword):
+        raise ValueError("--drills, --result-weight, --result-focus, --batch-tokens, --small-numbers and --reword "
+                         "apply to the math corpus only")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)

@@ -8,8 +8,8 @@ reworded: each rule of `TRAIN_RULES` that matches is applied with probability 1/
 replacements drawn at random. The worked solution is never touched (it is the standard the model writes).
 
 Rules are regular expressions over the question text, chosen so that every replacement keeps the meaning and
-the grammar of every phrasing they can meet (tests/test_wordproblems.py rewords every phrasing and checks the
-numbers survive). `HELDOUT_RULES` is a second, disjoint set of swaps never used in training: the `accuracy`
+the grammar of the phrasings they can meet (tests/test_wordproblems.py rewords 1,500 generated training questions
+and checks that every number survives). `HELDOUT_RULES` is a second, disjoint set of swaps never used in training: the `accuracy`
 command's "reworded" split applies all of them to held-out problems of the training families, so what it
 measures is robustness to words the model never saw reworded, not recall of the training rewrites.
 """

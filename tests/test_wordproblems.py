@@ -299,8 +299,7 @@ def test_rewording_keeps_the_problem_and_the_heldout_swaps_stay_out_of_training(
     import random
     import re
 
-    from spotviz.embedded.reword import HELDOUT_RULES, TRAIN_RULES, reword, reword_heldout
-    from spotviz.training.target import reworded
+    from spotviz.embedded.reword import HELDOUT_RULES, TRAIN_RULES, reword, reword_heldout, reworded
 
     digits = lambda q: re.findall(r"\d+", q)  # noqa: E731
     train = generate(1500, "train", seed=3)

@@ -15,6 +15,7 @@ measures is robustness to words the model never saw reworded, not recall of the 
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -63,3 +64,11 @@ def reword(question: str, rng: random.Random, rules: tuple[Rule, ...] = TRAIN_RU
 def reword_heldout(question: str) -> str:
     """The held-out rewording (every HELDOUT_RULES swap; deterministic): the `accuracy` command's reworded split."""
     return reword(question, random.Random(0), HELDOUT_RULES, p=1.0)
+
+
+def reworded(problems: list, share: float, seed: int) -> list:
+    """`problems` (wordproblems.Problem) with a `share` of their questions reworded by TRAIN_RULES, deterministic in
+    `seed`. Solutions, answers and the other problems are unchanged."""
+    rng = random.Random(f"reword:{seed}")
+    return [dataclasses.replace(p, question=reword(p.question, rng)) if rng.random() < share else p
+            for p in problems]

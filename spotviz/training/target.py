@@ -148,6 +148,7 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
 
     from ..embedded.corpus import EOT
     from ..embedded.tokenizer import train_tokenizer
+    from ..embedded.reword import reworded
     from ..embedded.wordproblems import CHAT_TEMPLATE, DRILL, HELDOUT_FAMILIES, generate
 
     tok_dir = out / "tokenizer"
@@ -193,19 +194,6 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
         return rows, start, (length + cfg.block_size - 1) // cfg.block_size
 
     return tok, load("train"), load("val")
-
-
-def reworded(problems: list, share: float, seed: int) -> list:
-    """`problems` with a `share` of their questions reworded (embedded/reword.py; seeded, so a run resumes on the
-    same rows). Solutions, answers and the other problems are unchanged."""
-    import dataclasses
-    import random
-
-    from ..embedded.reword import reword
-
-    rng = random.Random(f"reword:{seed}")
-    return [dataclasses.replace(p, question=reword(p.question, rng)) if rng.random() < share else p
-            for p in problems]
 
 
 def sample_windows(ids, n: int, seq_len: int, gen: torch.Generator, block: int = 16, tokens: int = 0):

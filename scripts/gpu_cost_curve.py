@@ -39,7 +39,7 @@ def sdar_shaped(device, dtype, layers: int | None, hidden: int | None, vocab: in
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from spotviz.targets.base import TargetInfo
-    from spotviz.targets.published import BlockCausalTarget
+    from spotviz.targets.adapters import BlockCausalTarget
 
     cfg = dict(SDAR_1_7B)
     if layers:
@@ -99,6 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-bench", action="store_true", help="only the curves, not SPOT's wall-clock")
     ap.add_argument("--bench-prompts", type=int, default=10)
     ap.add_argument("--gen-length", type=int, default=128)
+    ap.add_argument("--temperatures", default="0,1", help="of the bench, comma-separated")
     ap.add_argument("--out", default="gpu-cost", help="folder for the JSON and markdown results")
     a = ap.parse_args(argv)
 
@@ -113,31 +114,38 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     names = [] if a.models == "none" else list(EMBEDDED) if a.models == "all" else a.models.split(",")
     rows, md = [], []
+
+    def write():  # after every row, so that a run stopped early keeps what it measured
+        (out / "gpu-cost-curve.json").write_text(json.dumps({"device": str(device), "curves": rows}, indent=1))
+        (out / "gpu-cost-curve.md").write_text("\n".join([markdown(rows, sizes)] + md))
+
     print(f"device {device}" + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
     for name in names:
         target = load_target(name, device=str(device))
         rows.append(curve_row(target, name, sizes))
+        write()
         del target
     if not a.no_sdar:
         for dt in a.dtypes.split(","):
             dtype = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}[dt.strip()]
             target = sdar_shaped(device, dtype, a.sdar_layers, a.sdar_hidden, a.sdar_vocab)
             rows.append(curve_row(target, target.info.name, sizes))
+            write()
             del target
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-    md.append(markdown(rows, sizes))
     if not a.skip_bench:
         from spotviz.eval.bench import run_bench, save, to_markdown
 
         for name in names:  # SPOT's wall-clock there: paired with the standard decoder, auto and fixed budgets
             res = run_bench(name, n_prompts=a.bench_prompts, gen_length=a.gen_length, budgets=("auto", 4, 8, 16),
-                            other_budgets=("auto", 8), temperatures=(0.0, 1.0), drafters=("spot",), transfer=False)
+                            other_budgets=("auto", 8),
+                            temperatures=tuple(float(t) for t in a.temperatures.split(",")), drafters=("spot",), transfer=False)
             save(res, out)
             md.append(to_markdown(res))
-    (out / "gpu-cost-curve.json").write_text(json.dumps({"device": str(device), "curves": rows}, indent=1))
-    (out / "gpu-cost-curve.md").write_text("\n".join(md))
-    print(md[0])
+            write()
+    write()
+    print(markdown(rows, sizes))
     print(f"written to {out}/")
     return 0
 

@@ -201,10 +201,22 @@ def cmd_train_target(a) -> int:
                             context=a.context, problems=a.problems, drills=a.drills,
                             result_weight=a.result_weight, result_focus=a.result_focus,
                             batch_tokens=a.batch_tokens, small_numbers=a.small_numbers,
-                            reword=a.reword)
-    if not cfg.max_steps and not cfg.minutes:
+                            reword=a.reword, device=a.device, data_workers=a.data_workers,
+                            eval_every=a.eval_every, checkpoint_every=a.checkpoint_every)
+    if not cfg.max_steps and not cfg.minutes and not a.prepare_only:
         raise ValueError("give --max-steps N or --minutes M (training stops at the first reached; 0 = no limit)")
     _writable(a.out, "--out", force=a.force, folder=True)
+    if a.prepare_only:
+        from pathlib import Path
+
+        from .training.target import prepare_data
+
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        _, train, _ = prepare_data(cfg, Path(a.out))
+        print(f"corpus ready in {a.out}: {len(train[0] if isinstance(train, tuple) else train)} training "
+              f"{'problems' if isinstance(train, tuple) else 'tokens'}; the same command without --prepare-only "
+              f"trains on it")
+        return 0
     res = train_target(cfg)
     if not a.skip_eval:
         from .registry import load_embedded
@@ -383,17 +395,27 @@ def main(argv=None) -> int:
     t.add_argument("--reword", type=float, default=0.0,
                    help="math corpus: share of training questions reworded by synonym swaps that keep the problem "
                         "(embedded/reword.py)")
+    t.add_argument("--device", default="auto",
+                   help="where the training steps run: auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
+    t.add_argument("--data-workers", type=int, default=0,
+                   help="math corpus: draw and tokenize the training problems in chunks over N processes "
+                        "(the same corpus for any N > 0; 0: one sequential draw)")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--vocab-size", type=int, default=1024)
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: no step limit)")
     t.add_argument("--minutes", type=float, default=0.0,
                    help="time budget; the learning-rate schedule follows it (0: no time limit; give one of the two)")
+    t.add_argument("--eval-every", type=int, default=200, help="steps between validation lines")
+    t.add_argument("--checkpoint-every", type=int, default=100,
+                   help="steps between checkpoints (OUT/checkpoint; raise it where a step takes milliseconds)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--corpus-fraction", type=float, default=1.0)
     t.add_argument("--eval-prompts", type=int, default=20,
                    help="held-out prompts for the previous-pass agreement measured after training")
     t.add_argument("--skip-eval", action="store_true", help="skip that measurement")
+    t.add_argument("--prepare-only", action="store_true",
+                   help="draw and tokenize the corpus into OUT, then stop (e.g. on a CPU before a GPU run)")
     _add_threads(t)
 
     d = sub.add_parser("train-drafter", help="train the SPOT / SPOT-Sets drafters (or --calibrate one for a new target)")

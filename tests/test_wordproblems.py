@@ -353,3 +353,50 @@ def test_token_budget_batches_hold_more_short_rows():
     plain = {tuple(sample_windows((rows, torch.zeros(100, dtype=torch.long), blocks), 8, 128, gen, 16)[0].shape)
              for _ in range(30)}
     assert plain == {(8, 32), (8, 112)}
+
+
+def test_parallel_corpus_draw_is_the_same_for_any_worker_count_and_prepare_only_stops_before_training(
+        tmp_path, monkeypatch, capsys):
+    """data_workers > 0 draws the training problems in seeded chunks: one worker or two give the same rows, a
+    sequential draw (data_workers 0, the older releases' corpus) another; `--prepare-only` writes the corpus and no
+    model, and a run on the same folder trains on that corpus."""
+    import json
+
+    import numpy as np
+
+    from spotviz import cli
+    from spotviz.training import target
+
+    monkeypatch.setattr(target, "CHUNK_PROBLEMS", 150)  # 400 problems: 3 chunks (the jobs are cut in the parent)
+    base = dict(corpus="math", problems=400, drills=0.25, reword=0.5, seq_len=128, vocab_size=300)
+    rows = {}
+    for workers in (0, 1, 2):
+        out = tmp_path / f"w{workers}"
+        target.prepare_data(target.TrainTargetConfig(out=str(out), data_workers=workers, **base), out)
+        rows[workers] = np.load(out / "train_rows.npy")
+        src = json.loads((out / "source.json").read_text())
+        assert src["train_problems"] == 400 and src["drill_problems"] == 100
+        assert src["chunked"] == (150 if workers else 0)
+    assert np.array_equal(rows[1], rows[2])
+    assert not np.array_equal(rows[0], rows[1])
+    from transformers import AutoTokenizer
+
+    val = {}  # the validation problems do not depend on the draw (each folder trained its own tokenizer)
+    for workers in (0, 1):
+        tok = AutoTokenizer.from_pretrained(str(tmp_path / f"w{workers}" / "tokenizer"))
+        texts = tok.batch_decode(np.load(tmp_path / f"w{workers}" / "val_rows.npy")[:5].astype(np.int64))
+        val[workers] = [t.split("\nAnswer:")[0] for t in texts]  # (rows cut at 127 tokens of either tokenizer)
+    assert val[0] == val[1]
+
+    out = tmp_path / "p"
+    args = ["train-target", "--corpus", "math", "--out", str(out), "--problems", "300", "--seq-len", "128",
+            "--vocab-size", "300", "--hidden-size", "32", "--layers", "1", "--heads", "2", "--intermediate-size",
+            "64", "--data-workers", "2", "--device", "cpu"]
+    assert cli.main(args + ["--prepare-only"]) == 0
+    assert "corpus ready" in capsys.readouterr().out
+    assert (out / "train_rows.npy").is_file() and not (out / "checkpoint").exists() and not (out / "final").exists()
+    prepared = (out / "train_rows.npy").stat().st_mtime_ns
+    assert cli.main(args + ["--max-steps", "2", "--skip-eval"]) == 0
+    assert (out / "final" / "model.safetensors").is_file()
+    assert (out / "train_rows.npy").stat().st_mtime_ns == prepared  # trained on the prepared corpus
+    assert json.loads((out / "final" / "training.json").read_text())["device"] == "cpu"

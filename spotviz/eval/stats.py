@@ -33,7 +33,7 @@ def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 2
                 for c in pr.record.commits:
                     logp = prev[1][c.position - lo]
                     if temperature > 0:
-                        logp = gumbel_scores(logp, temperature, noise.at(c.step, c.position))
+                        logp = gumbel_scores(logp, temperature, noise.at(c.step, c.position).to(logp.device))
                     total += 1
                     hits += int(int(logp.argmax()) == c.token)
             prev = (lo, logp_window)

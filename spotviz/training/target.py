@@ -85,6 +85,13 @@ class TrainTargetConfig:
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
     # weights and optimizer state stay fp32
     amp: str = "auto"
+    # where the training steps run: "cpu", "cuda", "cuda:N", "mps" or "auto" (cuda when available); the batches
+    # are drawn and noised on that device too (with its own random generator)
+    device: str = "cpu"
+    # math corpus: > 0, generate and tokenize the training problems in chunks of CHUNK_PROBLEMS, each seeded by
+    # (seed, chunk), spread over this many processes (the corpus is the same for any count > 0); 0: one
+    # sequential draw (the corpus of the releases trained before workers existed)
+    data_workers: int = 0
 
 
 def cpu_has_native_bf16() -> bool:
@@ -111,6 +118,9 @@ def training_dtype(amp: str, device: str = "cpu") -> str:
 
 
 # ----------------------------------------------------------------------------------------------- data
+CHUNK_PROBLEMS = 50_000  # the unit of a parallel corpus draw (data_workers > 0)
+
+
 def prepare_data(cfg: TrainTargetConfig, out: Path):
     """Tokenizer + token ids of train/val, cached in `out` (npy, no pickle); the corpus identity in source.json.
 
@@ -148,43 +158,43 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
 
     from ..embedded.corpus import EOT
     from ..embedded.tokenizer import train_tokenizer
-    from ..embedded.reword import reworded
-    from ..embedded.wordproblems import CHAT_TEMPLATE, DRILL, HELDOUT_FAMILIES, generate
+    from ..embedded.wordproblems import CHAT_TEMPLATE, HELDOUT_FAMILIES, generate
 
     tok_dir = out / "tokenizer"
     if not (out / "train_rows.npy").exists():
         n_drill = int(round(cfg.problems * cfg.drills))
-        train = generate(cfg.problems - n_drill, "train", seed=cfg.seed, small=cfg.small_numbers)
-        if cfg.reword:
-            train = reworded(train, cfg.reword, cfg.seed)
-        if n_drill:
-            train += generate(n_drill, "train", seed=cfg.seed, families=(DRILL.name,), small=cfg.small_numbers)
-        val = generate(2000, "heldout-problems", seed=cfg.seed)
+        n = cfg.problems - n_drill
+        train = None if cfg.data_workers else training_problems(cfg, n, n_drill, 0)
         if cfg.init_from:
             tok = AutoTokenizer.from_pretrained(cfg.init_from)
-        else:
-            tok = train_tokenizer(EOT.join(p.text for p in train[:40_000]), cfg.vocab_size, split_digits=True)
+        else:  # a new tokenizer learns from the first 40,000 problems (of the first chunk in a parallel draw)
+            sample = train if train is not None else training_problems(cfg, min(CHUNK_PROBLEMS, n), 0, 1)
+            tok = train_tokenizer(EOT.join(p.text for p in sample[:40_000]), cfg.vocab_size, split_digits=True)
         tok.chat_template = CHAT_TEMPLATE
         tok.save_pretrained(str(tok_dir))
-        for name, problems in (("train", train), ("val", val)):
-            rows = np.full((len(problems), cfg.seq_len), tok.eos_token_id, dtype=np.int16)
-            start = np.zeros(len(problems), dtype=np.int16)
-            enc = tok([p.text for p in problems], add_special_tokens=False)["input_ids"]
-            enc_q = tok([p.prompt for p in problems], add_special_tokens=False)["input_ids"]
-            for i, (ids, q) in enumerate(zip(enc, enc_q)):
-                if ids[: len(q)] != q:
-                    raise ValueError(f"the prompt of problem {i} does not tokenize as the start of its text")
-                ids = ids[: cfg.seq_len - 1]  # at least one EOT
-                rows[i, : len(ids)] = ids
-                start[i] = len(q)
+        if cfg.data_workers:  # chunks of CHUNK_PROBLEMS, each drawn and tokenized by a worker process
+            import multiprocessing as mp
+
+            jobs = [(cfg, str(tok_dir), min(CHUNK_PROBLEMS, n - a), 0, k + 1) for k, a in
+                    enumerate(range(0, n, CHUNK_PROBLEMS))]
+            jobs += [(cfg, str(tok_dir), 0, min(CHUNK_PROBLEMS, n_drill - a), k + 1) for k, a in
+                     enumerate(range(0, n_drill, CHUNK_PROBLEMS))]
+            with mp.get_context("fork" if os.name == "posix" else "spawn").Pool(cfg.data_workers) as pool:
+                parts = pool.map(_chunk_rows, jobs)
+            train_rows = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                          max(p[2] for p in parts))
+        else:
+            train_rows = problem_rows(train, tok, cfg.seq_len)
+        val_rows = problem_rows(generate(2000, "heldout-problems", seed=cfg.seed), tok, cfg.seq_len)
+        for name, (rows, start, _) in (("train", train_rows), ("val", val_rows)):
             np.save(out / f"{name}_rows.npy", rows)
             np.save(out / f"{name}_start.npy", start)
         (out / "source.json").write_text(json.dumps({
-            "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train),
-            "val_problems": len(val), "drill_problems": n_drill, "seed": cfg.seed,
+            "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train_rows[0]),
+            "val_problems": len(val_rows[0]), "drill_problems": n_drill, "seed": cfg.seed,
             "small_numbers": cfg.small_numbers, "reworded": cfg.reword,
-            "heldout_families": list(HELDOUT_FAMILIES),
-            "longest_row": int(max(map(len, enc)))}, indent=1))
+            "chunked": CHUNK_PROBLEMS if cfg.data_workers else 0,
+            "heldout_families": list(HELDOUT_FAMILIES), "longest_row": train_rows[2]}, indent=1))
     tok = AutoTokenizer.from_pretrained(str(tok_dir))
 
     def load(name):
@@ -196,22 +206,66 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
     return tok, load("train"), load("val")
 
 
+def training_problems(cfg: TrainTargetConfig, n: int, n_drill: int, chunk: int) -> list:
+    """The math corpus's training problems: `n` word problems (a `cfg.reword` share of them reworded), then
+    `n_drill` arithmetic drills. chunk 0 is the one sequential draw seeded by cfg.seed; chunk k > 0 is the k-th
+    chunk of a parallel draw, seeded by (cfg.seed, k)."""
+    from ..embedded.reword import reworded
+    from ..embedded.wordproblems import DRILL, generate
+
+    seed = cfg.seed if chunk == 0 else cfg.seed * 1_000_003 + chunk
+    out = generate(n, "train", seed=seed, small=cfg.small_numbers) if n else []
+    if cfg.reword and out:
+        out = reworded(out, cfg.reword, seed)
+    if n_drill:
+        out += generate(n_drill, "train", seed=seed, families=(DRILL.name,), small=cfg.small_numbers)
+    return out
+
+
+def problem_rows(problems: list, tok, seq_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(rows int16 [n, seq_len] (each problem's tokens, end-of-text padded), answer starts int16 [n], the longest
+    problem in tokens)."""
+    rows = np.full((len(problems), seq_len), tok.eos_token_id, dtype=np.int16)
+    start = np.zeros(len(problems), dtype=np.int16)
+    enc = tok([p.text for p in problems], add_special_tokens=False)["input_ids"]
+    enc_q = tok([p.prompt for p in problems], add_special_tokens=False)["input_ids"]
+    for i, (ids, q) in enumerate(zip(enc, enc_q)):
+        if ids[: len(q)] != q:
+            raise ValueError(f"the prompt of problem {i} does not tokenize as the start of its text")
+        ids = ids[: seq_len - 1]  # at least one EOT
+        rows[i, : len(ids)] = ids
+        start[i] = len(q)
+    return rows, start, int(max(map(len, enc), default=0))
+
+
+def _chunk_rows(job) -> tuple[np.ndarray, np.ndarray, int]:
+    """One chunk of a parallel corpus draw (a worker process): its problems as problem_rows."""
+    from transformers import AutoTokenizer
+
+    cfg, tok_dir, n, n_drill, chunk = job
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch.set_num_threads(1)
+    return problem_rows(training_problems(cfg, n, n_drill, chunk), AutoTokenizer.from_pretrained(tok_dir),
+                        cfg.seq_len)
+
+
 def sample_windows(ids, n: int, seq_len: int, gen: torch.Generator, block: int = 16, tokens: int = 0):
     """A batch: random windows of a token stream, or random rows of a row corpus ((rows, answer_start, blocks)
     triple; then also the mask of the positions that may be noised). Rows are drawn from one length bucket (the
     rows that end, with their first end-of-text token, in the same number of blocks) and cut to that length, so
     a batch of short problems costs what short problems cost; with `tokens` > 0 a batch holds
     max(n, tokens // length) rows, so that short rows come in larger batches of about the same cost."""
+    dev = gen.device
     if isinstance(ids, tuple):
         rows, start, blocks = ids
-        pick = blocks[torch.randint(0, len(rows), (1,), generator=gen)]
+        pick = blocks[torch.randint(0, len(rows), (1,), generator=gen, device=dev)]
         members = (blocks == pick).nonzero().squeeze(1)
         if tokens:
             n = max(n, tokens // (min(seq_len, int(pick) * block)))
-        idx = members[torch.randint(0, len(members), (n,), generator=gen)]
+        idx = members[torch.randint(0, len(members), (n,), generator=gen, device=dev)]
         x = rows[idx, : min(seq_len, int(pick) * block)]
-        return x, torch.arange(x.shape[1]).unsqueeze(0) >= start[idx].unsqueeze(1)
-    starts = torch.randint(0, len(ids) - seq_len - 1, (n,), generator=gen)
+        return x, torch.arange(x.shape[1], device=dev).unsqueeze(0) >= start[idx].unsqueeze(1)
+    starts = torch.randint(0, len(ids) - seq_len - 1, (n,), generator=gen, device=dev)
     return torch.stack([ids[s : s + seq_len] for s in starts.tolist()]), None
 
 
@@ -221,8 +275,8 @@ def noise_block(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator,
     [b, L] (optional) limits the noise to some positions (the answer of a problem row)."""
     b, L = x.shape
     nb = L // block
-    t = torch.rand(b, nb, 1, generator=gen).clamp_min(1.0 / block)
-    r = torch.rand(b, nb, block, generator=gen)
+    t = torch.rand(b, nb, 1, generator=gen, device=gen.device).clamp_min(1.0 / block)
+    r = torch.rand(b, nb, block, generator=gen, device=gen.device)
     if maskable is not None:
         r = torch.where(maskable.view(b, nb, block), r, torch.full_like(r, 2.0))  # 2.0: never below t
     m = (r < t).view(b, L)
@@ -234,15 +288,16 @@ def noise_block(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator,
 def noise_full(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator):
     """Half the rows uniform random masking, half semi-AR states (clean prefix, partial window, masked future)."""
     b, L = x.shape
-    t = torch.rand(b, 1, generator=gen).clamp_min(1.0 / L)
-    m = torch.rand(b, L, generator=gen) < t
-    pos = torch.arange(L)
+    dev = gen.device
+    t = torch.rand(b, 1, generator=gen, device=dev).clamp_min(1.0 / L)
+    m = torch.rand(b, L, generator=gen, device=dev) < t
+    pos = torch.arange(L, device=dev)
     nb = L // block
-    semi = torch.rand(b, generator=gen) < 0.5
-    cur = torch.randint(1, nb, (b, 1), generator=gen) * block  # window start (some prefix kept clean)
+    semi = torch.rand(b, generator=gen, device=dev) < 0.5
+    cur = torch.randint(1, nb, (b, 1), generator=gen, device=dev) * block  # window start (some prefix kept clean)
     in_win = (pos >= cur) & (pos < cur + block)
     m_semi = (pos >= cur + block) | (in_win & m)
-    m_semi |= in_win & (pos == cur + torch.randint(0, block, (b, 1), generator=gen))
+    m_semi |= in_win & (pos == cur + torch.randint(0, block, (b, 1), generator=gen, device=dev))
     m = torch.where(semi.unsqueeze(1), m_semi, m)
     m[:, 0] &= ~semi  # keep row non-degenerate
     m |= ~m.any(1, keepdim=True) & (pos == L - 1)
@@ -257,15 +312,15 @@ def noise_batch(cfg: TrainTargetConfig, x, mask_id: int, gen, maskable=None):
     return noise_full(x, cfg.block_size, mask_id, gen)
 
 
-def block_training_mask(L: int, block: int) -> torch.Tensor:
+def block_training_mask(L: int, block: int, device=None) -> torch.Tensor:
     """[1, 1, 2L, 2L] mask for the concatenation [noised; clean] (BD3-LM style)."""
-    pos = torch.arange(L)
+    pos = torch.arange(L, device=device)
     bq = (pos // block).unsqueeze(1)
     bk = (pos // block).unsqueeze(0)
     noisy_noisy = bq == bk
     noisy_clean = bk < bq
     clean_clean = bk <= bq
-    clean_noisy = torch.zeros(L, L, dtype=torch.bool)
+    clean_noisy = torch.zeros(L, L, dtype=torch.bool, device=device)
     top = torch.cat([noisy_noisy, noisy_clean], 1)
     bottom = torch.cat([clean_noisy, clean_clean], 1)
     return torch.cat([top, bottom], 0).view(1, 1, 2 * L, 2 * L)
@@ -291,6 +346,8 @@ class ResultDigits:
     def runs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(in_result bool [b, L], run int [b, L]): run = 1, 2, ... numbers each row's results in order (0
         outside them)."""
+        if self.digits.device != x.device:
+            self.digits, self.equals, self.gap = (t.to(x.device) for t in (self.digits, self.equals, self.gap))
         digit = torch.isin(x, self.digits)
         opens = torch.zeros_like(digit)
         opens[:, 2:] = digit[:, 2:] & torch.isin(x[:, 1:-1], self.gap) & torch.isin(x[:, :-2], self.equals)
@@ -305,8 +362,8 @@ class ResultDigits:
         when the caller has it already."""
         inside, run = runs if runs is not None else self.runs(x)
         n = run.max(1).values
-        pick = (torch.rand(len(x), generator=gen) * n).floor().long() + 1
-        chosen = (torch.rand(len(x), generator=gen) < share) & (n > 0)
+        pick = (torch.rand(len(x), generator=gen, device=gen.device) * n).floor().long() + 1
+        chosen = (torch.rand(len(x), generator=gen, device=gen.device) < share) & (n > 0)
         return inside & (run == pick.unsqueeze(1)) & chosen.unsqueeze(1)
 
 
@@ -315,7 +372,7 @@ def training_logits(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Te
     [noised; clean] under `train_mask` (block_training_mask), so each block sees the clean blocks before it."""
     L = x.shape[1]
     if model.config.attention == "block":
-        pos = torch.arange(L).repeat(2).unsqueeze(0)
+        pos = torch.arange(L, device=x.device).repeat(2).unsqueeze(0)
         return model(torch.cat([noised, x], 1), position_ids=pos, attention_mask=train_mask)[:, :L]
     return model(noised)
 
@@ -323,7 +380,7 @@ def training_logits(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Te
 def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor, m: torch.Tensor, train_mask,
                 amp: bool = False, weight: torch.Tensor | None = None):
     """Mean cross-entropy over the masked positions `m`; with `weight` [b, L], the weighted mean."""
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp and x.device.type == "cpu"):
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
         logits = training_logits(model, x, noised, train_mask)
     if weight is None:
         return F.cross_entropy(logits[m].float(), x[m])
@@ -335,11 +392,11 @@ def masked_loss(model: SpotDLMForMaskedLM, x: torch.Tensor, noised: torch.Tensor
 def evaluate(model, val: torch.Tensor, cfg: TrainTargetConfig, n: int = 64, amp: bool = False) -> float:
     """Masked-token cross-entropy (nats) on fixed validation windows with fixed masks."""
     model.eval()
-    gen = torch.Generator().manual_seed(1234)
+    gen = torch.Generator(device=model.device).manual_seed(1234)
     losses = []
     for i in range(0, n, 16):
         xb, maskable = sample_windows(val, 16, cfg.seq_len, gen, cfg.block_size)
-        mask = block_training_mask(xb.shape[1], cfg.block_size) if cfg.attention == "block" else None
+        mask = block_training_mask(xb.shape[1], cfg.block_size, xb.device) if cfg.attention == "block" else None
         noised, m = noise_batch(cfg, xb, model.config.mask_token_id, gen, maskable)
         losses.append(masked_loss(model, xb, noised, m, mask, amp).item())
     model.train()
@@ -364,6 +421,13 @@ def export_model(model: SpotDLMForMaskedLM, tok, folder: Path, dtype: str) -> No
     tok.save_pretrained(str(folder))
 
 
+def device_name(device: torch.device) -> str:
+    """"cpu", or the accelerator's type and name ("cuda (NVIDIA H200)")."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type
+
+
 def _size(data) -> str:
     return f"{len(data[0])} training problems" if isinstance(data, tuple) else f"{len(data)} training tokens"
 
@@ -381,17 +445,23 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         raise ValueError(f"--batch-tokens {cfg.batch_tokens}: give 0 (fixed rows per batch) or a token count")
     if not 0.0 <= cfg.result_focus < 1.0:
         raise ValueError(f"--result-focus {cfg.result_focus:g}: give a share in [0, 1)")
+    if cfg.data_workers < 0:
+        raise ValueError(f"--data-workers {cfg.data_workers}: give 0 (one sequential draw) or a process count")
     if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus or cfg.batch_tokens
                                  or cfg.small_numbers or cfg.reword):
         raise ValueError("--drills, --result-weight, --result-focus, --batch-tokens, --small-numbers and --reword "
                          "apply to the math corpus only")
+    from ..targets.base import pick_device
+
+    device = pick_device(cfg.device)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    dtype = training_dtype(cfg.amp)
+    dtype = training_dtype(cfg.amp, device.type)
     amp = dtype == "bfloat16"
     tok, train, val = prepare_data(cfg, out)
+    train, val = (tuple(t.to(device) for t in d) if isinstance(d, tuple) else d.to(device) for d in (train, val))
     if cfg.init_from:  # continue from an exported model: its architecture, weights and tokenizer
         mcfg = SpotDLMConfig.from_json_file(str(Path(cfg.init_from) / "config.json"))
         if (mcfg.attention, mcfg.block_size) != (cfg.attention, cfg.block_size) or \
@@ -415,6 +485,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         if unexpected or [k for k in missing if k != "lm_head.weight"]:
             raise ValueError(f"--init-from {cfg.init_from}: weights do not match its config.json")
         model.tie_weights()
+    model.to(device)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -427,13 +498,14 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         opt.load_state_dict(torch.load(ckpt / "optim.pt", weights_only=True))
         state = json.loads((ckpt / "state.json").read_text())
         log(f"resumed at step {state['step']} ({state['elapsed'] / 60:.1f} min trained)")
-    gen = torch.Generator().manual_seed(cfg.seed * 7919 + state["step"])
-    tmask = block_training_mask(cfg.seq_len, cfg.block_size) if cfg.attention == "block" else None
+    gen = torch.Generator(device=device).manual_seed(cfg.seed * 7919 + state["step"])
+    tmask = block_training_mask(cfg.seq_len, cfg.block_size, device) if cfg.attention == "block" else None
     results = ResultDigits(tok) if cfg.result_weight != 1.0 or cfg.result_focus else None
     n_params = sum(p.numel() for p in model.parameters())
+    where = device_name(device)
     log(f"{cfg.corpus} {cfg.attention} model (block {mcfg.block_size}), {n_params / 1e6:.2f}M parameters, "
-        f"{_size(train)}; matmuls in {dtype}"
-        f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this CPU)'}"
+        f"{_size(train)}; on {where}, matmuls in {dtype}"
+        f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this device)'}"
         f"{'; initialised from ' + cfg.init_from if cfg.init_from and not state['step'] else ''}")
     limits = [f"{cfg.minutes:g} min" if cfg.minutes else "", f"{cfg.max_steps} steps" if cfg.max_steps else ""]
     log(f"estimate: stops after {' or '.join(x for x in limits if x)}{' (the first reached)' if all(limits) else ''}, "
@@ -451,7 +523,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     def save_checkpoint():
         tmp = out / "checkpoint.tmp"
         tmp.mkdir(exist_ok=True)
-        save_file({k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"},
+        save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"},
                   str(tmp / "model.safetensors"))
         torch.save(opt.state_dict(), tmp / "optim.pt")
         (tmp / "state.json").write_text(json.dumps(state))
@@ -472,7 +544,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size, cfg.batch_tokens)
         noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
         if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
-            tmask = block_training_mask(x.shape[1], cfg.block_size)
+            tmask = block_training_mask(x.shape[1], cfg.block_size, device)
         runs = None if results is None else results.runs(x)  # (one scan of the rows serves focus and weights)
         if cfg.result_focus:
             focus = results.focus(x, cfg.result_focus, gen, runs)
@@ -509,7 +581,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     vl = evaluate(model, val, cfg, n=256)
     source = json.loads((out / "source.json").read_text()) if (out / "source.json").is_file() else {}
     result = {"val_masked_loss": vl, "val_bits_per_token": vl / math.log(2), "steps": state["step"],
-              "minutes": state["elapsed"] / 60, "parameters": n_params, "training_dtype": dtype,
+              "minutes": state["elapsed"] / 60, "parameters": n_params, "training_dtype": dtype, "device": where,
               "corpus": source, "config": asdict(cfg)}
     if cfg.init_from:
         result |= lineage(cfg.init_from, state["step"], state["elapsed"] / 60)

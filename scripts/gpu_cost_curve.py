@@ -100,6 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--bench-prompts", type=int, default=10)
     ap.add_argument("--gen-length", type=int, default=128)
     ap.add_argument("--temperatures", default="0,1", help="of the bench, comma-separated")
+    ap.add_argument("--budgets", default="auto,4,8,16", help="of the bench's exact mode (threshold mode: auto,8)")
     ap.add_argument("--out", default="gpu-cost", help="folder for the JSON and markdown results")
     a = ap.parse_args(argv)
 
@@ -138,9 +139,10 @@ def main(argv=None) -> int:
         from spotviz.eval.bench import run_bench, save, to_markdown
 
         for name in names:  # SPOT's wall-clock there: paired with the standard decoder, auto and fixed budgets
-            res = run_bench(name, n_prompts=a.bench_prompts, gen_length=a.gen_length, budgets=("auto", 4, 8, 16),
-                            other_budgets=("auto", 8),
-                            temperatures=tuple(float(t) for t in a.temperatures.split(",")), drafters=("spot",), transfer=False)
+            budgets = tuple(b if b == "auto" else int(b) for b in a.budgets.split(","))
+            temps = tuple(float(t) for t in a.temperatures.split(","))
+            res = run_bench(name, n_prompts=a.bench_prompts, gen_length=a.gen_length, budgets=budgets,
+                            other_budgets=("auto", 8), temperatures=temps, drafters=("spot",), transfer=False)
             save(res, out)
             md.append(to_markdown(res))
             write()

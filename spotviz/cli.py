@@ -285,6 +285,7 @@ def cmd_bench(a) -> int:
     _writable(a.out, "--out", folder=True)
     res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
                     transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
+                    modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
                     log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
@@ -447,11 +448,13 @@ def main(argv=None) -> int:
     b.add_argument("--n-prompts", type=int, default=20, help="how many of those prompts to use (the first N)")
     b.add_argument("--gen-length", type=int, default=128)
     b.add_argument("--budgets", default="auto,2,4,8,16,32",
-                   help="budgets swept in exact mode at the first temperature (numbers and auto)")
+                   help="budgets swept in the first mode at the first temperature (numbers and auto)")
     b.add_argument("--other-budgets", default=None, help="budgets for the other mode/temperature pairs "
                                                           "(default: --budgets)")
     b.add_argument("--temperatures", default="0,1", help="decoding temperatures, separated by commas")
     b.add_argument("--threshold", type=float, default=0.9)
+    b.add_argument("--modes", default="exact,threshold",
+                   help="decoding modes benchmarked, separated by commas (exact, threshold)")
     b.add_argument("--no-transfer", action="store_true",
                    help="skip the rows that use the other embedded models' drafters on this model")
     b.add_argument("--prune", type=float, default=0.0,

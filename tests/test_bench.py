@@ -44,6 +44,19 @@ def test_bench_cli_json(tiny_block_dir, tmp_path, capsys):
     assert out["n_prompts"] == 1 and out["rows"][0]["drafter"] == "none"
 
 
+def test_bench_one_mode_takes_the_headline_budgets(tiny_block_dir, tmp_path, capsys):
+    rc = main(["bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length", "8", "--budgets", "2,4",
+               "--other-budgets", "2", "--temperatures", "0,1", "--modes", "threshold", "--threshold", "0.5",
+               "--no-transfer", "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["mode"] for r in out["rows"]} == {"threshold"} and out["threshold"] == 0.5
+    spot = [(r["temperature"], r["budget"]) for r in out["rows"] if r["drafter"] == "spot-sets" and not r["note"]]
+    assert spot == [(0.0, 2), (0.0, 4), (1.0, 2)]  # --budgets at the first temperature, --other-budgets after
+    rc = main(["bench", "--model", str(tiny_block_dir), "--modes", "greedy", "--out", str(tmp_path)])
+    assert rc != 0 and capsys.readouterr().err.startswith("error: modes greedy: choose exact, threshold or both")
+
+
 def test_bench_pruned_rows(tiny_block_dir, tmp_path):
     res = run_bench(str(tiny_block_dir), n_prompts=1, gen_length=16, budgets=(2, 8), temperatures=(0.0,),
                     drafters=("spot",), transfer=False, prune=0.3, log=lambda *a: None)

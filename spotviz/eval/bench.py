@@ -119,12 +119,15 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
 def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts: int = 20,
               gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=("spot", "training-free", "calibrated"), transfer: bool = True, other_budgets=None,
-              prune: float = 0.0, log=print) -> BenchResult:
-    """`budgets` apply to exact mode at the first temperature (the headline sweep); `other_budgets` (default: the
-    same) to the other (mode, temperature) pairs, so a CPU run can sweep fewer budgets there. Transfer rows and
+              prune: float = 0.0, modes=("exact", "threshold"), log=print) -> BenchResult:
+    """`budgets` apply to the first mode (exact by default) at the first temperature (the headline sweep);
+    `other_budgets` (default: the same) to the other (mode, temperature) pairs, so a CPU run can sweep fewer budgets there. Transfer rows and
     the coupled-noise ablation use budget 16 (or the nearest number swept). The target's cost curve (measured now if
     not cached; recorded in the result) serves budget "auto" and every row's zero-overhead ceiling. `prune` > 0 adds, for the SPOT drafter at
-    every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
+    every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap). `modes`:
+    the decoding modes benchmarked (exact, threshold or both)."""
+    if not modes or any(m not in ("exact", "threshold") for m in modes):
+        raise ValueError(f"modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
     target = load_target(model)
@@ -149,7 +152,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
         return max(1.0, ratio / 2)
 
     def sweep_of(mode, t):
-        sweep = budgets if (mode == "exact" and t == temperatures[0]) else (other_budgets or budgets)
+        sweep = budgets if (mode == modes[0] and t == temperatures[0]) else (other_budgets or budgets)
         return sweep, min((b for b in sweep if b != AUTO), key=lambda b: abs(b - 16), default=16)
 
     P = len(prompts)
@@ -158,7 +161,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
         return P * (2 + spec_units(b)) + spec_units(b)
 
     units = P * (1 + len(temperatures))  # greedy quality, previous-pass agreement
-    for mode in ("exact", "threshold"):
+    for mode in modes:
         for t in temperatures:
             sweep, near = sweep_of(mode, t)
             units += P + sum(row_units(b) for _ in drafters for b in sweep)
@@ -180,7 +183,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
                            for t in temperatures}
     progress.tick(P * len(temperatures))
     log(f"previous-pass prediction == committed token: {res.stale_agreement}  [{progress.eta()}]")
-    for mode in ("exact", "threshold"):
+    for mode in modes:
         for t in temperatures:
             cfg = DecodeConfig(mode=mode, temperature=t, threshold=threshold, gen_length=gen_length)
             base_runs = _run(target, prompts, cfg, tick=progress.tick)

@@ -237,6 +237,38 @@ def test_auto_prefix_maximises_expected_commits_per_second():
     assert s.choose(len(probs)) == int(np.argmax(rates)) + 1 == 3  # 2.7 commits for 14 ms beats 3.0 for 16 ms
 
 
+def test_auto_learns_work_that_grows_with_the_tree_and_keeps_trees_smaller_where_the_forward_is_flat():
+    """On a GPU a pass over 64 states costs one pass, but the drafter, node states and decisions grow with the tree:
+    auto fits its own work per node from the passes it sees and stops growing where a node costs more than it
+    brings, where a constant-work model would grow the tree to the budget."""
+    flat = curve(0.005, 0.0)  # f(N) = 5 ms for every N
+    probs = [0.85 ** i for i in range(41)]  # best-first path probabilities, falling
+    fixed, learning = CostAwareBudget(flat, n_max=64), CostAwareBudget(flat, n_max=64)
+    rng = np.random.default_rng(0)
+    for n in rng.integers(4, 40, size=60):  # passes of varied sizes, 0.4 ms fixed + 0.25 ms per node
+        learning.small = False
+        learning.observe(PassOutcome(int(n), 0.005, False, accepted_edges=2, overhead_s=0.0004 + 0.00025 * n,
+                                     drafted=True))
+    learning.expected = learning.accepted = 1.0  # (the drafter's calibration is not what this test is about)
+    assert learning.tree.per_node == pytest.approx(0.00025, rel=0.05)
+    assert learning.tree.cost(30) == pytest.approx(0.0004 + 0.00025 * 30, rel=0.05)
+    assert learning.one_guess.per_node == 0.0 and learning.one_guess.cost(2) == learning.one_guess.overhead
+    fixed.tree.overhead = learning.tree.cost(float(learning.tree.states))  # the same mean work, no slope
+    sizes = {}
+    for name, policy in (("constant", fixed), ("per node", learning)):
+        policy.begin(64)
+        k = 1
+        for p in probs[1:]:
+            if policy.stop(p):
+                break
+            policy.add(p)
+            k += 1
+        sizes[name] = policy.choose(k)
+    # free nodes are always worth adding; at 0.25 ms a node, not once a node's path probability falls below
+    # 0.25 ms x the pass's commits per second
+    assert sizes["constant"] == len(probs) and 2 < sizes["per node"] < 25, sizes
+
+
 def test_auto_gate_learns_from_what_the_passes_accept():
     """The chain estimate's calibration follows the accepted edges: a drafter that is never accepted stops
     being run, one that is accepted more than the chain expects is run on less confident states."""

@@ -32,7 +32,10 @@ with its own calibration s_g (accepted edges over the chain's expectation for th
 drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its
 decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no
 drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own work
-has two tiers, each a running mean of what it was measured to cost: c_2 for a one-guess tree (N = 2, which a
+has two tiers, each a running linear fit of what it was measured to cost against the tree's node count (c_N = the
+mean work + w (N - the mean node count), w from the running covariance of node count and work, 0 until the sizes
+spread: drafter features, node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that growth
+is what bounds the tree): c_2 for a one-guess tree (N = 2, which a
 proposer may draft more cheaply: the SPOT proposer hands it to its partner and skips the drafter's forward,
 drafter/proposers/spot.py) and c for a larger tree. When N = 2 is the best size under G, the pass's tree is capped
 at 2 nodes before anything is drafted.
@@ -268,12 +271,37 @@ class Tier:
     """One kind of drafted pass (a one-guess tree, or a larger tree): the running mean of its own work outside the
     forward, and its realized check (module docstring)."""
 
-    overhead: float  # seconds
+    overhead: float  # seconds: the running mean of its passes' own work
+    # how that work grows with the tree: running mean of the passes' node counts, and the running (co)variance of
+    # node count and work, whose ratio is the work per extra node (per_node)
+    states: float = 2.0
+    var: float = 0.0
+    cov: float = 0.0
     saved_s: float = 0.0  # decayed sum over its passes of (standard passes' time for their commits - theirs)
     saved_sq: float = 0.0  # the same sum's noise: decayed (DECAY^2) sum of each pass's term squared
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
     backoff: int = 4  # the next pause
+
+    MIN_VAR = 1.0  # node counts must spread by about one node before a slope is trusted
+
+    @property
+    def per_node(self) -> float:
+        """Seconds of own work per node beyond the mean tree (0 until the passes' sizes spread; never negative)."""
+        return max(self.cov / self.var, 0.0) if self.var >= self.MIN_VAR else 0.0
+
+    def cost(self, n):
+        """Its own work for a tree of n nodes (n: a number or an array): overhead + per_node (n - states), >= 0."""
+        return np.maximum(self.overhead + self.per_node * (n - self.states), 0.0) if isinstance(n, np.ndarray) \
+            else max(self.overhead + self.per_node * (n - self.states), 0.0)
+
+    def learn(self, n: int, seconds: float, a: float = 0.2) -> None:
+        """One pass of n nodes took `seconds` of own work: update the running means and (co)variance."""
+        dn, do = n - self.states, seconds - self.overhead
+        self.states += a * dn
+        self.overhead += a * do
+        self.var = (1 - a) * (self.var + a * dn * dn)
+        self.cov = (1 - a) * (self.cov + a * dn * do)
 
 
 class CostAwareBudget(FixedBudget):
@@ -346,7 +374,7 @@ class CostAwareBudget(FixedBudget):
             one = k + 1 == ONE_GUESS
             if not open_[0 if one else 1]:
                 continue
-            rate = (1.0 + s_g * edges) / (f[k + 1] + (self.one_guess if one else self.tree).overhead)
+            rate = (1.0 + s_g * edges) / (f[k + 1] + (self.one_guess if one else self.tree).cost(k + 1))
             if rate > best:
                 best, best_k = rate, k
         if best_k + 1 == ONE_GUESS:
@@ -363,8 +391,7 @@ class CostAwareBudget(FixedBudget):
         """The next best-first node was added with this path probability."""
         self._edges.append(self._edges[-1] + path_prob)
         k = len(self._edges)
-        over = self._tier().overhead
-        rate = (1.0 + self._s * self._edges[-1]) / (self._fl[k] + over)
+        rate = (1.0 + self._s * self._edges[-1]) / (self._fl[k] + self._tier().cost(k))
         if rate > self._best:
             self._best_k, self._best = k, rate
 
@@ -378,7 +405,7 @@ class CostAwareBudget(FixedBudget):
             return False
         more = self._more[k + 1:]
         e = 1.0 + self._s * (self._edges[-1] + next_p * (more - k))
-        return bool((e / (self.f_now[more] + self.tree.overhead)).max() <= self._best)
+        return bool((e / (self.f_now[more] + self.tree.cost(more))).max() <= self._best)
 
     def choose(self, n_nodes: int) -> int:
         """How many of the best-first nodes to keep: at least 2 (the drafter ran: a pass that drafts verifies
@@ -409,7 +436,7 @@ class CostAwareBudget(FixedBudget):
             self.gate_accepted += o.accepted_edges
             t = self._tier()
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
-            t.overhead = 0.8 * t.overhead + 0.2 * min(o.overhead_s, 3 * t.overhead)
+            t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
             standard = commits / self.standard_commits * (self._fl[1] + self.standard_over)
             if o.fused:
                 standard += self.load * (self.f_fused[1] - self.f[1])

@@ -268,8 +268,8 @@ class PassOutcome:
 
 @dataclass
 class Tier:
-    """One kind of drafted pass (a one-guess tree, or a larger tree): the running mean of its own work outside the
-    forward, and its realized check (module docstring)."""
+    """One kind of drafted pass (a one-guess tree, or a larger tree): its own work outside the forward, a running
+    linear fit in the tree's node count, and its realized check (module docstring)."""
 
     overhead: float  # seconds: the running mean of its passes' own work
     # how that work grows with the tree: running mean of the passes' node counts, and the running (co)variance of

@@ -120,12 +120,12 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
               gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=("spot", "training-free", "calibrated"), transfer: bool = True, other_budgets=None,
               prune: float = 0.0, modes=("exact", "threshold"), log=print) -> BenchResult:
-    """`budgets` apply to the first mode (exact by default) at the first temperature (the headline sweep);
-    `other_budgets` (default: the same) to the other (mode, temperature) pairs, so a CPU run can sweep fewer budgets there. Transfer rows and
-    the coupled-noise ablation use budget 16 (or the nearest number swept). The target's cost curve (measured now if
-    not cached; recorded in the result) serves budget "auto" and every row's zero-overhead ceiling. `prune` > 0 adds, for the SPOT drafter at
-    every budget swept, a row with draft nodes below that path probability pruned (the budget becomes a cap). `modes`:
-    the decoding modes benchmarked (exact, threshold or both)."""
+    """`modes`: the decoding modes benchmarked (exact, threshold or both). `budgets` apply to the first mode at the
+    first temperature (the headline sweep); `other_budgets` (default: the same) to the other (mode, temperature)
+    pairs, so a CPU run can sweep fewer budgets there. Transfer rows and the coupled-noise ablation use budget 16 (or
+    the nearest number swept). The target's cost curve (measured now if not cached; recorded in the result) serves
+    budget "auto" and every row's zero-overhead ceiling. `prune` > 0 adds, for the SPOT drafter at every budget
+    swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
     if not modes or any(m not in ("exact", "threshold") for m in modes):
         raise ValueError(f"modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
     t_start = time.time()

@@ -339,6 +339,11 @@ class ResultDigits:
         if not (len(self.digits) and len(self.equals) and len(self.gap)):
             raise ValueError("this tokenizer has no single-digit / ' =' / ' ' tokens; result weights and focus need them")
 
+    def to(self, device) -> "ResultDigits":
+        """The token sets on `device` (where the rows it scans are)."""
+        self.digits, self.equals, self.gap = (t.to(device) for t in (self.digits, self.equals, self.gap))
+        return self
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """bool [b, L]: the positions that hold a digit of a computed result."""
         return self.runs(x)[0]
@@ -346,8 +351,6 @@ class ResultDigits:
     def runs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(in_result bool [b, L], run int [b, L]): run = 1, 2, ... numbers each row's results in order (0
         outside them)."""
-        if self.digits.device != x.device:
-            self.digits, self.equals, self.gap = (t.to(x.device) for t in (self.digits, self.equals, self.gap))
         digit = torch.isin(x, self.digits)
         opens = torch.zeros_like(digit)
         opens[:, 2:] = digit[:, 2:] & torch.isin(x[:, 1:-1], self.gap) & torch.isin(x[:, :-2], self.equals)
@@ -500,7 +503,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         log(f"resumed at step {state['step']} ({state['elapsed'] / 60:.1f} min trained)")
     gen = torch.Generator(device=device).manual_seed(cfg.seed * 7919 + state["step"])
     tmask = block_training_mask(cfg.seq_len, cfg.block_size, device) if cfg.attention == "block" else None
-    results = ResultDigits(tok) if cfg.result_weight != 1.0 or cfg.result_focus else None
+    results = ResultDigits(tok).to(device) if cfg.result_weight != 1.0 or cfg.result_focus else None
     n_params = sum(p.numel() for p in model.parameters())
     where = device_name(device)
     log(f"{cfg.corpus} {cfg.attention} model (block {mcfg.block_size}), {n_params / 1e6:.2f}M parameters, "

@@ -201,7 +201,7 @@ def cmd_train_target(a) -> int:
                             context=a.context, problems=a.problems, drills=a.drills,
                             result_weight=a.result_weight, result_focus=a.result_focus,
                             batch_tokens=a.batch_tokens, small_numbers=a.small_numbers,
-                            reword=a.reword, device=a.device, data_workers=a.data_workers,
+                            reword=a.reword, stories=a.stories, device=a.device, data_workers=a.data_workers,
                             eval_every=a.eval_every, checkpoint_every=a.checkpoint_every)
     if not cfg.max_steps and not cfg.minutes and not a.prepare_only:
         raise ValueError("give --max-steps N or --minutes M (training stops at the first reached; 0 = no limit)")
@@ -396,6 +396,9 @@ def main(argv=None) -> int:
     t.add_argument("--reword", type=float, default=0.0,
                    help="math corpus: share of training questions reworded by synonym swaps that keep the problem "
                         "(embedded/reword.py)")
+    t.add_argument("--stories", type=float, default=0.0, metavar="SHARE",
+                   help="math corpus: share of the training word problems drawn from compositional stories, chains "
+                        "of known steps that never make a held-out family's combination (embedded/stories.py)")
     t.add_argument("--device", default="auto",
                    help="where the training steps run: auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
     t.add_argument("--data-workers", type=int, default=0,

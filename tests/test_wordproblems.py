@@ -400,3 +400,98 @@ def test_parallel_corpus_draw_is_the_same_for_any_worker_count_and_prepare_only_
     assert (out / "final" / "model.safetensors").is_file()
     assert (out / "train_rows.npy").stat().st_mtime_ns == prepared  # trained on the prepared corpus
     assert json.loads((out / "final" / "training.json").read_text())["device"] == "cpu"
+
+
+def _heldout_sentence_patterns():
+    """Every sentence of every held-out family's phrasings as a regex (a name, a number, or else one or two words)."""
+    import re
+
+    from spotviz.embedded.wordproblems import FAMILY_BY_NAME
+
+    slot = {"a": "[A-Z][a-z]+", "b": "[A-Z][a-z]+"} | {k: r"\d+" for k in ("x", "y", "h", "w", "s", "m", "days")}
+    pats = []
+    for name in HELDOUT_FAMILIES:
+        for phrasing in FAMILY_BY_NAME[name].phrasings:
+            for sentence in re.split(r"(?<=[.?])\s+", phrasing):
+                parts = re.split(r"\{([^}]+)\}", sentence)  # text, placeholder, text, ...
+                pats.append(re.compile("".join(re.escape(t) if i % 2 == 0 else slot.get(t, r"[^\s,.?]+(?: [^\s,.?]+)?")
+                                               for i, t in enumerate(parts))))
+    return pats
+
+
+def test_stories_chain_seen_steps_into_many_signatures_and_never_a_heldout_combination():
+    import re
+    from collections import Counter
+
+    from spotviz.embedded import stories
+
+    probs = stories.generate(20_000, seed=0)
+    assert probs[:50] == stories.generate(50, seed=0) and probs[:50] != stories.generate(50, seed=1)
+    sigs = Counter(stories.signature(p) for p in probs)
+    assert len(sigs) >= 25
+    assert all(2 <= len(s) <= 4 and set(s) <= set(stories.KINDS) for s in sigs)
+    assert {k for s in sigs for k in s} == set(stories.KINDS)  # every step kind is trained
+    held = set(stories.HELDOUT_SIGNATURES.values())
+    assert set(stories.HELDOUT_SIGNATURES) == set(HELDOUT_FAMILIES)
+    for s in sigs:  # no held-out combination, as the whole story or as consecutive steps inside a longer one
+        assert s not in held and not stories.excluded(s)
+        assert not any(s[i:i + 2] in held for i in range(len(s) - 1)), s
+    # each held-out combination's two steps are trained, each next to other steps
+    for a, b in held:
+        assert any(s[i] == a for s in sigs for i in range(len(s) - 1)), a
+        assert any(s[i] == b for s in sigs for i in range(1, len(s))), b
+    patterns = _heldout_sentence_patterns()
+    sentences = set()
+    for p in probs:
+        assert p.family == stories.family_name(stories.signature(p)) and p.phrasing == 0 and split_of(p) == "train"
+        lines = p.solution.split("\n")
+        assert len(lines) == len(stories.signature(p)) + 1  # one solution line per step
+        assert lines[-1] == f"The answer is {p.answer}."
+        results = []
+        for line in lines[:-1]:
+            m = STEP.search(line)
+            assert m and len(STEP.findall(line)) == 1, line  # one computed operation per line
+            x, op, y, z = int(m[1]), m[2], int(m[3]), int(m[4])
+            assert {"+": x + y, "-": x - y, "x": x * y, "/": x / y}[op] == z, line
+            assert 0 <= z < 1000 and (op != "/" or x % y == 0), line
+            results.append(z)
+        assert p.answer == results[-1] and parse_answer(p.solution) == p.answer
+        # each step after the first works on an earlier result
+        for i, line in enumerate(lines[1:-1], 1):
+            m = STEP.search(line)
+            assert {int(m[1]), int(m[3])} & set(results[:i]), p.text
+        assert p.prompt == f"Question: {p.question}\nAnswer:" and p.text.endswith(p.solution)
+        assert "{" not in p.question and "  " not in p.question
+        sentences.update(re.split(r"(?<=[.?])\s+", p.question))
+    for s in sentences:  # the stories' sentences are their own, never a held-out family's phrasing
+        assert not any(pat.fullmatch(s) for pat in patterns), s
+    assert all(s[0].isupper() for s in sentences)
+
+
+def test_training_corpus_mixes_in_a_share_of_stories_and_leaves_the_default_draw_alone(tmp_path):
+    from spotviz.embedded import stories
+    from spotviz.training.target import TrainTargetConfig, train_target, training_problems
+
+    cfg = TrainTargetConfig(out=str(tmp_path), corpus="math", seed=2, reword=0.5)
+    plain = training_problems(cfg, 200, 10, 0)
+    # stories = 0: the draw of earlier releases (word problems, reworded, then drills)
+    from spotviz.embedded.reword import reworded
+
+    assert plain == reworded(generate(200, "train", seed=2), 0.5, 2) + generate(10, "train", seed=2,
+                                                                                families=(DRILL.name,))
+    cfg.stories = 0.5
+    mixed = training_problems(cfg, 200, 10, 0)
+    told = [p for p in mixed if p.family.startswith(stories.FAMILY_PREFIX)]
+    assert len(mixed) == 210 and len(told) == 100
+    assert sum(p.family.startswith(stories.FAMILY_PREFIX) for p in mixed[:20]) == 10  # spread evenly
+    assert not any(stories.excluded(stories.signature(p)) for p in told)
+    assert not {p.family for p in mixed} & set(HELDOUT_FAMILIES)
+    assert [p.answer for p in told] == [p.answer for p in stories.generate(100, seed=2)]
+    assert mixed == training_problems(cfg, 200, 10, 0) and mixed != training_problems(cfg, 200, 10, 1)
+    for bad in (dict(stories=1.5), dict(stories=-0.1)):
+        with pytest.raises(ValueError, match="--stories"):
+            train_target(TrainTargetConfig(out=str(tmp_path / "bad"), corpus="math", max_steps=1, **bad),
+                         log=lambda *a, **k: None)
+    with pytest.raises(ValueError, match="math corpus only"):
+        train_target(TrainTargetConfig(out=str(tmp_path / "bad"), corpus="python", stories=0.1, max_steps=1),
+                     log=lambda *a, **k: None)

@@ -872,6 +872,8 @@ def split_of(p: Problem) -> str:
     """Which split a problem belongs to (families, then phrasings, then the hash of the question)."""
     if p.family in HELDOUT_FAMILIES:
         return "heldout-families"
+    if p.family not in FAMILY_BY_NAME:  # a compositional story (embedded/stories.py): training data only
+        return "train"
     if p.phrasing == len(FAMILY_BY_NAME[p.family].phrasings) - 1:
         return "heldout-phrasings"
     return "heldout-problems" if _sample_bucket(p.question) == 0 else "train"

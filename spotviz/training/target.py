@@ -80,6 +80,9 @@ class TrainTargetConfig:
     # math corpus: share of training questions reworded (embedded/reword.py: synonym swaps that keep the problem),
     # so that the model learns the problem rather than its few phrasings' exact sentences
     reword: float = 0.0
+    # math corpus: share of the training word problems drawn from embedded/stories.py's compositional stories
+    # (chains of 2 to 4 known steps; never a combination a held-out family makes)
+    stories: float = 0.0
     batch_tokens: int = 0  # math corpus: > 0, a batch of short rows holds more of them (see sample_windows)
     init_from: str = ""  # an exported model folder to start from (its tokenizer and architecture are kept)
     # bf16 autocast for the training matmuls ("auto": only where the CPU has native bf16, see training_dtype);
@@ -190,9 +193,11 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
             np.save(out / f"{name}_rows.npy", rows)
             np.save(out / f"{name}_start.npy", start)
         (out / "source.json").write_text(json.dumps({
-            "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train_rows[0]),
+            "corpus": "math", "generator": "spotviz.embedded.wordproblems" + (" + stories" if cfg.stories else ""),
+            "train_problems": len(train_rows[0]),
             "val_problems": len(val_rows[0]), "drill_problems": n_drill, "seed": cfg.seed,
             "small_numbers": cfg.small_numbers, "reworded": cfg.reword,
+            "stories": cfg.stories,
             "chunked": CHUNK_PROBLEMS if cfg.data_workers else 0,
             "heldout_families": list(HELDOUT_FAMILIES), "longest_row": train_rows[2]}, indent=1))
     tok = AutoTokenizer.from_pretrained(str(tok_dir))
@@ -207,14 +212,21 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
 
 
 def training_problems(cfg: TrainTargetConfig, n: int, n_drill: int, chunk: int) -> list:
-    """The math corpus's training problems: `n` word problems (a `cfg.reword` share of them reworded), then
-    `n_drill` arithmetic drills. chunk 0 is the one sequential draw seeded by cfg.seed; chunk k > 0 is the k-th
-    chunk of a parallel draw, seeded by (cfg.seed, k)."""
+    """The math corpus's training problems: `n` word problems (a `cfg.stories` share of them compositional stories,
+    spread evenly among the others; a `cfg.reword` share of all of them reworded), then `n_drill` arithmetic
+    drills. chunk 0 is the one sequential draw seeded by cfg.seed; chunk k > 0 is the k-th chunk of a parallel
+    draw, seeded by (cfg.seed, k)."""
     from ..embedded.reword import reworded
     from ..embedded.wordproblems import DRILL, generate
 
     seed = cfg.seed if chunk == 0 else cfg.seed * 1_000_003 + chunk
-    out = generate(n, "train", seed=seed, small=cfg.small_numbers) if n else []
+    n_story = int(round(n * cfg.stories))
+    out = generate(n - n_story, "train", seed=seed, small=cfg.small_numbers) if n - n_story else []
+    if n_story:  # story j goes at position i where the running share of stories reaches j + 1
+        from ..embedded import stories
+
+        told, plain = iter(stories.generate(n_story, seed=seed)), iter(out)
+        out = [next(told) if (i + 1) * n_story // n > i * n_story // n else next(plain) for i in range(n)]
     if cfg.reword and out:
         out = reworded(out, cfg.reword, seed)
     if n_drill:
@@ -440,6 +452,8 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         raise ValueError(f"--small-numbers {cfg.small_numbers:g}: give a share in [0, 1]")
     if not 0.0 <= cfg.reword <= 1.0:
         raise ValueError(f"--reword {cfg.reword:g}: give a share in [0, 1]")
+    if not 0.0 <= cfg.stories <= 1.0:
+        raise ValueError(f"--stories {cfg.stories:g}: give a share in [0, 1]")
     if not 0.0 <= cfg.drills < 1.0:
         raise ValueError(f"--drills {cfg.drills:g}: give a share in [0, 1)")
     if cfg.result_weight <= 0:
@@ -451,9 +465,9 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     if cfg.data_workers < 0:
         raise ValueError(f"--data-workers {cfg.data_workers}: give 0 (one sequential draw) or a process count")
     if cfg.corpus != "math" and (cfg.drills or cfg.result_weight != 1.0 or cfg.result_focus or cfg.batch_tokens
-                                 or cfg.small_numbers or cfg.reword):
-        raise ValueError("--drills, --result-weight, --result-focus, --batch-tokens, --small-numbers and --reword "
-                         "apply to the math corpus only")
+                                 or cfg.small_numbers or cfg.reword or cfg.stories):
+        raise ValueError("--drills, --result-weight, --result-focus, --batch-tokens, --small-numbers, --reword and "
+                         "--stories apply to the math corpus only")
     from ..targets.base import pick_device
 
     device = pick_device(cfg.device)

@@ -190,7 +190,7 @@ def cmd_trace(a) -> int:
 
 
 def cmd_train_target(a) -> int:
-    from .training.target import TrainTargetConfig, train_target
+    from .training.target import TrainTargetConfig, check_config, train_target
 
     cfg = TrainTargetConfig(out=a.out, attention=a.attention, hidden_size=a.hidden_size,
                             num_hidden_layers=a.layers, num_attention_heads=a.heads,
@@ -211,6 +211,7 @@ def cmd_train_target(a) -> int:
 
         from .training.target import prepare_data
 
+        check_config(cfg)
         Path(a.out).mkdir(parents=True, exist_ok=True)
         _, train, _ = prepare_data(cfg, Path(a.out))
         print(f"corpus ready in {a.out}: {len(train[0] if isinstance(train, tuple) else train)} training "

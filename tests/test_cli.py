@@ -221,3 +221,12 @@ def test_train_drafter_bad_threshold_prompts_is_one_error_line(capsys, tmp_path)
     code, out, err = run_main(capsys, "train-drafter", "--threshold-prompts", "-3", "--out", str(tmp_path / "d"))
     assert code == 2 and out == "" and err.strip() == "error: --threshold-prompts must be 0 (as --n-prompts) or more, got -3"
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--stories", "1.5"), ("--reword", "-0.1")])
+def test_train_target_prepare_only_checks_the_shares_first(capsys, tmp_path, flag, value):
+    """--prepare-only draws no corpus for a setting training would refuse: the same one error line."""
+    code, out, err = run_main(capsys, "train-target", "--corpus", "math", "--out", str(tmp_path / "m"),
+                              "--prepare-only", flag, value)
+    assert code == 2 and out == "" and error_line(err) == f"error: {flag} {float(value):g}: give a share in [0, 1]"
+    assert not (tmp_path / "m").exists()

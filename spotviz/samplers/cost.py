@@ -292,8 +292,7 @@ class Tier:
 
     def cost(self, n):
         """Its own work for a tree of n nodes (n: a number or an array): overhead + per_node (n - states), >= 0."""
-        return np.maximum(self.overhead + self.per_node * (n - self.states), 0.0) if isinstance(n, np.ndarray) \
-            else max(self.overhead + self.per_node * (n - self.states), 0.0)
+        return np.maximum(self.overhead + self.per_node * (n - self.states), 0.0)
 
     def learn(self, n: int, seconds: float, a: float = 0.2) -> None:
         """One pass of n nodes took `seconds` of own work: update the running means and (co)variance."""

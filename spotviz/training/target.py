@@ -193,8 +193,7 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
             np.save(out / f"{name}_rows.npy", rows)
             np.save(out / f"{name}_start.npy", start)
         (out / "source.json").write_text(json.dumps({
-            "corpus": "math", "generator": "spotviz.embedded.wordproblems" + (" + stories" if cfg.stories else ""),
-            "train_problems": len(train_rows[0]),
+            "corpus": "math", "generator": "spotviz.embedded.wordproblems", "train_problems": len(train_rows[0]),
             "val_problems": len(val_rows[0]), "drill_problems": n_drill, "seed": cfg.seed,
             "small_numbers": cfg.small_numbers, "reworded": cfg.reword,
             "stories": cfg.stories,
@@ -447,7 +446,8 @@ def _size(data) -> str:
     return f"{len(data[0])} training problems" if isinstance(data, tuple) else f"{len(data)} training tokens"
 
 
-def train_target(cfg: TrainTargetConfig, log=print) -> dict:
+def check_config(cfg: TrainTargetConfig) -> None:
+    """ValueError with the option's name for a setting out of range (training and --prepare-only both check)."""
     if not 0.0 <= cfg.small_numbers <= 1.0:
         raise ValueError(f"--small-numbers {cfg.small_numbers:g}: give a share in [0, 1]")
     if not 0.0 <= cfg.reword <= 1.0:
@@ -468,6 +468,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
                                  or cfg.small_numbers or cfg.reword or cfg.stories):
         raise ValueError("--drills, --result-weight, --result-focus, --batch-tokens, --small-numbers, --reword and "
                          "--stories apply to the math corpus only")
+
+
+def train_target(cfg: TrainTargetConfig, log=print) -> dict:
+    check_config(cfg)
     from ..targets.base import pick_device
 
     device = pick_device(cfg.device)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -242,9 +243,12 @@ def cmd_train_drafter(a) -> int:
     out = a.out
     if a.threshold_prompts < 0:
         raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
+    cores = os.cpu_count() or 1
+    if not 1 <= a.jobs <= cores:
+        raise ValueError(f"--jobs must be 1 to this machine's {cores} cores, got {a.jobs}")
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
                              threshold=a.threshold, epochs=a.epochs, topk=a.topk,
-                             threshold_prompts=a.threshold_prompts)
+                             threshold_prompts=a.threshold_prompts, jobs=a.jobs)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
     return 0
@@ -441,6 +445,9 @@ def main(argv=None) -> int:
                         "drafter reads 32)")
     d.add_argument("--calibrate", default=None, metavar="DRAFTER_DIR",
                    help="light calibration: refit the scalar heads of an existing drafter on this target")
+    d.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="collect the trajectories in N worker processes side by side, one torch thread each (the "
+                        "same data as one process; training then runs on --threads)")
     _add_threads(d)
 
     b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")

@@ -223,6 +223,13 @@ def test_train_drafter_bad_threshold_prompts_is_one_error_line(capsys, tmp_path)
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.parametrize("jobs", ["0", "100000"])
+def test_train_drafter_bad_jobs_is_one_error_line(capsys, tmp_path, jobs):
+    code, out, err = run_main(capsys, "train-drafter", "--jobs", jobs, "--out", str(tmp_path / "d"))
+    assert code == 2 and out == "" and err.startswith("error: --jobs must be 1 to this machine's ")
+    assert err.strip().endswith(f"cores, got {jobs}") and not (tmp_path / "d").exists()
+
+
 @pytest.mark.parametrize("flag, value", [("--stories", "1.5"), ("--reword", "-0.1")])
 def test_train_target_prepare_only_checks_the_shares_first(capsys, tmp_path, flag, value):
     """--prepare-only draws no corpus for a setting training would refuse: the same one error line."""

@@ -276,3 +276,26 @@ def test_tune_mix_picks_a_weight_per_temperature(tiny_block_target):
     assert set(chosen) == {0.0, 1.0} and all(0 < w < 1 for w in chosen.values())
     for t, w in chosen.items():
         assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, abs=1e-5)
+
+
+def test_collect_in_worker_processes_equals_one_process(tiny_block_dir, tiny_block_target):
+    """`train-drafter --jobs 2`: the trajectories collected by two spawned workers (runs of prompts, seeds by the
+    prompt's place in the whole list) are the tensors of one serial `collect`, in the same order."""
+    import multiprocessing as mp
+
+    from spotviz.training.drafter import collect_parallel
+
+    prompts = [f"{PROMPTS[i % 2]}{i}" for i in range(5)]
+    with mp.get_context("spawn").Pool(2) as pool:
+        for mode, T in (("exact", 1.0), ("threshold", 1.0)):
+            serial = collect(tiny_block_target, prompts, mode, T, 0.05, 20, seed=7, log=lambda *a: None)
+            par = collect_parallel(pool, str(tiny_block_dir), prompts, mode, T, 0.05, 20, seed=7,
+                                   log=lambda *a: None, jobs=2)
+            assert serial.keys() == par.keys()
+            for k in serial:
+                assert serial[k].dtype == par[k].dtype and torch.equal(serial[k], par[k]), k
+
+
+def test_collect_of_decodes_too_short_to_label_is_empty_not_an_error(tiny_block_target):
+    d = collect(tiny_block_target, PROMPTS[:1], "exact", 0.0, 0.9, 1, log=lambda *a: None, topk=8)
+    assert d["feats"].shape[0] == 0 and d["feats"].shape[2] == N_FEATURES and d["order"].dtype == torch.long

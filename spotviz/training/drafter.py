@@ -52,6 +52,7 @@ class DrafterTrainConfig:
     val_fraction: float = 0.1
     topk: int = TOPK  # the root's top-k probabilities per position the drafter reads
     threshold_prompts: int = 0  # prompts of the threshold trajectories (SPOT-Sets); 0: n_prompts
+    jobs: int = 1  # worker processes that collect trajectories side by side (one torch thread each)
 
 
 # ------------------------------------------------------------------------------------------ collect
@@ -118,10 +119,51 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
         if (i + 1) % 20 == 0:
             log(f"  collected {i + 1}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s"
                 + (f"  [collection {progress.eta()}]" if progress is not None else ""))
+    if not feats:  # no pass had a later one in its window (e.g. a chunk of very short decodes)
+        return {"feats": torch.zeros(0, W, n_features(topk)), "logc": torch.zeros(0, MAX_DEPTH, W),
+                "masked": torch.zeros(0, W, dtype=torch.bool), "order": torch.zeros(0, MAX_DEPTH, dtype=torch.long),
+                "keep": torch.zeros(0, MAX_DEPTH), "second": torch.zeros(0, MAX_DEPTH),
+                "sets": torch.zeros(0, MAX_DEPTH, W), "depth_valid": torch.zeros(0, MAX_DEPTH)}
     return {"feats": torch.stack(feats), "logc": torch.stack(logcs), "masked": torch.stack(valid),
             "order": torch.stack(orders), "keep": torch.stack(keeps), "second": torch.stack(seconds),
             "sets": torch.stack(sets),
             "depth_valid": torch.stack(depth_valid)}
+
+
+_worker_target: dict = {}  # a collecting worker's target, loaded once per process
+
+
+def _collect_chunk(job: tuple) -> dict:
+    """One worker's share: `collect` on a run of consecutive prompts (their seeds as in one serial run); numpy out."""
+    model, prompts, mode, temperature, threshold, gen_length, seed, topk = job
+    if model not in _worker_target:
+        from ..registry import load_target
+
+        torch.set_num_threads(1)
+        _worker_target.clear()
+        _worker_target[model] = load_target(model)
+    d = collect(_worker_target[model], prompts, mode, temperature, threshold, gen_length, seed=seed,
+                log=lambda *a: None, topk=topk)
+    return {k: v.numpy() for k, v in d.items()}
+
+
+def collect_parallel(pool, model: str, prompts: list[str], mode: str, temperature: float, threshold: float,
+                     gen_length: int, seed: int = 0, log=print, topk: int = TOPK, progress=None, jobs: int = 2) -> dict:
+    """`collect` spread over the worker processes of `pool` (each loads `model` once, one torch thread):
+    consecutive runs of prompts, prompt i still decoded with seed + i, the pieces joined in order, so the result
+    equals one serial `collect` call."""
+    size = max(1, min(20, math.ceil(len(prompts) / (4 * jobs))))
+    pieces = [(model, prompts[a:a + size], mode, temperature, threshold, gen_length, seed + a, topk)
+              for a in range(0, len(prompts), size)]
+    parts, done, t0 = [], 0, time.time()
+    for job, part in zip(pieces, pool.imap(_collect_chunk, pieces)):
+        parts.append({k: torch.from_numpy(v) for k, v in part.items()})
+        done += len(job[1])
+        if progress is not None:
+            progress.tick(len(job[1]))
+        log(f"  collected {done}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s"
+            + (f"  [collection {progress.eta()}]" if progress is not None else ""))
+    return _cat(parts)
 
 
 def _cat(parts: list[dict]) -> dict:
@@ -326,19 +368,37 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     decodes = len(cfg.temperatures) * (cfg.n_prompts + n_sets)
     unit_s = unit_seconds(target, pool[0], cfg.gen_length)
     unit_t = unit_seconds(target, pool[0], cfg.gen_length, mode="threshold")  # several commits per pass
-    expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t)
+    expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t) / cfg.jobs
     log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(expected)} "
         f"(one takes {unit_s:.1f} s here, {unit_t:.1f} s in threshold mode), then "
         f"{'a short calibration' if calibrate_from else f'{cfg.epochs} epochs'} per drafter; progress and ETA follow")
     progress = Progress(decodes, "collect trajectories", expected)
+    pool = None
+    if cfg.jobs > 1:  # spawned workers (a fork would inherit torch's thread pools)
+        import multiprocessing as mp
+
+        pool = mp.get_context("spawn").Pool(cfg.jobs)
+        log(f"collecting in {cfg.jobs} worker processes, one torch thread each")
     data = {}
+    try:
+        collected = {}
+        for mode in ("exact", "threshold"):
+            parts = []
+            for j, t in enumerate(cfg.temperatures):
+                log(f"collecting {mode} trajectories at T={t} on {len(prompts_of[mode])} prompts")
+                if pool is None:
+                    parts.append(collect(target, prompts_of[mode], mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j,
+                                         log=log, topk=topk[mode], progress=progress))
+                else:
+                    parts.append(collect_parallel(pool, cfg.model, prompts_of[mode], mode, t, cfg.threshold,
+                                                  cfg.gen_length, seed=1000 * j, log=log, topk=topk[mode],
+                                                  progress=progress, jobs=cfg.jobs))
+            collected[mode] = _cat(parts)
+    finally:
+        if pool is not None:
+            pool.terminate()
     for mode in ("exact", "threshold"):
-        parts = []
-        for j, t in enumerate(cfg.temperatures):
-            log(f"collecting {mode} trajectories at T={t} on {len(prompts_of[mode])} prompts")
-            parts.append(collect(target, prompts_of[mode], mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j, log=log,
-                                 topk=topk[mode], progress=progress))
-        d = _cat(parts)
+        d = collected[mode]
         d["tau"] = cfg.threshold
         n = d["feats"].shape[0]
         perm = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed))

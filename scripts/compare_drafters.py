@@ -1,7 +1,8 @@
 """Compare two SPOT drafter folders on one target: target passes saved on the held-out prompts, per budget and
-temperature, beside the training-free order, plus each drafter's validation figures (exact mode: the SPOT
-drafters in spot/; threshold mode: the SPOT-Sets drafters in spot-sets/). Passes are counted, not timed, so the figures do not depend
-on how busy the machine is. Every speculative decode is checked against the standard decoder.
+temperature, beside the training-free order (and the calibrated template: --baselines), plus each drafter's
+validation figures (exact mode: the SPOT drafters in spot/; threshold mode: the SPOT-Sets drafters in spot-sets/).
+Passes are counted, not timed, so the figures do not depend on how busy the machine is. Every speculative decode is
+checked against the standard decoder.
 
 Used to choose the drafter's input width (the root's top-8 vs top-32 probabilities per position):
 
@@ -47,6 +48,9 @@ def main() -> None:
     ap.add_argument("--temperatures", default="0,1")
     ap.add_argument("--mode", choices=("exact", "threshold"), default="exact")
     ap.add_argument("--threshold", type=float, default=0.9)
+    ap.add_argument("--baselines", default="training-free",
+                    help="baseline columns, separated by commas: training-free, calibrated (the first folder's "
+                         "calibrated.json); none for no baseline")
     ap.add_argument("--out", default=None, help="also write the table as markdown here")
     a = ap.parse_args()
     sub, keys = SUB[a.mode], VALIDATION_KEYS[a.mode]
@@ -58,7 +62,11 @@ def main() -> None:
     names = [Path(d).as_posix() for d in a.drafters]
     drafters = [SpotDrafter.load(Path(d) / sub) for d in a.drafters]
     proposers = [load_proposer(sub, target, a.mode, folder=Path(d)) for d in a.drafters]
-    proposers.append(load_proposer("training-free", target, a.mode))
+    baselines = [b for b in a.baselines.split(",") if b and b != "none"]
+    for b in baselines:
+        if b not in ("training-free", "calibrated"):
+            ap.error(f"--baselines: unknown baseline {b!r} (training-free, calibrated)")
+        proposers.append(load_proposer(b, target, a.mode, folder=Path(a.drafters[0]) if b == "calibrated" else None))
     t0 = time.time()
     lines = [f"### {sub} drafters on {a.model}: {len(prompts)} held-out prompts x {a.gen_length} tokens, {a.mode} mode",
              "", "| drafter | top-k | parameters | " + " | ".join(keys) + " |",
@@ -68,7 +76,8 @@ def main() -> None:
         lines.append(f"| {name} | {d.cfg.topk} | {d.n_params():,} | "
                      + " | ".join(f"{val.get(k, float('nan')):.3f}" for k in keys) + " |")
     lines += ["", "| T | budget | " + " | ".join(f"pass reduction, {n} (top-{d.cfg.topk})" for n, d in zip(names, drafters))
-              + " | training-free | identical output |", "|---|---|" + "---|" * (len(drafters) + 2)]
+              + "".join(f" | {b}" for b in baselines) + " | identical output |",
+              "|---|---|" + "---|" * (len(drafters) + len(baselines) + 1)]
     for T in temps:
         std = []
         for i, p in enumerate(prompts):

@@ -233,6 +233,8 @@ def cmd_train_target(a) -> int:
 
 
 def cmd_train_drafter(a) -> int:
+    from pathlib import Path
+
     from .training.drafter import DrafterTrainConfig, train_drafter
     from .paths import ASSETS
 
@@ -243,12 +245,15 @@ def cmd_train_drafter(a) -> int:
     out = a.out
     if a.threshold_prompts < 0:
         raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
+    if a.trajectories and not Path(a.trajectories).is_file():
+        raise ValueError(f"--trajectories: no such file: {a.trajectories}")
     cores = os.cpu_count() or 1
     if not 1 <= a.jobs <= cores:
         raise ValueError(f"--jobs must be 1 to this machine's {cores} cores, got {a.jobs}")
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
                              threshold=a.threshold, epochs=a.epochs, topk=a.topk,
-                             threshold_prompts=a.threshold_prompts, jobs=a.jobs)
+                             threshold_prompts=a.threshold_prompts, jobs=a.jobs,
+                             save_trajectories=a.save_trajectories, trajectories=a.trajectories)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
     return 0
@@ -448,6 +453,12 @@ def main(argv=None) -> int:
     d.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="collect the trajectories in N worker processes side by side, one torch thread each (the "
                         "same data as one process; training then runs on --threads)")
+    d.add_argument("--save-trajectories", action="store_true",
+                   help="also write the collected trajectories to OUT/trajectories.safetensors (to train other "
+                        "drafters on them without collecting again)")
+    d.add_argument("--trajectories", default=None, metavar="FILE",
+                   help="train on trajectories saved by --save-trajectories instead of collecting (the model, "
+                        "length, tau, temperatures and top-k must match)")
     _add_threads(d)
 
     b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")

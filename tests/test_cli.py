@@ -237,3 +237,10 @@ def test_train_target_prepare_only_checks_the_shares_first(capsys, tmp_path, fla
                               "--prepare-only", flag, value)
     assert code == 2 and out == "" and error_line(err) == f"error: {flag} {float(value):g}: give a share in [0, 1]"
     assert not (tmp_path / "m").exists()
+
+
+def test_train_drafter_missing_trajectories_is_one_error_line(capsys, tmp_path):
+    code, out, err = run_main(capsys, "train-drafter", "--trajectories", str(tmp_path / "t.safetensors"),
+                              "--out", str(tmp_path / "d"))
+    assert code == 2 and out == "" and err.strip() == f"error: --trajectories: no such file: {tmp_path / 't.safetensors'}"
+    assert not (tmp_path / "d").exists()

@@ -299,3 +299,30 @@ def test_collect_in_worker_processes_equals_one_process(tiny_block_dir, tiny_blo
 def test_collect_of_decodes_too_short_to_label_is_empty_not_an_error(tiny_block_target):
     d = collect(tiny_block_target, PROMPTS[:1], "exact", 0.0, 0.9, 1, log=lambda *a: None, topk=8)
     assert d["feats"].shape[0] == 0 and d["feats"].shape[2] == N_FEATURES and d["order"].dtype == torch.long
+
+
+def test_saved_trajectories_train_the_same_drafters(tmp_path, tiny_block_dir, monkeypatch):
+    """--save-trajectories then --trajectories: no decode runs the second time and the drafters are the same
+    weights; trajectories of other settings are refused with the setting named."""
+    from spotviz.training import drafter as train
+
+    monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0, corpus="shakespeare": (PROMPTS * n)[:n])
+    kw = dict(model=str(tiny_block_dir), n_prompts=2, gen_length=20, epochs=1, batch_size=64, val_fraction=0.5)
+    train.train_drafter(train.DrafterTrainConfig(out=str(tmp_path / "a"), save_trajectories=True, **kw),
+                        log=lambda *a: None)
+    saved = tmp_path / "a" / train.TRAJECTORIES
+    assert saved.is_file()
+    monkeypatch.setattr(train, "collect", lambda *a, **k: pytest.fail("collected again"))
+    rep = train.train_drafter(train.DrafterTrainConfig(out=str(tmp_path / "b"), trajectories=str(saved),
+                                                       **(kw | {"n_prompts": 99})), log=lambda *a: None)
+    assert rep["n_prompts"] == 2  # what the data holds, not the ignored setting
+    for sub in ("spot", "spot-sets"):
+        a, b = (SpotDrafter.load(tmp_path / d / sub).state_dict() for d in ("a", "b"))
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match=r"other settings \(gen_length 20, here 24\)"):
+        train.train_drafter(train.DrafterTrainConfig(out=str(tmp_path / "c"), trajectories=str(saved),
+                                                     **(kw | {"gen_length": 24})), log=lambda *a: None)
+    (tmp_path / "junk.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ValueError, match="cannot read"):
+        train.train_drafter(train.DrafterTrainConfig(out=str(tmp_path / "d"), trajectories=str(tmp_path / "junk.safetensors"),
+                                                     **kw), log=lambda *a: None)

@@ -53,6 +53,8 @@ class DrafterTrainConfig:
     topk: int = TOPK  # the root's top-k probabilities per position the drafter reads
     threshold_prompts: int = 0  # prompts of the threshold trajectories (SPOT-Sets); 0: n_prompts
     jobs: int = 1  # worker processes that collect trajectories side by side (one torch thread each)
+    save_trajectories: bool = False  # also write the collected trajectories to out/trajectories.safetensors
+    trajectories: str | None = None  # train on trajectories saved before instead of collecting
 
 
 # ------------------------------------------------------------------------------------------ collect
@@ -345,9 +347,87 @@ def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> d
     return {"rank_probs": rank_probs, "set_params": set_params or [[8.0, 0.0]]}
 
 
-def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, log=print) -> dict:
+TRAJECTORIES = "trajectories.safetensors"  # --save-trajectories writes it into --out
+
+
+def collect_all(cfg: DrafterTrainConfig, target, topk: dict, log=print) -> dict:
+    """{mode: trajectories} for both modes, every temperature of `cfg` (on one process or cfg.jobs workers)."""
     from ..embedded.prompts import corpus_of, training_prompts
-    from ..registry import load_target
+    from ..eval.progress import Progress, duration, unit_seconds
+
+    n_sets = cfg.threshold_prompts or cfg.n_prompts
+    pool = training_prompts(max(cfg.n_prompts, n_sets), seed=cfg.seed + 17, corpus=corpus_of(target))
+    random.Random(cfg.seed).shuffle(pool)
+    prompts_of = {"exact": pool[: cfg.n_prompts], "threshold": pool[:n_sets]}
+    decodes = len(cfg.temperatures) * (cfg.n_prompts + n_sets)
+    unit_s = unit_seconds(target, pool[0], cfg.gen_length)
+    unit_t = unit_seconds(target, pool[0], cfg.gen_length, mode="threshold")  # several commits per pass
+    expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t) / cfg.jobs
+    log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(expected)} "
+        f"(one takes {unit_s:.1f} s here, {unit_t:.1f} s in threshold mode); progress and ETA follow")
+    progress = Progress(decodes, "collect trajectories", expected)
+    workers = None
+    if cfg.jobs > 1:  # spawned workers (a fork would inherit torch's thread pools)
+        import multiprocessing as mp
+
+        workers = mp.get_context("spawn").Pool(cfg.jobs)
+        log(f"collecting in {cfg.jobs} worker processes, one torch thread each")
+    collected = {}
+    try:
+        for mode in ("exact", "threshold"):
+            parts = []
+            for j, t in enumerate(cfg.temperatures):
+                log(f"collecting {mode} trajectories at T={t} on {len(prompts_of[mode])} prompts")
+                if workers is None:
+                    parts.append(collect(target, prompts_of[mode], mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j,
+                                         log=log, topk=topk[mode], progress=progress))
+                else:
+                    parts.append(collect_parallel(workers, cfg.model, prompts_of[mode], mode, t, cfg.threshold,
+                                                  cfg.gen_length, seed=1000 * j, log=log, topk=topk[mode],
+                                                  progress=progress, jobs=cfg.jobs))
+            collected[mode] = _cat(parts)
+    finally:
+        if workers is not None:
+            workers.terminate()
+        progress.close()
+    return collected
+
+
+def save_trajectories(path: Path, collected: dict, meta: dict) -> None:
+    """The collected trajectories as one safetensors file (tensors "<mode>/<name>", the run's settings as metadata)."""
+    from safetensors.torch import save_file
+
+    save_file({f"{mode}/{k}": v.contiguous() for mode, d in collected.items() for k, v in d.items()}, str(path),
+              metadata={"spotviz": "drafter-trajectories", "settings": json.dumps(meta)})
+
+
+def load_trajectories(path: str, expect: dict) -> tuple[dict, dict]:
+    """Trajectories saved by `save_trajectories` and the settings they were collected with, checked against this
+    run's (a drafter trained on them must read the same inputs and imitate the same decoder)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (OSError, SafetensorError) as e:
+        raise ValueError(f"--trajectories: cannot read {path}: {e}") from None
+    if meta.get("spotviz") != "drafter-trajectories":
+        raise ValueError(f"--trajectories: {path} is not a file of drafter trajectories (train-drafter --save-trajectories)")
+    saved = json.loads(meta.get("settings", "{}"))
+    differ = [k for k in ("model", "gen_length", "threshold", "temperatures", "topk") if saved.get(k) != expect[k]]
+    if differ:
+        raise ValueError(f"--trajectories: {path} was collected with other settings ("
+                         + ", ".join(f"{k} {saved.get(k)!r}, here {expect[k]!r}" for k in differ) + ")")
+    collected = {}
+    for key, v in tensors.items():
+        mode, name = key.split("/", 1)
+        collected.setdefault(mode, {})[name] = v
+    return collected, saved
+
+
+def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, log=print) -> dict:
+    from ..registry import DEFAULT_MODEL, load_target
 
     if not calibrate_from:
         check_topk(cfg.topk)
@@ -360,43 +440,22 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     topk = {m: SpotDrafter.load(Path(calibrate_from) / sub).cfg.topk if calibrate_from else cfg.topk
             for m, sub in subs.items()}
     n_sets = cfg.threshold_prompts or cfg.n_prompts
-    pool = training_prompts(max(cfg.n_prompts, n_sets), seed=cfg.seed + 17, corpus=corpus_of(target))
-    random.Random(cfg.seed).shuffle(pool)
-    prompts_of = {"exact": pool[: cfg.n_prompts], "threshold": pool[:n_sets]}
-    from ..eval.progress import Progress, duration, unit_seconds
-
-    decodes = len(cfg.temperatures) * (cfg.n_prompts + n_sets)
-    unit_s = unit_seconds(target, pool[0], cfg.gen_length)
-    unit_t = unit_seconds(target, pool[0], cfg.gen_length, mode="threshold")  # several commits per pass
-    expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t) / cfg.jobs
-    log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(expected)} "
-        f"(one takes {unit_s:.1f} s here, {unit_t:.1f} s in threshold mode), then "
-        f"{'a short calibration' if calibrate_from else f'{cfg.epochs} epochs'} per drafter; progress and ETA follow")
-    progress = Progress(decodes, "collect trajectories", expected)
-    pool = None
-    if cfg.jobs > 1:  # spawned workers (a fork would inherit torch's thread pools)
-        import multiprocessing as mp
-
-        pool = mp.get_context("spawn").Pool(cfg.jobs)
-        log(f"collecting in {cfg.jobs} worker processes, one torch thread each")
+    meta = {"model": str(cfg.model or DEFAULT_MODEL), "gen_length": cfg.gen_length, "threshold": cfg.threshold,
+            "temperatures": list(cfg.temperatures), "seed": cfg.seed, "n_prompts": cfg.n_prompts,
+            "threshold_prompts": n_sets, "topk": topk}
+    if cfg.trajectories:
+        collected, saved = load_trajectories(cfg.trajectories, meta)
+        meta["n_prompts"], meta["threshold_prompts"] = saved["n_prompts"], saved["threshold_prompts"]
+        log(f"trajectories from {cfg.trajectories} (collection skipped: {meta['n_prompts']} prompts, "
+            f"{meta['threshold_prompts']} in threshold mode)")
+    else:
+        collected = collect_all(cfg, target, topk, log=log)
+        if cfg.save_trajectories:
+            save_trajectories(out / TRAJECTORIES, collected, meta)
+            log(f"trajectories saved to {out / TRAJECTORIES} (reuse: --trajectories)")
+    torch.manual_seed(cfg.seed)  # the same drafters from collected or reloaded trajectories
+    log(f"training: {'a short calibration' if calibrate_from else f'{cfg.epochs} epochs'} per drafter")
     data = {}
-    try:
-        collected = {}
-        for mode in ("exact", "threshold"):
-            parts = []
-            for j, t in enumerate(cfg.temperatures):
-                log(f"collecting {mode} trajectories at T={t} on {len(prompts_of[mode])} prompts")
-                if pool is None:
-                    parts.append(collect(target, prompts_of[mode], mode, t, cfg.threshold, cfg.gen_length, seed=1000 * j,
-                                         log=log, topk=topk[mode], progress=progress))
-                else:
-                    parts.append(collect_parallel(pool, cfg.model, prompts_of[mode], mode, t, cfg.threshold,
-                                                  cfg.gen_length, seed=1000 * j, log=log, topk=topk[mode],
-                                                  progress=progress, jobs=cfg.jobs))
-            collected[mode] = _cat(parts)
-    finally:
-        if pool is not None:
-            pool.terminate()
     for mode in ("exact", "threshold"):
         d = collected[mode]
         d["tau"] = cfg.threshold
@@ -405,9 +464,9 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         n_val = max(1, int(n * cfg.val_fraction))
         data[mode] = ({k: (v[perm[n_val:]] if torch.is_tensor(v) else v) for k, v in d.items()},
                       {k: (v[perm[:n_val]] if torch.is_tensor(v) else v) for k, v in d.items()})
-        log(f"{mode}: {n} training passes  [collection {progress.eta()}]")
-    progress.close()
-    report = {"model": cfg.model, "n_prompts": cfg.n_prompts, "threshold_prompts": n_sets, "gen_length": cfg.gen_length,
+        log(f"{mode}: {n} training passes")
+    report = {"model": cfg.model, "n_prompts": meta["n_prompts"], "threshold_prompts": meta["threshold_prompts"],
+              "gen_length": cfg.gen_length,
               "topk": {sub: topk[m] for m, sub in subs.items()}}
     for mode, sub in subs.items():
         train, val = data[mode]

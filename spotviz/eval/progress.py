@@ -1,7 +1,7 @@
 """How long a long command will take: an estimate printed before it starts, then progress with an ETA.
 
 Work is counted in *decode units*: one standard decode of the run's prompt length = 1. A command adds up its plan
-in these units, times one short standard decode to price a unit on this machine (`unit_seconds`), prints the
+in these units, times one standard decode to price a unit on this machine (`unit_seconds`), prints the
 estimate, then ticks a `Progress` after each piece of work: a tqdm bar on a terminal, and an ETA string for its
 own log lines (so a log file shows the remaining time too).
 """
@@ -11,16 +11,17 @@ import sys
 import time
 
 
-def unit_seconds(target, prompt: str, gen_length: int, probe_tokens: int = 16, mode: str = "exact") -> float:
-    """Seconds of one standard decode of `gen_length` tokens (in `mode`), from a timed decode of `probe_tokens`."""
+def unit_seconds(target, prompt: str, gen_length: int, mode: str = "exact") -> float:
+    """Seconds of one standard decode of `gen_length` tokens (in `mode`): a whole decode of `prompt`, timed after a
+    short warm-up. Whole, not extrapolated from its first tokens: a decode that reaches end-of-text stops there
+    (math-bd's answers end after ~30 of 128 tokens), so its first 16 tokens times 128 / 16 overstated it ~4x."""
     from ..samplers.common import DecodeConfig
     from ..samplers.standard import decode_standard
 
-    n = max(1, min(probe_tokens, gen_length))
-    decode_standard(target, prompt, DecodeConfig(gen_length=n, mode=mode))  # warm-up (first-call allocations)
+    decode_standard(target, prompt, DecodeConfig(gen_length=min(16, gen_length), mode=mode))  # first-call allocations
     t0 = time.perf_counter()
-    decode_standard(target, prompt, DecodeConfig(gen_length=n, mode=mode))
-    return (time.perf_counter() - t0) * gen_length / n
+    decode_standard(target, prompt, DecodeConfig(gen_length=gen_length, mode=mode))
+    return time.perf_counter() - t0
 
 
 def duration(seconds: float) -> str:

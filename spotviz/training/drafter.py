@@ -119,8 +119,7 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
         if progress is not None:
             progress.tick()
         if (i + 1) % 20 == 0:
-            log(f"  collected {i + 1}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s"
-                + (f"  [collection {progress.eta()}]" if progress is not None else ""))
+            log(_collected_line(i + 1, len(prompts), mode, temperature, t0, progress))
     if not feats:  # no pass had a later one in its window (e.g. a chunk of very short decodes)
         return {"feats": torch.zeros(0, W, n_features(topk)), "logc": torch.zeros(0, MAX_DEPTH, W),
                 "masked": torch.zeros(0, W, dtype=torch.bool), "order": torch.zeros(0, MAX_DEPTH, dtype=torch.long),
@@ -130,6 +129,11 @@ def collect(target, prompts: list[str], mode: str, temperature: float, threshold
             "order": torch.stack(orders), "keep": torch.stack(keeps), "second": torch.stack(seconds),
             "sets": torch.stack(sets),
             "depth_valid": torch.stack(depth_valid)}
+
+
+def _collected_line(done: int, total: int, mode: str, temperature: float, t0: float, progress=None) -> str:
+    return (f"  collected {done}/{total} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s"
+            + (f"  [collection {progress.eta()}]" if progress is not None else ""))
 
 
 _worker_target: dict = {}  # a collecting worker's target, loaded once per process
@@ -163,8 +167,7 @@ def collect_parallel(pool, model: str, prompts: list[str], mode: str, temperatur
         done += len(job[1])
         if progress is not None:
             progress.tick(len(job[1]))
-        log(f"  collected {done}/{len(prompts)} prompts ({mode}, T={temperature}) in {time.time() - t0:.0f}s"
-            + (f"  [collection {progress.eta()}]" if progress is not None else ""))
+        log(_collected_line(done, len(prompts), mode, temperature, t0, progress))
     return _cat(parts)
 
 

@@ -12,9 +12,11 @@
 # gets a core to itself only if JOBS=1, so on a 2-core machine its wall-clock ratios are paired per prompt but
 # noisier than on a quiet core (the pass counts are exact either way).
 # Drafters: math-bd's and python-bd's SPOT drafter reads the root's top-32 probabilities (docs/drafter-topk-python-bd.md)
-# and is trained on SPOT_PROMPTS exact trajectories (math-bd 600, else 60); their SPOT-Sets drafter (top 8) and the
-# calibrated template come from a second job, math-bd with SETS_PROMPTS threshold trajectories (2400: cheap to
-# collect, several commits per pass; 960 instead of 240 raised its set accuracy from 65% to 77%) and 240 exact ones.
+# and is trained on SPOT_PROMPTS exact trajectories (math-bd 2400, else 60), its pointer mixture chosen by target
+# passes on 40 validation prompts (train-drafter --mix-prompts); the calibrated template's exact-mode ranks come from
+# the same job (the drafter's partner). Their SPOT-Sets drafter (top 8) and the template's threshold fits come from a
+# second job, math-bd with SETS_PROMPTS threshold trajectories (2400: cheap to collect, several commits per pass; 960
+# instead of 240 raised its set accuracy from 65% to 77%) and 240 exact ones.
 # Benchmarks: BENCH_PROMPTS (default 40 for math-bd, 20 for python-bd, 4 otherwise), BUDGETS (exact mode, default
 # auto,2,4,8,16,32,64), OTHER_BUDGETS (threshold mode, default auto,4,16,32), TEMPERATURES (default 0 1); written to
 # docs/bench-<model>-T<t>.{md,json}. Logs and intermediate drafters: runs/release/.
@@ -63,7 +65,7 @@ for m in "${models[@]}"; do
   td="python -m spotviz train-drafter --model $m --threads 1 --jobs ${DRAFTER_JOBS:-1}"
   case $m in
     math-bd|python-bd)
-      spot=${SPOT_PROMPTS:-$([ "$m" = math-bd ] && echo 600 || echo 60)}
+      spot=${SPOT_PROMPTS:-$([ "$m" = math-bd ] && echo 2400 || echo 60)}
       sets=$([ "$m" = math-bd ] && echo "${SETS_PROMPTS:-2400}" || echo 0)  # (0: as --n-prompts)
       exact=$([ "$m" = math-bd ] && echo 240 || echo 60)
       job "$R/drafter-$m-spot.log" $td --n-prompts "$spot" --threshold-prompts 24 --topk 32 --out "$R/$m-spot"
@@ -79,19 +81,26 @@ for m in math-bd python-bd; do  # assemble: spot/ from the first job, spot-sets/
   d=assets/drafters/$m
   rm -rf "$d/spot" "$d/spot-sets" && mkdir -p "$d"
   cp -r "$R/$m-spot/spot" "$d/spot" && cp -r "$R/$m-sets/spot-sets" "$d/spot-sets"
-  cp "$R/$m-sets/calibrated.json" "$d/calibrated.json"
+  # the template: its exact-mode ranks from the first job (the SPOT drafter's partner there, against which its
+  # mixture was chosen), its threshold-mode fits from the second (which collected the threshold trajectories)
+  python - "$R/$m-spot/calibrated.json" "$R/$m-sets/calibrated.json" "$d/calibrated.json" <<'PY'
+import json, sys
+exact, sets = (json.load(open(f)) for f in sys.argv[1:3])
+json.dump({"rank_probs": exact["rank_probs"], "set_params": sets["set_params"]}, open(sys.argv[3], "w"), indent=1)
+PY
   python - "$R/$m-spot/training.json" "$R/$m-sets/training.json" "$d/training.json" <<'PY'
 import json, sys
 spot, sets = (json.load(open(f)) for f in sys.argv[1:3])
 out = dict(sets)
 # (each job's training.json counts its exact prompts in n_prompts, its threshold prompts in threshold_prompts)
 out["n_prompts"] = {"spot": spot["n_prompts"], "spot-sets": sets["threshold_prompts"] or sets["n_prompts"],
-                    "calibrated": sets["n_prompts"]}
+                    "calibrated": spot["n_prompts"]}
 out["topk"] = {"spot": spot["topk"]["spot"], "spot-sets": sets["topk"]["spot-sets"]}
 out["spot"] = spot["spot"]
 out["note"] = (f"spot: top-{out['topk']['spot']} inputs, {out['n_prompts']['spot']} prompts; spot-sets: top-"
                f"{out['topk']['spot-sets']} inputs, threshold trajectories of {out['n_prompts']['spot-sets']} prompts; "
-               "the calibrated template from the second job (scripts/build_release.sh).")
+               "the calibrated template's exact ranks from the first job, its threshold fits from the second "
+               "(scripts/build_release.sh).")
 json.dump(out, open(sys.argv[3], "w"), indent=1)
 PY
 done

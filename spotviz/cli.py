@@ -247,13 +247,17 @@ def cmd_train_drafter(a) -> int:
         raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
     if a.trajectories and not Path(a.trajectories).is_file():
         raise ValueError(f"--trajectories: no such file: {a.trajectories}")
+    if a.mix_prompts < 0 or a.mix_budget < 2:
+        raise ValueError(f"--mix-prompts must be 0 or more and --mix-budget 2 or more, got {a.mix_prompts} and "
+                         f"{a.mix_budget}")
     cores = os.cpu_count() or 1
     if not 1 <= a.jobs <= cores:
         raise ValueError(f"--jobs must be 1 to this machine's {cores} cores, got {a.jobs}")
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
                              threshold=a.threshold, epochs=a.epochs, topk=a.topk,
                              threshold_prompts=a.threshold_prompts, jobs=a.jobs,
-                             save_trajectories=a.save_trajectories, trajectories=a.trajectories)
+                             save_trajectories=a.save_trajectories, trajectories=a.trajectories,
+                             mix_prompts=a.mix_prompts, mix_budget=a.mix_budget)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
     return 0
@@ -459,6 +463,11 @@ def main(argv=None) -> int:
     d.add_argument("--trajectories", default=None, metavar="FILE",
                    help="train on trajectories saved by --save-trajectories instead of collecting (the model, "
                         "length, tau, temperatures and top-k must match)")
+    d.add_argument("--mix-prompts", type=int, default=40, metavar="N",
+                   help="choose the SPOT drafter's mixture with the training-free order by its target passes on N "
+                        "validation prompts (trees of --mix-budget nodes; 7 weights x temperatures x N decodes); "
+                        "0: by validation accuracy alone")
+    d.add_argument("--mix-budget", type=int, default=32, metavar="NODES")
     _add_threads(d)
 
     b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")

@@ -278,6 +278,58 @@ def test_tune_mix_picks_a_weight_per_temperature(tiny_block_target):
         assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, abs=1e-5)
 
 
+def test_tune_mix_by_passes_keeps_the_weight_with_fewest_target_passes(tiny_block_target):
+    """The mixture is chosen by SPOT's target passes per weight: the chosen weight has the fewest (ties: nearest the
+    preferred one), the drafter is left at it for every temperature, and decoding again with it takes exactly the
+    passes the table reports, with the standard decoder's output."""
+    from spotviz.training.drafter import tune_mix_by_passes
+
+    torch.manual_seed(5)
+    model = SpotDrafter(DrafterConfig())
+    grid = (0.05, 0.5, 0.95)
+    chosen, table = tune_mix_by_passes(model, tiny_block_target, PROMPTS[:2], (0.0, 1.0), budget=8, gen_length=24,
+                                       grid=grid, prefer={0.0: 0.95, 1.0: 0.05}, log=lambda *a: None)
+    assert set(table) == {0.0, 1.0} and all(set(row) == set(grid) for row in table.values())
+    for t, w in chosen.items():
+        best = min(table[t].values())
+        ties = [lam for lam in grid if table[t][lam] == best]
+        assert w == (ties[-1] if t == 0.0 else ties[0])  # the tie nearest the preferred weight
+        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, abs=1e-5)
+        prop = SpotProposer(model)
+        passes = 0
+        for i, prompt in enumerate(PROMPTS[:2]):
+            c = DecodeConfig(mode="exact", temperature=t, seed=i, gen_length=24, budget=8, drafter="spot")
+            tr = decode_spot(tiny_block_target, prompt, c, prop)
+            assert tr.tokens == decode_standard(tiny_block_target, prompt, c).tokens
+            passes += len(tr.passes)
+        assert passes == table[t][w]
+
+
+def test_train_drafter_chooses_the_mixture_on_prompts_it_did_not_train_on(tmp_path, tiny_block_dir, monkeypatch):
+    """With --mix-prompts the pointer mixture comes from decodes of validation prompts (a draw without the training
+    prompts); the drafter written holds the chosen weights and its report the passes per weight."""
+    from spotviz.training import drafter as train
+
+    def prompts(n, seed=0, corpus="shakespeare"):
+        return [f"{PROMPTS[i % len(PROMPTS)]}{seed}-{i % 3}" for i in range(n)]
+
+    monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", prompts)
+    seen, real = [], train.tune_mix_by_passes
+    monkeypatch.setattr(train, "tune_mix_by_passes", lambda model, target, ps, *a, **k:
+                        seen.append(list(ps)) or real(model, target, ps, *a, **k))
+    cfg = train.DrafterTrainConfig(model=str(tiny_block_dir), out=str(tmp_path / "dr"), n_prompts=2, gen_length=20,
+                                   epochs=1, batch_size=64, val_fraction=0.5, mix_prompts=2, mix_budget=8)
+    report = train.train_drafter(cfg, log=lambda *a: None)
+    assert len(seen) == 1 and len(seen[0]) == 2 and len(set(seen[0])) == 2
+    assert all("29-" in p for p in seen[0])  # the draw of seed + 29; the training prompts are seed + 17's
+    mp = report["spot"]["mix_passes"]
+    assert mp["prompts"] == 2 and mp["budget"] == 8 and set(mp["passes"]) == {"0.0", "1.0"}
+    model = SpotDrafter.load(tmp_path / "dr" / "spot")
+    for t, w in report["spot"]["mix"].items():
+        assert min(mp["passes"][str(t)].values()) == mp["passes"][str(t)][f"{w:g}"]
+        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * float(t)).detach()) == pytest.approx(w, rel=0.02)  # bf16
+
+
 def test_collect_in_worker_processes_equals_one_process(tiny_block_dir, tiny_block_target):
     """`train-drafter --jobs 2`: the trajectories collected by two spawned workers (runs of prompts, seeds by the
     prompt's place in the whole list) are the tensors of one serial `collect`, in the same order."""

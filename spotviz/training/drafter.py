@@ -7,7 +7,9 @@
    per depth) and, as labels, the target's true future decisions in the window (teacher forcing over depth);
 2. train: pointer loss (which position is committed at depth d), keep loss (is the stale token still right),
    set loss (SPOT-Sets: which positions are in the commit set at depth d);
-3. calibrate: the static template of the calibrated baseline (rank probabilities per depth; set logistic fits).
+3. calibrate: the static template of the calibrated baseline (rank probabilities per depth; set logistic fits);
+4. choose the pointer's mixture weight with the stale order per temperature: by the target passes SPOT takes on
+   validation prompts (the template as partner, as it ships), validation accuracy breaking ties.
 `--calibrate` instead takes an existing drafter and refits only its scalar heads on a few trajectories of a new
 target (light calibration for transfer).
 """
@@ -30,6 +32,7 @@ from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk,
                        position_features)
 from ..drafter.losses import keep_logits, pointer_loss, set_inclusion, teacher_forced_pointer, teacher_forced_scores
 from ..drafter.model import DrafterConfig, SpotDrafter
+from ..drafter.proposers import Calibrated
 
 MAX_DEPTH = 16
 # the scalar heads that light calibration refits for a new target (everything else stays frozen)
@@ -55,6 +58,8 @@ class DrafterTrainConfig:
     jobs: int = 1  # worker processes that collect trajectories side by side (one torch thread each)
     save_trajectories: bool = False  # also write the collected trajectories to out/trajectories.safetensors
     trajectories: str | None = None  # train on trajectories saved before instead of collecting
+    mix_prompts: int = 40  # validation prompts whose SPOT passes choose the pointer mixture (0: validation accuracy)
+    mix_budget: int = 32  # the tree size those decodes use
 
 
 # ------------------------------------------------------------------------------------------ collect
@@ -301,17 +306,61 @@ def tune_mix(model: SpotDrafter, val: dict, depths: int = 4, log=print) -> dict:
             if n and score / n > best[0]:
                 best = (score / n, lam)
         chosen[float(t)] = best[1]
+    set_mix_line(model, chosen)
+    log(f"  pointer mixture weight per temperature (learned vs stale order): {chosen}")
+    model.train()
+    return chosen
+
+
+def set_mix_line(model: SpotDrafter, chosen: dict) -> None:
+    """Set the pointer's mixture so that sigmoid(mix0 + mix1 * T) equals chosen[T] at the first and the last
+    temperature of `chosen` ({T: weight}; a line in logit space, flat for one temperature)."""
     def logit(q):
         return math.log(q / (1 - q))
 
     ts = sorted(chosen)
-    if ts:  # a line through (first T, its logit) and (last T, its logit)
+    if ts:
         slope = 0.0 if len(ts) == 1 else (logit(chosen[ts[-1]]) - logit(chosen[ts[0]])) / (ts[-1] - ts[0])
         model.mix.data[1] = slope
         model.mix.data[0] = logit(chosen[ts[0]]) - slope * ts[0]
-    log(f"  pointer mixture weight per temperature (learned vs stale order): {chosen}")
-    model.train()
-    return chosen
+
+
+MIX_GRID = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95)  # the pointer mixture weights tune_mix_by_passes tries
+
+
+def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatures, partner=None, budget: int = 32,
+                       gen_length: int = 128, grid=MIX_GRID, prefer: dict | None = None, log=print) -> tuple[dict, dict]:
+    """Choose the pointer's mixture weight per temperature by what the draft tree does with it: for every weight of
+    `grid`, decode `prompts` with SPOT (exact mode, trees of `budget` nodes, the drafter beside `partner` as it
+    ships) and count the target passes; the fewest wins (a tie goes to the weight nearest prefer[T], e.g. the
+    accuracy criterion's choice). Passes are counted, not timed: the choice does not depend on the machine's load.
+
+    Validation accuracy is the cheaper proxy (tune_mix) but not the same thing: on math-bd the accuracy criterion
+    chose 0.35 at T = 0 where 0.95 saves 9% of the passes on validation problems (docs/DESIGN.md section 4).
+    Returns ({T: weight}, {T: {weight: passes}}) and leaves the model's mixture at the chosen weights."""
+    from ..drafter.proposers import SpotProposer
+    from ..samplers.spot import decode_spot
+
+    was_training = model.training
+    model.eval()
+    chosen, table = {}, {}
+    for t in temperatures:
+        t = float(t)
+        table[t] = {}
+        for lam in grid:
+            set_mix_line(model, {t: lam})
+            proposer = SpotProposer(model, partner=partner)
+            table[t][lam] = sum(len(decode_spot(target, p, DecodeConfig(mode="exact", temperature=t, seed=i,
+                                                                         gen_length=gen_length, budget=budget,
+                                                                         drafter="spot"), proposer).passes)
+                                for i, p in enumerate(prompts))
+        near = (prefer or {}).get(t, grid[len(grid) // 2])
+        chosen[t] = min(grid, key=lambda lam: (table[t][lam], abs(lam - near)))
+        log(f"  pointer mixture at T={t:g}: target passes on {len(prompts)} validation prompts per weight "
+            + ", ".join(f"{lam:g}: {n}" for lam, n in table[t].items()) + f" -> {chosen[t]:g}")
+    set_mix_line(model, chosen)
+    model.train(was_training)
+    return chosen, table
 
 
 def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> dict:
@@ -353,14 +402,33 @@ def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> d
 TRAJECTORIES = "trajectories.safetensors"  # --save-trajectories writes it into --out
 
 
+def prompt_pool(cfg: DrafterTrainConfig, target, n: int | None = None) -> list[str]:
+    """The training prompts the trajectories are collected on (exact mode takes the first n_prompts, threshold
+    mode the first threshold_prompts)."""
+    from ..embedded.prompts import corpus_of, training_prompts
+
+    n = n if n is not None else max(cfg.n_prompts, cfg.threshold_prompts or cfg.n_prompts)
+    pool = training_prompts(n, seed=cfg.seed + 17, corpus=corpus_of(target))
+    random.Random(cfg.seed).shuffle(pool)
+    return pool
+
+
+def validation_prompts(cfg: DrafterTrainConfig, target, n: int, n_pool: int) -> list[str]:
+    """Up to n prompts from the training distribution that none of the drafter's n_pool training prompts is
+    (another draw; the held-out prompts the benchmark reports on are never used for training choices)."""
+    from ..embedded.prompts import corpus_of, training_prompts
+
+    seen = set(prompt_pool(cfg, target, n_pool))
+    fresh = [p for p in training_prompts(2 * n, seed=cfg.seed + 29, corpus=corpus_of(target)) if p not in seen]
+    return list(dict.fromkeys(fresh))[:n]
+
+
 def collect_all(cfg: DrafterTrainConfig, target, topk: dict, log=print) -> dict:
     """{mode: trajectories} for both modes, every temperature of `cfg` (on one process or cfg.jobs workers)."""
-    from ..embedded.prompts import corpus_of, training_prompts
     from ..eval.progress import Progress, duration, unit_seconds
 
     n_sets = cfg.threshold_prompts or cfg.n_prompts
-    pool = training_prompts(max(cfg.n_prompts, n_sets), seed=cfg.seed + 17, corpus=corpus_of(target))
-    random.Random(cfg.seed).shuffle(pool)
+    pool = prompt_pool(cfg, target)
     prompts_of = {"exact": pool[: cfg.n_prompts], "threshold": pool[:n_sets]}
     decodes = len(cfg.temperatures) * (cfg.n_prompts + n_sets)
     unit_s = unit_seconds(target, pool[0], cfg.gen_length)
@@ -471,6 +539,24 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     report = {"model": cfg.model, "n_prompts": meta["n_prompts"], "threshold_prompts": meta["threshold_prompts"],
               "gen_length": cfg.gen_length,
               "topk": {sub: topk[m] for m, sub in subs.items()}}
+    # the calibrated template first: it is the SPOT drafter's partner in the decodes that choose its mixture
+    template = calibrate_template(_cat(list(data["exact"])), _cat(list(data["threshold"])))
+    (out / "calibrated.json").write_text(json.dumps(template, indent=1))
+    partner = Calibrated(template)
+    mix_prompts = (validation_prompts(cfg, target, cfg.mix_prompts,
+                                      max(meta["n_prompts"], meta["threshold_prompts"])) if cfg.mix_prompts else [])
+
+    def choose_mix(model, val):
+        mix = tune_mix(model, val, log=log)  # the accuracy criterion; the passes on validation prompts decide
+        if not mix_prompts:
+            return {"mix": mix}
+        log(f"choosing the pointer mixture by SPOT's passes on {len(mix_prompts)} validation prompts "
+            f"(budget {cfg.mix_budget}, {len(MIX_GRID) * len(mix)} decodes each)")
+        mix, table = tune_mix_by_passes(model, target, mix_prompts, sorted(mix), partner=partner,
+                                        budget=cfg.mix_budget, gen_length=cfg.gen_length, prefer=mix, log=log)
+        return {"mix": mix, "mix_passes": {"prompts": len(mix_prompts), "budget": cfg.mix_budget,
+                                           "passes": {str(t): {f"{lam:g}": n for lam, n in row.items()}
+                                                      for t, row in table.items()}}}
     for mode, sub in subs.items():
         train, val = data[mode]
         if calibrate_from:
@@ -483,8 +569,8 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
             res = fit(model, train, val, mode, epochs=max(2, cfg.epochs // 3), lr=cfg.lr * 5,
                       batch_size=cfg.batch_size, params=params, log=log)
             if mode == "exact":  # then pick the tree's mixture weight per temperature
-                mix = tune_mix(model, val, log=log)
-                res = evaluate_drafter(model, val, mode) | {"mix": mix}
+                mix = choose_mix(model, val)
+                res = evaluate_drafter(model, val, mode) | mix
             report[sub] = {"before_calibration": before, "after_calibration": res}
         else:
             model = SpotDrafter(DrafterConfig(n_features=n_features(topk[mode]), target=cfg.model,
@@ -493,13 +579,11 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
             log(f"drafter {sub}: {model.n_params():,} parameters")
             res = fit(model, train, val, mode, cfg.epochs, cfg.lr, cfg.batch_size, log=log)
             if mode == "exact":  # then pick the tree's mixture weight per temperature
-                mix = tune_mix(model, val, log=log)
-                res = evaluate_drafter(model, val, mode) | {"mix": mix}
+                mix = choose_mix(model, val)
+                res = evaluate_drafter(model, val, mode) | mix
             report[sub] = res
         model.save(out / sub, extra={"validation": res, "calibrated_from": calibrate_from or ""})
         log(f"{sub}: validation {res}")
-    template = calibrate_template(_cat(list(data["exact"])), _cat(list(data["threshold"])))
-    (out / "calibrated.json").write_text(json.dumps(template, indent=1))
     report["n_params"] = SpotDrafter(DrafterConfig(n_features=n_features(topk["exact"]))).n_params()
     (out / "training.json").write_text(json.dumps(report, indent=1))
     return report

@@ -275,7 +275,7 @@ def test_tune_mix_picks_a_weight_per_temperature(tiny_block_target):
     chosen = tune_mix(model, data, log=lambda *a: None)
     assert set(chosen) == {0.0, 1.0} and all(0 < w < 1 for w in chosen.values())
     for t, w in chosen.items():
-        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, abs=1e-5)
+        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, rel=0.01)  # bf16, as saved
 
 
 def test_tune_mix_by_passes_keeps_the_weight_with_fewest_target_passes(tiny_block_target):
@@ -294,7 +294,7 @@ def test_tune_mix_by_passes_keeps_the_weight_with_fewest_target_passes(tiny_bloc
         best = min(table[t].values())
         ties = [lam for lam in grid if table[t][lam] == best]
         assert w == (ties[-1] if t == 0.0 else ties[0])  # the tie nearest the preferred weight
-        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, abs=1e-5)
+        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * t).detach()) == pytest.approx(w, rel=0.01)  # bf16
         prop = SpotProposer(model)
         passes = 0
         for i, prompt in enumerate(PROMPTS[:2]):
@@ -305,7 +305,8 @@ def test_tune_mix_by_passes_keeps_the_weight_with_fewest_target_passes(tiny_bloc
         assert passes == table[t][w]
 
 
-def test_train_drafter_chooses_the_mixture_on_prompts_it_did_not_train_on(tmp_path, tiny_block_dir, monkeypatch):
+def test_train_drafter_chooses_the_mixture_on_prompts_it_did_not_train_on(tmp_path, tiny_block_dir, tiny_block_target,
+                                                                          monkeypatch):
     """With --mix-prompts the pointer mixture comes from decodes of validation prompts (a draw without the training
     prompts); the drafter written holds the chosen weights and its report the passes per weight."""
     from spotviz.training import drafter as train
@@ -325,9 +326,15 @@ def test_train_drafter_chooses_the_mixture_on_prompts_it_did_not_train_on(tmp_pa
     mp = report["spot"]["mix_passes"]
     assert mp["prompts"] == 2 and mp["budget"] == 8 and set(mp["passes"]) == {"0.0", "1.0"}
     model = SpotDrafter.load(tmp_path / "dr" / "spot")
+    prop = SpotProposer(model, partner=Calibrated.load(tmp_path / "dr" / "calibrated.json"))
     for t, w in report["spot"]["mix"].items():
         assert min(mp["passes"][str(t)].values()) == mp["passes"][str(t)][f"{w:g}"]
-        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * float(t)).detach()) == pytest.approx(w, rel=0.02)  # bf16
+        assert float(torch.sigmoid(model.mix[0] + model.mix[1] * float(t)).detach()) == pytest.approx(w, rel=0.01)
+        # the drafter as saved (bf16) takes the passes its table reports
+        passes = sum(len(decode_spot(tiny_block_target, p, DecodeConfig(mode="exact", temperature=float(t), seed=i,
+                                                                        gen_length=20, budget=8, drafter="spot"),
+                                     prop).passes) for i, p in enumerate(seen[0]))
+        assert passes == mp["passes"][str(t)][f"{w:g}"]
 
 
 def test_collect_in_worker_processes_equals_one_process(tiny_block_dir, tiny_block_target):

@@ -314,15 +314,16 @@ def tune_mix(model: SpotDrafter, val: dict, depths: int = 4, log=print) -> dict:
 
 def set_mix_line(model: SpotDrafter, chosen: dict) -> None:
     """Set the pointer's mixture so that sigmoid(mix0 + mix1 * T) equals chosen[T] at the first and the last
-    temperature of `chosen` ({T: weight}; a line in logit space, flat for one temperature)."""
+    temperature of `chosen` ({T: weight}; a line in logit space, flat for one temperature). The two parameters are
+    rounded to bfloat16, as the drafter is saved: what is tuned with them is what ships."""
     def logit(q):
         return math.log(q / (1 - q))
 
     ts = sorted(chosen)
     if ts:
         slope = 0.0 if len(ts) == 1 else (logit(chosen[ts[-1]]) - logit(chosen[ts[0]])) / (ts[-1] - ts[0])
-        model.mix.data[1] = slope
-        model.mix.data[0] = logit(chosen[ts[0]]) - slope * ts[0]
+        line = torch.tensor([logit(chosen[ts[0]]) - slope * ts[0], slope])
+        model.mix.data.copy_(line.to(torch.bfloat16).float())
 
 
 MIX_GRID = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95)  # the pointer mixture weights tune_mix_by_passes tries
@@ -334,6 +335,8 @@ def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatu
     `grid`, decode `prompts` with SPOT (exact mode, trees of `budget` nodes, the drafter beside `partner` as it
     ships) and count the target passes; the fewest wins (a tie goes to the weight nearest prefer[T], e.g. the
     accuracy criterion's choice). Passes are counted, not timed: the choice does not depend on the machine's load.
+    Temperatures are tuned in turn, each on the mixture line through the weights already chosen (set_mix_line), so
+    the passes reported for a chosen weight are those of the drafter as saved.
 
     Validation accuracy is the cheaper proxy (tune_mix) but not the same thing: on math-bd the accuracy criterion
     chose 0.35 at T = 0 where 0.95 saves 9% of the passes on validation problems (docs/DESIGN.md section 4).
@@ -348,7 +351,7 @@ def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatu
         t = float(t)
         table[t] = {}
         for lam in grid:
-            set_mix_line(model, {t: lam})
+            set_mix_line(model, chosen | {t: lam})
             proposer = SpotProposer(model, partner=partner)
             table[t][lam] = sum(len(decode_spot(target, p, DecodeConfig(mode="exact", temperature=t, seed=i,
                                                                          gen_length=gen_length, budget=budget,

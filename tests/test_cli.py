@@ -223,6 +223,13 @@ def test_train_drafter_bad_threshold_prompts_is_one_error_line(capsys, tmp_path)
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.parametrize("flag, value", [("--mix-prompts", "-1"), ("--mix-budget", "1")])
+def test_train_drafter_bad_mixture_setting_is_one_error_line(capsys, tmp_path, flag, value):
+    code, out, err = run_main(capsys, "train-drafter", flag, value, "--out", str(tmp_path / "d"))
+    assert code == 2 and out == "" and err.startswith("error: --mix-prompts must be 0 or more and --mix-budget 2 ")
+    assert value in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("jobs", ["0", "100000"])
 def test_train_drafter_bad_jobs_is_one_error_line(capsys, tmp_path, jobs):
     code, out, err = run_main(capsys, "train-drafter", "--jobs", jobs, "--out", str(tmp_path / "d"))

@@ -337,6 +337,37 @@ def test_train_drafter_chooses_the_mixture_on_prompts_it_did_not_train_on(tmp_pa
         assert passes == mp["passes"][str(t)][f"{w:g}"]
 
 
+def test_tune_mix_script_retunes_one_temperature_and_keeps_the_other(tmp_path, tiny_block_dir):
+    """scripts/tune_mix.py: a copy of the drafter folder whose SPOT drafter takes the weight with the fewest passes
+    at the temperature asked for, keeps its weight at the other, and records the passes per weight."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = tmp_path / "d"
+    torch.manual_seed(3)
+    model = SpotDrafter(DrafterConfig())
+    model.mix.data.copy_(torch.tensor([2.0, -1.0]))  # 0.88 at T=0, 0.73 at T=1
+    model.save(src / "spot")
+    (src / "calibrated.json").write_text(json.dumps({"rank_probs": [[0.6, 0.2, 0.1]], "set_params": [[8.0, 0.0]]}))
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, str(root / "scripts" / "tune_mix.py"), str(tiny_block_dir), str(src), "--out",
+                        str(tmp_path / "out"), "--prompts", "2", "--budget", "4", "--temperatures", "1",
+                        "--gen-length", "16"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    tuned = SpotDrafter.load(tmp_path / "out" / "spot")
+    val = json.loads((tmp_path / "out" / "spot" / "drafter.json").read_text())["validation"]
+    row = val["mix_passes"]["passes"]["1.0"]
+    assert len(row) == 7 and row[f"{val['mix']['1.0']:g}"] == min(row.values())
+    mix_at = lambda t: float(torch.sigmoid(tuned.mix[0] + tuned.mix[1] * t).detach())  # noqa: E731
+    assert mix_at(1.0) == pytest.approx(val["mix"]["1.0"], rel=0.01)
+    assert mix_at(0.0) == pytest.approx(float(torch.sigmoid(torch.tensor(2.0))), rel=0.01)
+    assert (tmp_path / "out" / "calibrated.json").is_file() and (src / "spot" / "drafter.json").is_file()
+    r = subprocess.run([sys.executable, str(root / "scripts" / "tune_mix.py"), str(tiny_block_dir), str(src), "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "exists" in r.stderr
+
+
 def test_collect_in_worker_processes_equals_one_process(tiny_block_dir, tiny_block_target):
     """`train-drafter --jobs 2`: the trajectories collected by two spawned workers (runs of prompts, seeds by the
     prompt's place in the whole list) are the tensors of one serial `collect`, in the same order."""

@@ -330,13 +330,15 @@ MIX_GRID = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95)  # the pointer mixture weight
 
 
 def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatures, partner=None, budget: int = 32,
-                       gen_length: int = 128, grid=MIX_GRID, prefer: dict | None = None, log=print) -> tuple[dict, dict]:
+                       gen_length: int = 128, grid=MIX_GRID, prefer: dict | None = None, keep: dict | None = None,
+                       log=print) -> tuple[dict, dict]:
     """Choose the pointer's mixture weight per temperature by what the draft tree does with it: for every weight of
     `grid`, decode `prompts` with SPOT (exact mode, trees of `budget` nodes, the drafter beside `partner` as it
     ships) and count the target passes; the fewest wins (a tie goes to the weight nearest prefer[T], e.g. the
     accuracy criterion's choice). Passes are counted, not timed: the choice does not depend on the machine's load.
     Temperatures are tuned in turn, each on the mixture line through the weights already chosen (set_mix_line), so
-    the passes reported for a chosen weight are those of the drafter as saved.
+    the passes reported for a chosen weight are those of the drafter as saved. `keep` ({T: weight}): weights at
+    other temperatures that the line goes on passing through (retuning one temperature of a trained drafter).
 
     Validation accuracy is the cheaper proxy (tune_mix) but not the same thing: on math-bd the accuracy criterion
     chose 0.35 at T = 0 where 0.95 saves 9% of the passes on validation problems (docs/DESIGN.md section 4).
@@ -346,7 +348,7 @@ def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatu
 
     was_training = model.training
     model.eval()
-    chosen, table = {}, {}
+    chosen, table = dict(keep or {}), {}
     for t in temperatures:
         t = float(t)
         table[t] = {}
@@ -554,7 +556,8 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
         if not mix_prompts:
             return {"mix": mix}
         log(f"choosing the pointer mixture by SPOT's passes on {len(mix_prompts)} validation prompts "
-            f"(budget {cfg.mix_budget}, {len(MIX_GRID) * len(mix)} decodes each)")
+            f"(budget {cfg.mix_budget}; {len(MIX_GRID)} weights x {len(mix)} temperatures: "
+            f"{len(MIX_GRID) * len(mix)} decodes per prompt)")
         mix, table = tune_mix_by_passes(model, target, mix_prompts, sorted(mix), partner=partner,
                                         budget=cfg.mix_budget, gen_length=cfg.gen_length, prefer=mix, log=log)
         return {"mix": mix, "mix_passes": {"prompts": len(mix_prompts), "budget": cfg.mix_budget,

@@ -451,6 +451,10 @@ def test_phone_layout_puts_the_output_first_and_keeps_the_scrubber_by_the_tree(b
         pg.wait_for_timeout(1000)
         assert pg.evaluate(widths) == first and max(first) <= 420, first
         assert pg.evaluate("() => document.documentElement.scrollWidth") <= 420 + 1
+        # a tree wider than its box scrolls inside it, and its caption says so (and only then)
+        wide = pg.evaluate(f"""() => {{ const b = document.querySelector('{EXPLAINER} .sve-tree-panel .sve-plot-box');
+            return b.scrollWidth > b.clientWidth + 1; }}""")
+        assert wide == ("scroll it sideways" in pg.inner_text(f"{EXPLAINER} .sve-tree-cap"))
         pg.locator(f"{EXPLAINER} .sve-tree-panel").scroll_into_view_if_needed()
         pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-tree-panel').scrollIntoView({{block: 'center'}})")
         pg.wait_for_timeout(300)

@@ -107,6 +107,8 @@
       // (the reason is the caption above the figure; one short line here, which fits a phone)
       annotations: t ? [] : [SV.note(k < 1 ? 'No pass yet.' : 'No draft tree in this pass: the caption above says why.')],
     });
-    return {data: data, layout: layout, caption: caption(R, tp, k), shown: p ? tp.k : 0};
+    // (a tree wider than its box scrolls; the caption says so, since a resting scroll bar may be hidden)
+    const wide = t && width > (o.width || 400) + 1 ? ' · the tree is wider than its box: scroll it sideways' : '';
+    return {data: data, layout: layout, caption: caption(R, tp, k) + wide, shown: p ? tp.k : 0};
   };
 })();

@@ -24,7 +24,8 @@ import torch  # noqa: E402
 from spotviz.drafter.model import SpotDrafter  # noqa: E402
 from spotviz.drafter.proposers import Calibrated  # noqa: E402
 from spotviz.registry import load_target  # noqa: E402
-from spotviz.training.drafter import DrafterTrainConfig, tune_mix_by_passes, validation_prompts  # noqa: E402
+from spotviz.training.drafter import (DrafterTrainConfig, mix_record, tune_mix_by_passes,  # noqa: E402
+                                     validation_prompts)
 
 
 def main() -> None:
@@ -59,13 +60,10 @@ def main() -> None:
                                        keep={t: w for t, w in before.items() if t not in temps})
     shutil.copytree(src, out)
     meta = json.loads((src / "spot" / "drafter.json").read_text())
-    validation = meta.get("validation", {}) | {
-        "mix": chosen, "mix_passes": {"prompts": len(prompts), "budget": a.budget,
-                                      "passes": {str(t): {f"{lam:g}": n for lam, n in row.items()}
-                                                 for t, row in table.items()}}}
+    validation = meta.get("validation", {}) | mix_record(chosen, table, len(prompts), a.budget)
     model.save(out / "spot", extra={"validation": validation, "calibrated_from": meta.get("calibrated_from", "")})
     if isinstance(trained.get("spot"), dict):  # the folder's training record says the same
-        trained["spot"] = trained["spot"] | {"mix": validation["mix"], "mix_passes": validation["mix_passes"]}
+        trained["spot"] = trained["spot"] | mix_record(chosen, table, len(prompts), a.budget)
         (out / "training.json").write_text(json.dumps(trained, indent=1))
     print(f"chosen {chosen}; written to {out}")
 

@@ -27,12 +27,13 @@ import torch.nn.functional as F
 
 from ..decision import masked_log_softmax
 from ..samplers.common import DecodeConfig
+from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard_stream
 from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,
                        position_features)
 from ..drafter.losses import keep_logits, pointer_loss, set_inclusion, teacher_forced_pointer, teacher_forced_scores
 from ..drafter.model import DrafterConfig, SpotDrafter
-from ..drafter.proposers import Calibrated
+from ..drafter.proposers import Calibrated, SpotProposer
 
 MAX_DEPTH = 16
 # the scalar heads that light calibration refits for a new target (everything else stays frozen)
@@ -337,17 +338,18 @@ def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatu
     ships) and count the target passes; the fewest wins (a tie goes to the weight nearest prefer[T], e.g. the
     accuracy criterion's choice). Passes are counted, not timed: the choice does not depend on the machine's load.
     Temperatures are tuned in turn, each on the mixture line through the weights already chosen (set_mix_line), so
-    the passes reported for a chosen weight are those of the drafter as saved. `keep` ({T: weight}): weights at
+    the passes reported for a chosen weight are those of the drafter as saved (its parameters are rounded to
+    bfloat16 first, as SpotDrafter.save stores them). `keep` ({T: weight}): weights at
     other temperatures that the line goes on passing through (retuning one temperature of a trained drafter).
 
     Validation accuracy is the cheaper proxy (tune_mix) but not the same thing: on math-bd the accuracy criterion
     chose 0.35 at T = 0 where 0.95 saves 9% of the passes on validation problems (docs/DESIGN.md section 4).
     Returns ({T: weight}, {T: {weight: passes}}) and leaves the model's mixture at the chosen weights."""
-    from ..drafter.proposers import SpotProposer
-    from ..samplers.spot import decode_spot
-
     was_training = model.training
     model.eval()
+    with torch.no_grad():
+        for q in model.parameters():
+            q.copy_(q.to(torch.bfloat16).float())
     chosen, table = dict(keep or {}), {}
     for t in temperatures:
         t = float(t)
@@ -366,6 +368,13 @@ def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatu
     set_mix_line(model, chosen)
     model.train(was_training)
     return chosen, table
+
+
+def mix_record(chosen: dict, table: dict, n_prompts: int, budget: int) -> dict:
+    """What a drafter's validation record keeps of tune_mix_by_passes: the weights and the passes per weight."""
+    return {"mix": chosen, "mix_passes": {"prompts": n_prompts, "budget": budget,
+                                          "passes": {str(t): {f"{lam:g}": n for lam, n in row.items()}
+                                                     for t, row in table.items()}}}
 
 
 def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> dict:
@@ -560,9 +569,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
             f"{len(MIX_GRID) * len(mix)} decodes per prompt)")
         mix, table = tune_mix_by_passes(model, target, mix_prompts, sorted(mix), partner=partner,
                                         budget=cfg.mix_budget, gen_length=cfg.gen_length, prefer=mix, log=log)
-        return {"mix": mix, "mix_passes": {"prompts": len(mix_prompts), "budget": cfg.mix_budget,
-                                           "passes": {str(t): {f"{lam:g}": n for lam, n in row.items()}
-                                                      for t, row in table.items()}}}
+        return mix_record(mix, table, len(mix_prompts), cfg.mix_budget)
     for mode, sub in subs.items():
         train, val = data[mode]
         if calibrate_from:

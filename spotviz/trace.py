@@ -50,6 +50,9 @@ class RunMeta:
     # auto, the first run of a model on a machine) and checking a batch shape the first time it is used
     # (targets/invariance.py check_pass)
     forward_calls_outside: int = 0
+    # wall seconds of that one-time work (and of loading the drafter), kept out of the passes' and the run's
+    # wall time: a first run in a process is timed like any other
+    outside_s: float = 0.0
     # True only where proven: the target's probe found its float32 batched passes bit-identical to one-row passes
     # (targets/invariance.py); False: not proven (failed, low precision or unchecked), so speculative output is
     # not guaranteed to equal the standard decoder's

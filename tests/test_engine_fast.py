@@ -449,9 +449,10 @@ def test_start_event_then_passes_then_trace(tiny_block_target, tiny_prompt, rand
         events = list(decode_stream(tiny_block_target, tiny_prompt, cfg, start_event=True))
         assert [e.kind for e in events] == ["start"] + ["pass"] * (len(events) - 2) + ["done"]
         start, done = events[0], events[-1]
-        # the same description, but for what only the run's end knows (calls made outside its passes; whether a
-        # pass shape checked during the run withdrew the identity guarantee)
+        # the same description, but for what only the run's end knows (calls made outside its passes and their
+        # time; whether a pass shape checked during the run withdrew the identity guarantee)
         outcome = dict(forward_calls_outside=done.trace.meta.forward_calls_outside,
+                       outside_s=done.trace.meta.outside_s,
                        identity_guaranteed=done.trace.meta.identity_guaranteed)
         assert replace(start.meta, **outcome) == done.trace.meta
         assert start.meta.prompt_tokens == tiny_block_target.encode(tiny_prompt)

@@ -8,6 +8,7 @@ unchecked or low-precision target is never reported as guaranteed, loading upcas
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -149,3 +150,31 @@ def test_narrow_windows_are_bit_identical_in_a_batch(tiny_targets):
             batched = target.forward(states, lo, n, cache).logits
             for i in range(5):
                 assert torch.equal(target.forward(states[i: i + 1], lo, n, cache).logits[0], batched[i]), (width, i)
+
+
+def test_one_time_checks_and_set_up_are_kept_out_of_the_run_s_wall_time(fp32_unchecked, tiny_prompt, monkeypatch):
+    """A first run in a process checks each new pass shape (and loads its drafter): one-time work, which the
+    headline's wall-clock ratio must not charge to the run. It is counted in RunMeta.outside_s instead."""
+    import spotviz.samplers.verify as verify_mod
+    from spotviz.targets import invariance
+
+    slow = 0.25
+    real = invariance.check_pass
+
+    def slow_check(*args):
+        time.sleep(slow)
+        return real(*args)
+
+    monkeypatch.setattr(verify_mod, "check_pass", slow_check)
+    target = ensure_batch_invariance(_Perturbed(fp32_unchecked, sizes=()))
+    cfg = DecodeConfig(mode="exact", gen_length=40, drafter="training-free", budget=4)
+    t0 = time.perf_counter()
+    run = decode(target, tiny_prompt, cfg)
+    elapsed = time.perf_counter() - t0
+    drafted = [p for p in run.passes if p.states > 1]
+    assert drafted  # the check ran once per verified pass here (slow_check sleeps every time)
+    assert run.meta.outside_s >= slow * len(drafted)
+    assert elapsed >= run.meta.outside_s
+    assert run.counters.wall_s < elapsed - slow * len(drafted) + 1e-3
+    assert all(p.wall_s < slow for p in run.passes)
+    assert run.counters.wall_s >= sum(p.wall_s for p in run.passes) - 1e-3

@@ -208,7 +208,10 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     assert s["kpis"][1]["tone"] == "warn" and s["kpis"][0]["tone"] == "good"
     # the forwards cost f(1) + f(6) + f(1) = 0.01 + 0.03 + 0.01; the standard run 8 f(1) = 0.08
     assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6
-    assert "at most 1.60× on this hardware" in s["kpis"][1]["small"]
+    assert "at most 1.60× on this hardware" in s["kpis"][1]["small"] and "not counted" not in s["kpis"][1]["small"]
+    spot.meta.outside_s = 1.234  # a first run's one-time work (drafter load, shape checks): named, not charged
+    assert "1.23 s of first-run set-up and exactness checks not counted" in summary(spot, base)["kpis"][1]["small"]
+    spot.meta.outside_s = 0.0
     # forwards over two windows (each decoder makes one per window) count at their own curve's width
     spot.meta.cost_curve_two_windows = [[1, 0.02], [8, 0.09]]
     base.passes[4].two_windows = spot.passes[1].two_windows = True

@@ -185,7 +185,10 @@ class DecodeState:
         self.cache = target.empty_cache()
         self.step = 0  # decision index: the noise step of the next decision
         self.passes: list[PassRecord] = []
-        self.t0 = time.perf_counter()
+        self.t0 = time.perf_counter()  # (moved to the first pass by begin_passes: set-up is not decoding time)
+        self.setup_s = 0.0  # one-time work before the first pass: loading the drafter, measuring the cost curve
+        self.checks_s = 0.0  # batch-shape checks (targets/invariance.check_pass): once per shape, not decoding
+        self._checks_counted = 0.0  # (the part of checks_s already taken out of a pass's wall_s)
         self.clock = time.perf_counter  # times the policy observes (auto: samplers/cost.pass_clock, the curve's clock)
         self.end = self.total_len  # one past the last position decoded so far
         self.stats = SpecDecodingStats()
@@ -213,17 +216,26 @@ class DecodeState:
         if commits:
             self.tokens[[c.position for c in commits]] = torch.tensor([c.token for c in commits], dtype=torch.long)
 
+    def begin_passes(self) -> None:
+        """Start the run's clock at its first pass: what came before (loading the drafter, measuring the cost
+        curve) is one-time set-up, kept apart in `setup_s` (RunMeta.outside_s), not in the run's wall time."""
+        now = time.perf_counter()
+        self.setup_s += now - self.t0
+        self.t0 = now
+
     def add_pass(self, kind: str, window, states: int, commits: list[Commit], t_start: float, tree=None,
                  accepted_path=None, budget: int = 0, two_windows: bool = False) -> PassRecord:
+        checks, self._checks_counted = self.checks_s - self._checks_counted, self.checks_s  # (this pass's checks)
         rec = PassRecord(index=len(self.passes), kind=kind, window=[int(window[0]), int(window[1])],
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
-                         wall_s=time.perf_counter() - t_start, budget=int(budget), two_windows=bool(two_windows))
+                         wall_s=time.perf_counter() - t_start - checks, budget=int(budget),
+                         two_windows=bool(two_windows))
         self.passes.append(rec)
         self.stats.observe(rec)
         return rec
 
     def counters(self) -> Counters:
-        wall = time.perf_counter() - self.t0
+        wall = time.perf_counter() - self.t0 - self.checks_s  # decoding time: one-time checks are not in it
         n_pass = len(self.passes)
         gen = len(self.generated())
         s = self.stats
@@ -234,7 +246,7 @@ class DecodeState:
 
     def meta(self, drafter: str | None = None) -> RunMeta:
         """The run's description (the same for the start event and the trace, but for what the run's end knows:
-        forward_calls_outside and identity_guaranteed)."""
+        forward_calls_outside, outside_s and identity_guaranteed)."""
         info = self.target.info
         cfg = self.cfg
         drafter = cfg.drafter if drafter is None else drafter
@@ -252,6 +264,7 @@ class DecodeState:
                        cost_curve_two_windows=self.cost_curve_two_windows if spec else [],
                        threads=torch.get_num_threads(),
                        forward_calls_outside=self.calls_outside,
+                       outside_s=round(self.setup_s + self.checks_s, 4),
                        identity_guaranteed=getattr(info, "batch_invariant", None) is True)
 
     def started(self, drafter: str | None = None) -> "Progress":

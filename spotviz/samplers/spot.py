@@ -51,6 +51,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     if start_event:
         yield st.started()
     wi, (lo, hi) = 0, st.windows[0]
+    st.begin_passes()
     d, rec = prefill(st, lo, hi)  # a standard pass: its decision is the first free decision
     ahead_logp = None  # the next window's distributions at the root (when the pass that ended there evaluated them)
     knowing = cfg.coupled_noise or cfg.temperature == 0  # (the drafter's noise is the target's)

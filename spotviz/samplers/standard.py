@@ -21,6 +21,7 @@ def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConf
     st = DecodeState.begin(target, prompt, cfg)
     if start_event:
         yield st.started("none")
+    st.begin_passes()
     for lo, hi in st.windows:
         masked = st.masked(lo, hi)
         while bool(masked.any()):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -416,3 +417,34 @@ def test_saved_trajectories_train_the_same_drafters(tmp_path, tiny_block_dir, mo
     with pytest.raises(ValueError, match="cannot read"):
         train.train_drafter(train.DrafterTrainConfig(out=str(tmp_path / "d"), trajectories=str(tmp_path / "junk.safetensors"),
                                                      **kw), log=lambda *a: None)
+
+
+def test_a_drafter_run_that_fails_leaves_the_old_drafters_whole(tmp_path, tiny_block_dir, monkeypatch):
+    """train-drafter --force over existing drafters: a run stopped after the template was fitted (here: the
+    SPOT-Sets fit fails) must not leave a new calibrated.json beside old drafters; a finished run replaces all."""
+    from spotviz.training import drafter as train
+
+    monkeypatch.setattr("spotviz.embedded.prompts.training_prompts", lambda n, seed=0, corpus="shakespeare": (PROMPTS * n)[:n])
+    kw = dict(model=str(tiny_block_dir), n_prompts=2, gen_length=20, epochs=1, batch_size=64, val_fraction=0.5,
+              out=str(tmp_path / "dr"))
+    train.train_drafter(train.DrafterTrainConfig(**kw), log=lambda *a: None)
+    out = tmp_path / "dr"
+    before = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert {str(p) for p in before} >= {"calibrated.json", "training.json", "spot/drafter.json", "spot-sets/drafter.json"}
+    real_fit = train.fit
+
+    def failing_fit(model, train_data, val, mode, *a, **k):
+        if mode == "threshold":
+            raise KeyboardInterrupt  # stopped by hand in the middle of the run
+        return real_fit(model, train_data, val, mode, *a, **k)
+
+    monkeypatch.setattr(train, "fit", failing_fit)
+    with pytest.raises(KeyboardInterrupt):
+        train.train_drafter(train.DrafterTrainConfig(**(kw | {"seed": 5})), log=lambda *a: None)
+    after = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert after == before
+    monkeypatch.setattr(train, "fit", real_fit)
+    train.train_drafter(train.DrafterTrainConfig(**(kw | {"seed": 5})), log=lambda *a: None)
+    assert not (tmp_path / ".dr.partial").exists()
+    final = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert set(final) == set(before) and final[Path("spot/drafter.safetensors")] != before[Path("spot/drafter.safetensors")]

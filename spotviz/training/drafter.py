@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -520,6 +521,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
     target = load_target(cfg.model)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    stage = staging_folder(out)  # the drafters are written here and replace out's only once all are trained
     subs = {"exact": "spot", "threshold": "spot-sets"}
     # the input width per mode: a calibrated drafter keeps its source's (which may differ between the two heads)
     topk = {m: SpotDrafter.load(Path(calibrate_from) / sub).cfg.topk if calibrate_from else cfg.topk
@@ -555,7 +557,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
               "topk": {sub: topk[m] for m, sub in subs.items()}}
     # the calibrated template first: it is the SPOT drafter's partner in the decodes that choose its mixture
     template = calibrate_template(_cat(list(data["exact"])), _cat(list(data["threshold"])))
-    (out / "calibrated.json").write_text(json.dumps(template, indent=1))
+    (stage / "calibrated.json").write_text(json.dumps(template, indent=1))
     partner = Calibrated(template)
     mix_prompts = (validation_prompts(cfg, target, cfg.mix_prompts,
                                       max(meta["n_prompts"], meta["threshold_prompts"])) if cfg.mix_prompts else [])
@@ -595,8 +597,31 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
                 mix = choose_mix(model, val)
                 res = evaluate_drafter(model, val, mode) | mix
             report[sub] = res
-        model.save(out / sub, extra={"validation": res, "calibrated_from": calibrate_from or ""})
+        model.save(stage / sub, extra={"validation": res, "calibrated_from": calibrate_from or ""})
         log(f"{sub}: validation {res}")
     report["n_params"] = SpotDrafter(DrafterConfig(n_features=n_features(topk["exact"]))).n_params()
-    (out / "training.json").write_text(json.dumps(report, indent=1))
+    (stage / "training.json").write_text(json.dumps(report, indent=1))
+    publish(stage, out)
     return report
+
+
+def staging_folder(out: Path) -> Path:
+    """An empty folder beside `out` for a run's drafters (a stopped or failed run's leftovers are cleared): a
+    run that does not finish leaves `out`'s drafters as they were, never half replaced."""
+    stage = out.parent / f".{out.name}.partial"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    return stage
+
+
+def publish(stage: Path, out: Path) -> None:
+    """Move a finished run's files from `stage` into `out`, each replacing its namesake (other files in `out`,
+    such as saved trajectories, stay)."""
+    for item in sorted(stage.iterdir()):
+        dest = out / item.name
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        elif dest.exists():
+            dest.unlink()
+        item.rename(dest)
+    stage.rmdir()

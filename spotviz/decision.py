@@ -97,18 +97,29 @@ def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: Dec
            noise: GumbelNoise | None, mask_id: int | None) -> list[Decision | None]:
     """d(state, logits, step) for a batch of states: logits [n, w, V], masked [n, w] bool, steps [n].
 
-    One decision per row; None for a row with no masked position (nothing to decide). A decision keeps its
-    state's log-probabilities (a view of the batch's): the next pass's root distributions when it is a bonus."""
+    One decision per row; None for a row with no masked position (nothing to decide), computed for the other rows
+    only (a SPOT tree's nodes that complete their window, and in threshold mode often the whole batch: a free
+    decision that commits the window's last set). A decision keeps its state's log-probabilities (a view of the
+    batch's): the next pass's root distributions when it is a bonus."""
+    has = masked.any(-1)
+    if not bool(has.all()):  # (each row's decision depends on its own row alone: the others' are the same numbers)
+        out: list[Decision | None] = [None] * len(steps)
+        rows = has.nonzero().flatten().tolist()
+        if rows:
+            idx = torch.tensor(rows, device=logits.device)
+            for r, d in zip(rows, decide(logits[idx], masked[has], [steps[r] for r in rows], lo, rule, noise,
+                                         mask_id)):
+                out[r] = d
+        return out
     tokens, conf, logp = candidates(logits, steps, lo, rule, noise, mask_id, masked)
     masked = masked.to(conf.device)
     top = torch.where(masked, conf, torch.full_like(conf, -1.0)).argmax(-1)  # first maximum: lowest position
     chosen = torch.zeros_like(masked).scatter_(1, top.unsqueeze(1), True)
     if rule.mode == "threshold":
         chosen |= masked & (conf >= rule.threshold)
-    has = masked.any(-1).tolist()
-    out: list[Decision | None] = []
+    decisions: list[Decision | None] = []
     for r, (row, toks, cs) in enumerate(zip(chosen.tolist(), tokens.tolist(), conf.tolist())):
         offs = [o for o, c in enumerate(row) if c]
-        out.append(Decision(offs, [toks[o] for o in offs], [cs[o] for o in offs], cs, logp[r]) if has[r] else None)
-    return out
+        decisions.append(Decision(offs, [toks[o] for o in offs], [cs[o] for o in offs], cs, logp[r]))
+    return decisions
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from spotviz.decision import DecisionRule
+from spotviz.decision import DecisionRule, decide
 from spotviz.drafter.features import RootView, np_position_features, position_features
 from spotviz.drafter.losses import stale_ranks, teacher_forced_pointer
 from spotviz.drafter.model import DrafterConfig, SpotDrafter
@@ -525,3 +525,25 @@ def test_library_entry_points_apply_the_thread_default(monkeypatch, tiny_block_t
         assert torch.get_num_threads() == chosen
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("mode,temperature", [("exact", 0.0), ("threshold", 0.0), ("exact", 1.0), ("threshold", 1.0)])
+def test_decide_skips_finished_rows_and_decides_the_others_as_alone(mode, temperature):
+    """A batch whose rows have nothing left to decide (tree nodes that complete their window) gets None there and,
+    for every other row, the decision that row gets alone: the same offsets, tokens and confidences."""
+    torch.manual_seed(3)
+    n, w, vocab, mask = 5, 8, 50, 1
+    logits = torch.randn(n, w, vocab) * 3
+    masked = torch.rand(n, w) < 0.6
+    masked[1] = False  # finished rows
+    masked[3] = False
+    masked[0, 0] = masked[2, 5] = masked[4, 7] = True
+    rule, noise = DecisionRule(mode, temperature, 0.5), GumbelNoise(7, vocab)
+    steps = [4, 5, 5, 6, 7]
+    got = decide(logits, masked, steps, 16, rule, noise, mask)
+    assert got[1] is None and got[3] is None
+    for r in (0, 2, 4):
+        alone = decide(logits[r:r + 1], masked[r:r + 1], [steps[r]], 16, rule, noise, mask)[0]
+        assert (got[r].offsets, got[r].tokens, got[r].confidences) == (alone.offsets, alone.tokens, alone.confidences)
+        assert torch.equal(got[r].logp, alone.logp)
+    assert decide(logits[[1, 3]], masked[[1, 3]], [5, 6], 16, rule, noise, mask) == [None, None]

@@ -442,6 +442,23 @@ def test_cost_curve_measured_once_and_cached_outside_the_repository(tiny_block_t
     assert len(calls) == 2
 
 
+def test_a_cached_cost_curve_is_not_used_on_a_cpu_with_other_kernels(tiny_block_target, tmp_path, monkeypatch):
+    """A cache folder carried to a machine whose CPU kernels differ (AVX-512 -> AVX2) measures the curve again;
+    back on the first kind, its own curve is read from the cache."""
+    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
+    calls = []
+    real = cost.measure
+    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
+    t = eager_twin(tiny_block_target)
+    for isa, measured in (("AVX512", 1), ("AVX2", 2), ("AVX512", 2)):
+        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda isa=isa: isa)
+        cost._MEMO.clear()
+        cost.cost_curve(t)
+        assert len(calls) == measured, isa
+    assert sorted(f.name.split("-cpu-")[1].split("-")[0] for f in (tmp_path / "cache" / "cost").glob("*.json")) \
+        == ["avx2", "avx512"]
+
+
 # ------------------------------------------------------------------------------------ one run description
 def test_start_event_then_passes_then_trace(tiny_block_target, tiny_prompt, random_drafter):
     for cfg in (DecodeConfig(seed=1, gen_length=16), DecodeConfig(seed=1, gen_length=16, drafter="training-free",

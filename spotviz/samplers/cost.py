@@ -1,7 +1,7 @@
 """The target's forward cost curve f(N), and the budget policies that size each pass's draft tree.
 
-f(N) is the time of one target pass over N states of one window (measured once per model, device, dtype and
-thread count; cached in the user's cache folder, never in the repository). It is measured as real decodes see
+f(N) is the time of one target pass over N states of one window (measured once per model, device (on a CPU:
+and the instruction set of torch's kernels), dtype and thread count; cached in the user's cache folder, never in the repository). It is measured as real decodes see
 it: each size's calls in a row (a call after a different input shape costs more), the median of several calls
 after a warm-up at that shape, in thread CPU time on a CPU (a busy machine does not inflate it) and in wall time
 after a synchronisation elsewhere. The fused pass (a node completes the window, so the pass also evaluates the
@@ -147,9 +147,23 @@ def _dtype(target) -> str:
 
 
 def curve_key(target) -> str:
+    """What a cached curve is valid for: the model's shape, the device (on a CPU with the instruction set torch's
+    kernels use there, so that a cache folder carried to a machine with other kernels, e.g. AVX2 against AVX-512,
+    whose f(N)/f(1) differ, is measured again), the dtype, the thread count and torch's version."""
     info = target.info
-    return (f"{info.name}-{info.attention}-b{info.block_size}-v{info.vocab_size}-{target.device}-{_dtype(target)}"
+    device = str(target.device)
+    if device.startswith("cpu"):
+        device += "-" + cpu_capability()
+    return (f"{info.name}-{info.attention}-b{info.block_size}-v{info.vocab_size}-{device}-{_dtype(target)}"
             f"-t{torch.get_num_threads()}-torch{torch.__version__.split('+')[0]}-c{CURVE_VERSION}")
+
+
+def cpu_capability() -> str:
+    """The instruction set torch's CPU kernels use on this machine ("AVX512", "AVX2", "DEFAULT", ...)."""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability()).lower()
+    except Exception:  # noqa: BLE001 - an older torch or a platform without it: one key for every CPU
+        return "any"
 
 
 def _cacheable(target) -> bool:
@@ -240,7 +254,7 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
                 pass  # unreadable cache: measure again
     if log or NOTICE:
         (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
-                        f"{torch.get_num_threads()} thread(s) for --budget auto (once per model, device and thread count; "
+                        f"{torch.get_num_threads()} thread(s) for --budget auto (once per model, device, CPU kernels and thread count; "
                         f"cached afterwards) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve

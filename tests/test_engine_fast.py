@@ -374,6 +374,26 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     assert other.tree.pause == 0 and other.accepted / other.expected == 1.0
 
 
+def test_auto_carries_the_curves_corrections_to_the_next_run(tiny_block_target, monkeypatch):
+    """A run that saw three-state forwards cost twice what the cached curve says (a curve measured while something
+    else shared the cores) starts the next run of its kind from that, not from the curve again."""
+    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(cost, "_LEARNED", {})
+    key = ("spot", "SpotProposer", 1, "exact", 0.0, 0.9, True)
+    first = cost.budget_policy("auto", tiny_block_target, key)
+    f3 = first.f[3]
+    for _ in range(6):
+        first.observe(PassOutcome(3, 2 * f3, False))
+        first.observe(PassOutcome(1, first.f[1], False))
+    assert first.f_now[3] > 1.5 * f3
+    cost.remember_policy(first, tiny_block_target, key)
+    again = cost.budget_policy("auto", tiny_block_target, key)
+    assert again.f_now[3] == pytest.approx(first.f_now[3]) and again._fl[3] == pytest.approx(first.f_now[3])
+    assert again.load == pytest.approx(first.load) and again.ratio is not first.ratio
+    fresh = cost.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another kind: the curve
+    assert fresh.f_now[3] == pytest.approx(f3)
+
+
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 0.0),
                                         ("threshold", 0.3, 1.0)])
 def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny_block_target, monkeypatch):

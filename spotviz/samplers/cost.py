@@ -52,9 +52,11 @@ with decay 0.8 paused one-guess trees that pay a third of the time. Once draftin
 pauses for a number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays;
 after a pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop
 one-guess trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned
-(both calibrations, each tier's overhead, realized sums and pause) is remembered in the process for the next run of
-the same target, drafter, mode and temperature, so short runs do not each pay to learn it again from the priors (the
-calibration counts are capped when carried over, so they keep adapting). FixedBudget is the fixed node count: it
+(both calibrations, each tier's overhead, realized sums and pause, and the curve's corrections l_N with the machine's
+load) is remembered in the process for the next run of the same target, drafter, mode and temperature, so short runs
+do not each pay to learn it again from the priors (the calibration counts are capped when carried over, so they keep
+adapting). The corrections matter where the cached curve is off in shape, not only in scale (measured while another
+job shared the cores, say): each new run would otherwise trust it again at every size it has not yet seen twice. FixedBudget is the fixed node count: it
 always drafts and keeps every node it grows.
 """
 from __future__ import annotations
@@ -349,17 +351,24 @@ class CostAwareBudget(FixedBudget):
     MAX_PAUSE = 64
     DECAY = 0.95  # of the realized check's sums (module docstring)
     CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits",
-               "standard_seen")
+               "standard_seen", "load")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
 
     def remember(self) -> dict:
         """What this run learned, for the next run of the same kind (module docstring)."""
         return {**{k: getattr(self, k) for k in self.CARRIED},
-                "one_guess": replace(self.one_guess), "tree": replace(self.tree)}
+                "one_guess": replace(self.one_guess), "tree": replace(self.tree),
+                "ratio": self.ratio.copy(), "seen": self.seen.copy()}
 
     def recall(self, learned: dict) -> None:
         for k, v in learned.items():
-            setattr(self, k, replace(v) if isinstance(v, Tier) else v)
+            if isinstance(v, np.ndarray):
+                if v.shape == getattr(self, k).shape:  # (the curve's corrections: per size, as this run sizes them)
+                    setattr(self, k, v.copy())
+            else:
+                setattr(self, k, replace(v) if isinstance(v, Tier) else v)
+        self.f_now = np.where(self.seen >= 2, self.ratio, self.load) * self.f
+        self._fl = self.f_now.tolist()
         for e, a in (("expected", "accepted"), ("gate_expected", "gate_accepted")):
             scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(self, e), 1e-9))
             setattr(self, e, getattr(self, e) * scale)

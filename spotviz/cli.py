@@ -327,7 +327,7 @@ def cmd_accuracy(a) -> int:
 
 
 def cmd_cost_curve(a) -> int:
-    """(Re)measure the target's forward cost curve f(N) (cached per model, device and its CPU kernels, dtype and threads)."""
+    """(Re)measure the target's forward cost curve f(N) (cached per model, device and CPU kernels, dtype, threads)."""
     from .registry import load_target
     from .samplers.cost import cache_dir, cost_curve
 

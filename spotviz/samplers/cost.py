@@ -1,11 +1,12 @@
 """The target's forward cost curve f(N), and the budget policies that size each pass's draft tree.
 
 f(N) is the time of one target pass over N states of one window (measured once per model, device (on a CPU:
-and the instruction set of torch's kernels), dtype and thread count; cached in the user's cache folder, never in the repository). It is measured as real decodes see
-it: each size's calls in a row (a call after a different input shape costs more), the median of several calls
-after a warm-up at that shape, in thread CPU time on a CPU (a busy machine does not inflate it) and in wall time
-after a synchronisation elsewhere. The fused pass (a node completes the window, so the pass also evaluates the
-next one: twice the width) has its own curve. Nothing is smoothed: the curve is what the hardware does.
+and the instruction set of torch's kernels), dtype and thread count; cached in the user's cache folder, never in
+the repository). It is measured as real decodes see it: each size's calls in a row (a call after a different input
+shape costs more), the median of several calls after a warm-up at that shape, in thread CPU time on a CPU (a busy
+machine does not inflate it) and in wall time after a synchronisation elsewhere. The fused pass (a node completes
+the window, so the pass also evaluates the next one: twice the width) has its own curve. Nothing is smoothed: the
+curve is what the hardware does.
 
 A SPOT pass over a tree of N nodes costs about f(N) + c, where c is the pass's own work outside the forward
 (drafter, tree, decisions), and commits 1 + the accepted edges. With nodes in best-first order (path
@@ -56,8 +57,8 @@ one-guess trees that pay, and the other way round. A run's loss is then bounded 
 load) is remembered in the process for the next run of the same target, drafter, mode and temperature, so short runs
 do not each pay to learn it again from the priors (the calibration counts are capped when carried over, so they keep
 adapting). The corrections matter where the cached curve is off in shape, not only in scale (measured while another
-job shared the cores, say): each new run would otherwise trust it again at every size it has not yet seen twice. FixedBudget is the fixed node count: it
-always drafts and keeps every node it grows.
+job shared the cores, say): each new run would otherwise trust it again at every size it has not yet seen twice.
+FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations
 
@@ -256,8 +257,8 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
                 pass  # unreadable cache: measure again
     if log or NOTICE:
         (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
-                        f"{torch.get_num_threads()} thread(s) for --budget auto (once per model, device, CPU kernels and thread count; "
-                        f"cached afterwards) ...")
+                        f"{torch.get_num_threads()} thread(s) for --budget auto (once per model, device, CPU kernels "
+                        f"and thread count; cached afterwards) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
     if _cacheable(target):

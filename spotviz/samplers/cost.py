@@ -237,13 +237,31 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     return curve
 
 
+def machine_busy() -> bool:
+    """Whether other work shared this machine's CPUs: the 1-minute load average, less this process's own threads, is
+    at least half the cores (at least one). A curve measured then is not cached for later runs: thread time does not
+    see a job on a sibling core slowing this one's memory traffic, and that slowdown is not the same at every N
+    (session 28's curve, measured beside two benches, made larger trees look cheaper than they are: docs/wallclock.md).
+    False where the load is unknown."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # (no load average on this platform)
+        return False
+    return load - torch.get_num_threads() >= max(1.0, (os.cpu_count() or 1) / 2)
+
+
 NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
+
+
+def curve_path(target) -> Path:
+    """Where the target's curve is cached (the file may not exist)."""
+    return cache_dir() / "cost" / f"{curve_key(target).replace('/', '_')}.json"
 
 
 def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     """The target's cost curve: from memory, else from the user cache, else measured now (and cached)."""
     key = curve_key(target)
-    path = cache_dir() / "cost" / f"{key.replace('/', '_')}.json"
+    path = curve_path(target)
     memo_key = (key, id(target))
     if not remeasure:
         if memo_key in _MEMO:
@@ -261,7 +279,11 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
                         f"and thread count; cached afterwards) ...")
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
-    if _cacheable(target):
+    busy = str(target.device).startswith("cpu") and machine_busy()
+    if busy and (log or NOTICE):
+        (log or NOTICE)("  the machine was busy while it was measured: this curve serves this process only "
+                        "(measured again next time)")
+    if _cacheable(target) and not busy:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(asdict(curve), indent=1))

@@ -264,7 +264,7 @@ def test_cost_curve_command_prints_the_curve_and_says_whether_it_was_cached(caps
     assert "model folder" in err  # (a folder's model may change under its name: never cached)
     monkeypatch.setattr(cost, "_cacheable", lambda target: True)
     for busy, said in ((True, "not cached: the machine was busy"), (False, "cached under")):
-        monkeypatch.setattr(cost, "machine_busy", lambda busy=busy: busy)
+        monkeypatch.setattr(cost, "machine_busy", lambda since, busy=busy: busy)
         code, out, err = run_main(capsys, "cost-curve", "--model", str(tiny_block_dir))
         assert code == 0 and "f(N)/f(1)" in out and said in err
 

@@ -448,7 +448,7 @@ def test_zero_overhead_ceiling_is_commits_per_pass_over_the_pass_cost():
 
 def test_cost_curve_measured_once_and_cached_outside_the_repository(tiny_block_target, tmp_path, monkeypatch):
     monkeypatch.setattr(cost, "_cacheable", lambda target: True)
-    monkeypatch.setattr(cost, "machine_busy", lambda: False)
+    monkeypatch.setattr(cost, "machine_busy", lambda since: False)
     calls = []
     real = cost.measure
     monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), rounds=1, per_round=1))
@@ -467,7 +467,7 @@ def test_a_cached_cost_curve_is_not_used_on_a_cpu_with_other_kernels(tiny_block_
     """A cache folder carried to a machine whose CPU kernels differ (AVX-512 -> AVX2) measures the curve again;
     back on the first kind, its own curve is read from the cache."""
     monkeypatch.setattr(cost, "_cacheable", lambda target: True)
-    monkeypatch.setattr(cost, "machine_busy", lambda: False)
+    monkeypatch.setattr(cost, "machine_busy", lambda since: False)
     calls = []
     real = cost.measure
     monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
@@ -482,8 +482,8 @@ def test_a_cached_cost_curve_is_not_used_on_a_cpu_with_other_kernels(tiny_block_
 
 
 def test_a_cost_curve_measured_on_a_busy_machine_serves_only_its_process(tiny_block_target, tmp_path, monkeypatch):
-    """Measured while other work shared the cores (load average less this process's threads >= half the cores), a
-    curve is kept in memory, not in the cache: the next process measures it again; on a quiet machine it is cached."""
+    """Measured while other processes used a core's worth of CPU (half the cores this process leaves free), a curve
+    is kept in memory, not in the cache: the next process measures it again; on a quiet machine it is cached."""
     monkeypatch.setattr(cost, "_cacheable", lambda target: True)
     calls = []
     real = cost.measure
@@ -492,19 +492,21 @@ def test_a_cost_curve_measured_on_a_busy_machine_serves_only_its_process(tiny_bl
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     t = eager_twin(tiny_block_target)
     folder = tmp_path / "cache" / "cost"
-    monkeypatch.setattr(cost.os, "getloadavg", lambda: (2.1, 1.0, 1.0))  # one other job beside this process
-    assert cost.machine_busy()
+    snaps = iter([])
+    monkeypatch.setattr(cost, "cpu_snapshot", lambda: next(snaps))
+    # (machine busy seconds, this process's seconds, wall): 10 s of wall, this process 10 s of CPU, the others 9 s
+    snaps = iter([(100.0, 5.0, 50.0), (119.0, 15.0, 60.0)])
     cost.cost_curve(t)
     assert not list(folder.glob("*.json")) and len(calls) == 1
     cost.cost_curve(t)  # (this process: from memory)
     assert len(calls) == 1
-    cost._MEMO.clear()  # a new process, now on a quiet machine
-    monkeypatch.setattr(cost.os, "getloadavg", lambda: (1.2, 1.0, 1.0))
-    assert not cost.machine_busy()
+    cost._MEMO.clear()  # a new process, on a quiet machine (the others: 1 s in 10)
+    snaps = iter([(200.0, 20.0, 70.0), (211.0, 30.0, 80.0)])
     cost.cost_curve(t)
     assert len(calls) == 2 and len(list(folder.glob("*.json"))) == 1
-    monkeypatch.setattr(cost.os, "getloadavg", lambda: (_ for _ in ()).throw(OSError("no load average")))
-    assert not cost.machine_busy()  # unknown: as quiet
+    assert cost.machine_busy(None) is False  # unknown (no /proc/stat): as quiet
+    snaps = iter([(9.0, 1.0, 5.0)])
+    assert cost.machine_busy((0.0, 0.0, 5.0)) is False  # (wall time did not advance: unknown)
 
 
 # ------------------------------------------------------------------------------------ one run description

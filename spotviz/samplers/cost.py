@@ -237,17 +237,30 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     return curve
 
 
-def machine_busy() -> bool:
-    """Whether other work shared this machine's CPUs: the 1-minute load average, less this process's own threads, is
-    at least half the cores (at least one). A curve measured then is not cached for later runs: thread time does not
-    see a job on a sibling core slowing this one's memory traffic, and that slowdown is not the same at every N
-    (session 28's curve, measured beside two benches, made larger trees look cheaper than they are: docs/wallclock.md).
-    False where the load is unknown."""
+def cpu_snapshot() -> tuple[float, float, float] | None:
+    """(the machine's busy CPU seconds, this process's CPU seconds, wall seconds) now; None where the machine's are
+    unknown (/proc/stat is Linux's)."""
     try:
-        load = os.getloadavg()[0]
-    except (OSError, AttributeError):  # (no load average on this platform)
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]
+        busy = (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # (less idle and iowait)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return busy, time.process_time(), time.perf_counter()
+
+
+def machine_busy(since: tuple | None) -> bool:
+    """Whether other processes used at least half a core (half of the cores this process leaves free, at least one)
+    between the snapshot `since` and now. A curve measured then is not cached for later runs: thread time does not
+    see a job on a sibling core slowing this one's memory traffic, and that slowdown is not the same at every N
+    (session 28's curve, measured beside another bench, made larger trees look cheaper than they are:
+    docs/wallclock.md). False where it is unknown."""
+    now = cpu_snapshot() if since is not None else None
+    if now is None or now[2] - since[2] <= 0:
         return False
-    return load - torch.get_num_threads() >= max(1.0, (os.cpu_count() or 1) / 2)
+    others = ((now[0] - since[0]) - (now[1] - since[1])) / (now[2] - since[2])  # cores' worth used by the others
+    free = max(1, (os.cpu_count() or 1) - torch.get_num_threads())
+    return others >= 0.5 * free
 
 
 NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
@@ -277,9 +290,10 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
         (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
                         f"{torch.get_num_threads()} thread(s) for --budget auto (once per model, device, CPU kernels "
                         f"and thread count; cached afterwards) ...")
+    since = cpu_snapshot()
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
-    busy = str(target.device).startswith("cpu") and machine_busy()
+    busy = str(target.device).startswith("cpu") and machine_busy(since)
     if busy and (log or NOTICE):
         (log or NOTICE)("  the machine was busy while it was measured: this curve serves this process only "
                         "(measured again next time)")

@@ -329,7 +329,7 @@ def cmd_accuracy(a) -> int:
 def cmd_cost_curve(a) -> int:
     """(Re)measure the target's forward cost curve f(N) (cached per model, device and CPU kernels, dtype, threads)."""
     from .registry import load_target
-    from .samplers.cost import _cacheable, cost_curve, curve_path
+    from .samplers.cost import _cacheable, cost_curve
 
     target = load_target(a.model, device=a.device)
     curve = cost_curve(target, remeasure=True)
@@ -350,14 +350,10 @@ def cmd_cost_curve(a) -> int:
                 f"N={n}: {t / curve.seconds[0]:.2f}" for n, t in zip(curve.fused_sizes, curve.fused_seconds)))
         print("zero-overhead ceiling of a run = its commits per pass r over f(N)/f(1), the two-window forwards "
               "that both decoders make once per window counted at their width (bench prints it per row)")
-    path = curve_path(target)
-    try:
-        cached = json.loads(path.read_text())["seconds"] == curve.seconds
-    except (OSError, ValueError, KeyError):
-        cached = False
-    print(f"cached under {path.parent}" if cached else "not cached: a model folder's curve is measured in each process"
-          if not _cacheable(target) else "not cached: the machine was busy while it was measured (`auto` would trust "
-          "it in later runs); measure it again when the machine is quiet", file=sys.stderr)
+    if curve.cached:  # (otherwise the measurement said why, busy machine or unwritable folder, through cost.NOTICE)
+        print(f"cached under {os.path.dirname(curve.cached)}", file=sys.stderr)
+    elif not _cacheable(target):
+        print("not cached: a model folder's curve is measured in each process", file=sys.stderr)
     return 0
 
 

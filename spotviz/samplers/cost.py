@@ -97,6 +97,7 @@ class CostCurve:
     clock: str = "thread"  # "thread" (thread CPU time) or "wall"
     dtype: str = "float32"
     calls: int = 0  # target forward calls made to measure it now (0 when read from memory or the user cache)
+    cached: str = ""  # the file this measurement was just written to ("" if not: a model folder, a busy machine)
 
     def table(self, n_max: int, fused: bool = False) -> np.ndarray:
         """f(N) for N = 0..n_max (index 0 unused), linear interpolation / extrapolation from the last segment."""
@@ -266,15 +267,10 @@ def machine_busy(since: tuple | None) -> bool:
 NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
 
 
-def curve_path(target) -> Path:
-    """Where the target's curve is cached (the file may not exist)."""
-    return cache_dir() / "cost" / f"{curve_key(target).replace('/', '_')}.json"
-
-
 def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     """The target's cost curve: from memory, else from the user cache, else measured now (and cached)."""
     key = curve_key(target)
-    path = curve_path(target)
+    path = cache_dir() / "cost" / f"{key.replace('/', '_')}.json"
     memo_key = (key, id(target))
     if not remeasure:
         if memo_key in _MEMO:
@@ -293,16 +289,21 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     since = cpu_snapshot()
     curve = measure(target, log=log)
     _MEMO[memo_key] = curve
-    busy = str(target.device).startswith("cpu") and machine_busy(since)
-    if busy and (log or NOTICE):
-        (log or NOTICE)("  the machine was busy while it was measured: this curve serves this process only "
-                        "(measured again next time)")
-    if _cacheable(target) and not busy:
+    if not _cacheable(target):
+        return curve
+    why = ""
+    if str(target.device).startswith("cpu") and machine_busy(since):
+        why = "the machine was busy while it was measured (this curve serves this process only; measure it again " \
+              "when the machine is quiet)"
+    else:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(asdict(curve), indent=1))
-        except OSError:
-            pass  # a read-only home: keep it in memory
+            curve.cached = str(path)
+        except OSError as e:  # a read-only home: keep it in memory
+            why = f"{path.parent} could not be written ({e.strerror or e})"
+    if why and (log or NOTICE):
+        (log or NOTICE)("  not cached: " + why)
     return curve
 
 
@@ -404,8 +405,7 @@ class CostAwareBudget(FixedBudget):
                     setattr(self, k, v.copy())
             else:
                 setattr(self, k, replace(v) if isinstance(v, Tier) else v)
-        self.f_now = np.where(self.seen >= 2, self.ratio, self.load) * self.f
-        self._fl = self.f_now.tolist()
+        self._rescale()
         for e, a in (("expected", "accepted"), ("gate_expected", "gate_accepted")):
             scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(self, e), 1e-9))
             setattr(self, e, getattr(self, e) * scale)
@@ -485,8 +485,7 @@ class CostAwareBudget(FixedBudget):
             if not o.fused:
                 self.ratio[n] = r if self.seen[n] == 0 else 0.8 * self.ratio[n] + 0.2 * r
                 self.seen[n] += 1
-            self.f_now = np.where(self.seen >= 2, self.ratio, self.load) * self.f
-            self._fl = self.f_now.tolist()
+            self._rescale()
         commits = o.commits or o.accepted_edges + 1
         if o.drafted and o.states > 1:
             self.expected += self.last_expected
@@ -511,6 +510,11 @@ class CostAwareBudget(FixedBudget):
             self.standard_seen += 1
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
+
+    def _rescale(self) -> None:
+        """f(N) as this run sees it: l_N f(N), l_N the size's own correction once seen twice, else the load."""
+        self.f_now = np.where(self.seen >= 2, self.ratio, self.load) * self.f
+        self._fl = self.f_now.tolist()
 
     def _tier(self) -> Tier:
         """The tier of this pass's tree."""

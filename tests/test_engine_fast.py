@@ -611,6 +611,9 @@ def test_decide_skips_finished_rows_and_decides_the_others_as_alone(mode, temper
     assert got[1] is None and got[3] is None
     for r in (0, 2, 4):
         alone = decide(logits[r:r + 1], masked[r:r + 1], [steps[r]], 16, rule, noise, mask)[0]
-        assert (got[r].offsets, got[r].tokens, got[r].confidences) == (alone.offsets, alone.tokens, alone.confidences)
-        assert torch.equal(got[r].logp, alone.logp)
+        assert (got[r].offsets, got[r].tokens) == (alone.offsets, alone.tokens)  # (what the walk compares)
+        # (the numbers themselves: the same rows through the same kernels; not asserted to the last bit, which is
+        # the CPU's business, not the library's)
+        assert got[r].confidences == pytest.approx(alone.confidences, rel=0, abs=1e-6)
+        assert torch.allclose(got[r].logp, alone.logp, rtol=0, atol=1e-5)
     assert decide(logits[[1, 3]], masked[[1, 3]], [5, 6], 16, rule, noise, mask) == [None, None]

@@ -49,6 +49,12 @@ COMPONENTS = [
     ("spotviz.samplers.common", "DecodeState.counters", "bookkeeping"),
     ("spotviz.samplers.common", "DecodeState.progress", "bookkeeping"),
     ("spotviz.samplers.common", "DecodeState.apply", "bookkeeping"),
+    ("spotviz.samplers.cost", "CostAwareBudget.draft_now", "budget policy"),
+    ("spotviz.samplers.cost", "CostAwareBudget.begin", "budget policy"),
+    ("spotviz.samplers.cost", "CostAwareBudget.add", "budget policy"),
+    ("spotviz.samplers.cost", "CostAwareBudget.stop", "budget policy"),
+    ("spotviz.samplers.cost", "CostAwareBudget.choose", "budget policy"),
+    ("spotviz.samplers.cost", "CostAwareBudget.observe", "budget policy"),
 ]
 
 
@@ -222,7 +228,7 @@ def main(argv=None):
     results["f1_ms"] = 1000 * f1_mean
     results["ratios_in_decodes"] = {str(n): r for n, r in ratios.items()}
     labels = ["drafter forward", "features", "drafter context", "root log-probs", "tree build", "node states",
-              "decide", "accept walk + bonus", "trace record", "known states", "bookkeeping"]
+              "decide", "accept walk + bonus", "trace record", "known states", "bookkeeping", "budget policy"]
     print()
     print(f"| configuration | passes | drafted passes | mean states | forward | " + " | ".join(labels)
           + " | other | overhead per pass | overhead per drafted pass |")

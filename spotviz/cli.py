@@ -300,7 +300,8 @@ def cmd_bench(a) -> int:
     res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
                     transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                     modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
-                    log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
+                    drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
+                    simulate_curve=a.simulate_curve, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
     return 0
@@ -489,6 +490,12 @@ def main(argv=None) -> int:
     b.add_argument("--threshold", type=float, default=0.9)
     b.add_argument("--modes", default="exact,threshold",
                    help="decoding modes benchmarked, separated by commas (exact, threshold)")
+    b.add_argument("--drafters", default="spot,training-free,calibrated",
+                   help="drafters benchmarked, separated by commas (spot, training-free, calibrated)")
+    b.add_argument("--simulate-curve", default=None, metavar="FILE",
+                   help="charge every target forward at another device's measured cost curve (a cost-curve JSON, "
+                        "or scripts/gpu_cost_curve.py's result such as docs/gpu-h200.json) on a virtual clock: the "
+                        "wall-clock columns then model that device (drafter and bookkeeping at this CPU's cost)")
     b.add_argument("--no-transfer", action="store_true",
                    help="skip the rows that use the other embedded models' drafters on this model")
     b.add_argument("--prune", type=float, default=0.0,

@@ -82,3 +82,25 @@ def test_bench_row_warms_up_before_timing(tiny_block_dir):
     assert len(traces) == len(base) == 2 and ticks[0] == 2.0  # the warm-up is counted in the progress plan
     assert traces[0].meta.forward_calls_outside == 0
     assert all(a.tokens == b.tokens for a, b in zip(traces, base))
+
+
+def test_bench_simulated_curve_times_every_decoder_on_that_curve(tiny_block_dir, tmp_path, capsys):
+    curve = tmp_path / "slow-device.json"  # one second a forward, whatever N: a device far slower than this CPU
+    curve.write_text(json.dumps({"sizes": [1, 2, 64], "seconds": [1.0, 1.0, 1.0], "fused_sizes": [1, 64],
+                                 "fused_seconds": [2.0, 2.0], "device": "slow:0"}))
+    rc = main(["bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length", "8", "--budgets", "auto,4",
+               "--temperatures", "0", "--modes", "exact", "--drafters", "training-free", "--simulate-curve",
+               str(curve), "--no-transfer", "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["simulated"].startswith("slow:0") and str(curve) in out["simulated"]
+    assert [r["drafter"] for r in out["rows"]] == ["none", "training-free", "training-free"]
+    assert all(r["identical"] == 1.0 for r in out["rows"])
+    # every pass costs at least the curve's second (real passes here take milliseconds): at most one pass a second
+    assert all(0 < r["tokens_per_s"] * r["passes_per_token"] <= 1.0 for r in out["rows"])
+    assert out["cost_curve"][0] == [1, 1.0]
+    assert "Simulated wall-clock" in (tmp_path / f"bench-{out['model']}.md").read_text()
+    for args, message in ((["--simulate-curve", str(tmp_path / "none.json")], "error: cannot read the cost curve"),
+                          (["--drafters", "spot,oracle"], "error: drafters spot, oracle: choose from spot")):
+        rc = main(["bench", "--model", str(tiny_block_dir), "--out", str(tmp_path)] + args)
+        assert rc != 0 and capsys.readouterr().err.startswith(message)

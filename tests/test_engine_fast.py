@@ -388,7 +388,7 @@ def test_auto_carries_the_curves_corrections_to_the_next_run(tiny_block_target, 
     assert first.f_now[3] > 1.5 * f3
     cost.remember_policy(first, tiny_block_target, key)
     again = cost.budget_policy("auto", tiny_block_target, key)
-    assert again.f_now[3] == pytest.approx(first.f_now[3]) and again._fl[3] == pytest.approx(first.f_now[3])
+    assert again.f_now[3] == pytest.approx(first.f_now[3]) and again.f_at(3) == pytest.approx(first.f_now[3])
     assert again.load == pytest.approx(first.load) and again.ratio is not first.ratio
     fresh = cost.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another kind: the curve
     assert fresh.f_now[3] == pytest.approx(f3)

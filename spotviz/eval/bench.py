@@ -27,6 +27,7 @@ from ..samplers.common import AUTO, DecodeConfig
 from ..samplers.cost import ceiling, cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
+from ..targets.simulated import SimulatedCost, load_curve
 from .progress import Progress, duration, unit_seconds
 from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
 from .stats import stale_agreement
@@ -65,6 +66,7 @@ class BenchResult:
     seconds: float = 0.0
     prune: float = 0.0
     cost_curve: list = field(default_factory=list)  # [[states, seconds per pass]] measured for --budget auto
+    simulated: str = ""  # the device whose cost curve the forwards were charged at (targets/simulated.py); "": none
     quality: dict = field(default_factory=dict)  # greedy outputs: degeneracy and syntax measures (eval/quality.py)
 
 
@@ -119,21 +121,33 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
 def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts: int = 20,
               gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=("spot", "training-free", "calibrated"), transfer: bool = True, other_budgets=None,
-              prune: float = 0.0, modes=("exact", "threshold"), log=print) -> BenchResult:
+              prune: float = 0.0, modes=("exact", "threshold"), simulate_curve: str | None = None,
+              log=print) -> BenchResult:
     """`modes`: the decoding modes benchmarked (exact, threshold or both). `budgets` apply to the first mode at the
     first temperature (the headline sweep); `other_budgets` (default: the same) to the other (mode, temperature)
     pairs, so a CPU run can sweep fewer budgets there. Transfer rows and the coupled-noise ablation use budget 16 (or
     the nearest number swept). The target's cost curve (measured now if not cached; recorded in the result) serves
     budget "auto" and every row's zero-overhead ceiling. `prune` > 0 adds, for the SPOT drafter at every budget
-    swept, a row with draft nodes below that path probability pruned (the budget becomes a cap)."""
+    swept, a row with draft nodes below that path probability pruned (the budget becomes a cap). `simulate_curve`: a
+    cost-curve file (targets/simulated.load_curve) whose f(N) every forward is charged at, on a virtual clock: the
+    wall-clock columns then say what the decoders would take where a forward costs that (the drafter and the
+    bookkeeping at this machine's cost)."""
     if not modes or any(m not in ("exact", "threshold") for m in modes):
         raise ValueError(f"modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
+    known = ("spot", "training-free", "calibrated")
+    if not drafters or any(d not in known for d in drafters):
+        raise ValueError(f"drafters {', '.join(drafters) or '(none)'}: choose from {', '.join(known)}")
+    simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
     target = load_target(model)
     prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune)
+    if simulated is not None:
+        target = SimulatedCost(target, simulated)
+        res.simulated = f"{simulated.device or 'another device'} ({simulated.dtype or 'its dtype'}), {simulate_curve}"
+        log(f"simulated: every forward is charged at the cost curve of {res.simulated}; the rest at this CPU's cost")
     log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
     curve = cost_curve(target, log=log)  # for budget auto, and every row's zero-overhead ceiling
     res.cost_curve = curve.as_pairs()
@@ -230,6 +244,10 @@ def _fmt(r: BenchRow) -> str:
 def to_markdown(res: BenchResult) -> str:
     lines = [f"### {res.model}: {res.n_prompts} held-out prompts x {res.gen_length} tokens "
              f"({res.device}, {res.threads} threads, tau={res.threshold}, {res.seconds / 60:.1f} min)", ""]
+    if res.simulated:
+        lines += [f"**Simulated wall-clock**: every target forward was charged at the cost curve of {res.simulated} "
+                  "(a virtual clock: this CPU's thread time outside the forwards, the curve's f(N) for each "
+                  "forward); the pass counts and outputs are real, the times a model of that device.", ""]
     sa = ", ".join(f"{k}: {100 * v['stale_agreement']:.1f}%" for k, v in res.stale_agreement.items())
     lines += [f"Previous-pass prediction already equals the committed token (exact decoding): {sa}", ""]
     q = res.quality.get("summary") if res.quality else None

@@ -185,11 +185,14 @@ class DecodeState:
         self.cache = target.empty_cache()
         self.step = 0  # decision index: the noise step of the next decision
         self.passes: list[PassRecord] = []
-        self.t0 = time.perf_counter()  # (moved to the first pass by begin_passes: set-up is not decoding time)
+        # the run's wall clock: the machine's, or a target's virtual one (targets/simulated.py: another device's
+        # forward cost)
+        self.wall = getattr(target, "clock", None) or time.perf_counter
+        self.t0 = self.wall()  # (moved to the first pass by begin_passes: set-up is not decoding time)
         self.setup_s = 0.0  # one-time work before the first pass: loading the drafter, measuring the cost curve
         self.checks_s = 0.0  # batch-shape checks (targets/invariance.check_pass): once per shape, not decoding
         self._checks_counted = 0.0  # (the part of checks_s already taken out of a pass's wall_s)
-        self.clock = time.perf_counter  # times the policy observes (auto: samplers/cost.pass_clock, the curve's clock)
+        self.clock = self.wall  # times the policy observes (auto: samplers/cost.pass_clock, the curve's clock)
         self.end = self.total_len  # one past the last position decoded so far
         self.stats = SpecDecodingStats()
 
@@ -219,7 +222,7 @@ class DecodeState:
     def begin_passes(self) -> None:
         """Start the run's clock at its first pass: what came before (loading the drafter, measuring the cost
         curve) is one-time set-up, kept apart in `setup_s` (RunMeta.outside_s), not in the run's wall time."""
-        now = time.perf_counter()
+        now = self.wall()
         self.setup_s += now - self.t0
         self.t0 = now
 
@@ -228,14 +231,14 @@ class DecodeState:
         checks, self._checks_counted = self.checks_s - self._checks_counted, self.checks_s  # (this pass's checks)
         rec = PassRecord(index=len(self.passes), kind=kind, window=[int(window[0]), int(window[1])],
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
-                         wall_s=time.perf_counter() - t_start - checks, budget=int(budget),
+                         wall_s=self.wall() - t_start - checks, budget=int(budget),
                          two_windows=bool(two_windows))
         self.passes.append(rec)
         self.stats.observe(rec)
         return rec
 
     def counters(self) -> Counters:
-        wall = time.perf_counter() - self.t0 - self.checks_s  # decoding time: one-time checks are not in it
+        wall = self.wall() - self.t0 - self.checks_s  # decoding time: one-time checks are not in it
         n_pass = len(self.passes)
         gen = len(self.generated())
         s = self.stats

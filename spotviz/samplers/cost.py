@@ -177,10 +177,13 @@ def _cacheable(target) -> bool:
     return target.info.name in EMBEDDED or "/" in target.info.name and not Path(target.info.name).exists()
 
 
-def pass_clock(device) -> tuple[str, callable]:
+def pass_clock(target) -> tuple[str, callable]:
     """The clock of the curve and of `auto`'s observations: thread CPU time on a CPU (time the machine gives to
     other work is not the pass's cost, and on a busy machine it is most of the wall-time noise); elsewhere wall
-    time after synchronising the device."""
+    time after synchronising the device; a target's own virtual clock where it has one (targets/simulated.py)."""
+    if getattr(target, "clock", None) is not None:
+        return "simulated", target.clock
+    device = target.device
     if str(device).startswith("cpu"):
         return "thread", time.thread_time
     sync = getattr(getattr(torch, str(device).split(":")[0], None), "synchronize", None)
@@ -212,7 +215,7 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     if info.attention == "block" and lo:
         out = target.forward(row.unsqueeze(0), 0, lo, cache)
         cache = target.extend_cache(cache, out, 0, lo)
-    clock_name, clock = pass_clock(target.device)
+    clock_name, clock = pass_clock(target)
 
     def timed(n, hi):  # one size: a warm-up call at its shape, then `per_round` calls in a row; their median
         batch = row.unsqueeze(0).repeat(n, 1).to(target.device)  # (on the device: no copy in the timing)
@@ -269,6 +272,9 @@ NOTICE = None  # a front end's message hook (the command line: stderr): told whe
 
 def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     """The target's cost curve: from memory, else from the user cache, else measured now (and cached)."""
+    simulated = getattr(target, "simulated_curve", None)
+    if simulated is not None:  # a target charged at another device's curve (targets/simulated.py) plans with it
+        return replace(simulated, calls=0)
     key = curve_key(target)
     path = cache_dir() / "cost" / f"{key.replace('/', '_')}.json"
     memo_key = (key, id(target))
@@ -346,7 +352,9 @@ class Tier:
 
     def cost(self, n):
         """Its own work for a tree of n nodes (n: a number or an array): overhead + per_node (n - states), >= 0."""
-        return np.maximum(self.overhead + self.per_node * (n - self.states), 0.0)
+        if isinstance(n, np.ndarray):
+            return np.maximum(self.overhead + self.per_node * (n - self.states), 0.0)
+        return max(self.overhead + self.per_node * (n - self.states), 0.0)  # (a number: no numpy call, every pass)
 
     def learn(self, n: int, seconds: float, a: float = 0.2) -> None:
         """One pass of n nodes took `seconds` of own work: update the running means and (co)variance."""
@@ -367,15 +375,17 @@ class CostAwareBudget(FixedBudget):
         self.curve = curve
         self.f = curve.table(n_max)
         self.f_fused = curve.table(n_max, fused=True)
+        # (per-pass arithmetic on Python lists and floats: a pass's policy work is a few dozen numbers, where numpy's
+        # per-call cost would dominate; numpy only for the stop test's vector over the sizes left, once per tree)
+        self._f, self._ff = self.f.tolist(), self.f_fused.tolist()
         self._more = np.arange(n_max + 1)
-        self.one_guess = Tier(0.1 * self.f[1])  # trees capped at ONE_GUESS nodes
-        self.tree = Tier(0.1 * self.f[1])  # larger trees
+        self._den = None  # this tree's f_now(m) + the tree tier's work at m, for every m (begin)
+        self.one_guess = Tier(0.1 * self._f[1])  # trees capped at ONE_GUESS nodes
+        self.tree = Tier(0.1 * self._f[1])  # larger trees
         self.small = False  # this pass's tree is capped at ONE_GUESS nodes
         self.load = 1.0  # running mean of (forward time seen in this run) / f(N), over every size
-        self.ratio = np.ones(n_max + 1)  # the same per size (non-fused passes), with how often each size was seen
-        self.seen = np.zeros(n_max + 1, dtype=np.int64)
-        self.f_now = self.f.copy()  # f(N) as this run sees it: l_N f(N) (module docstring)
-        self._fl = self.f_now.tolist()
+        self.ratio = [1.0] * (n_max + 1)  # the same per size (non-fused passes), with how often each size was seen
+        self.seen = [0] * (n_max + 1)
         self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
         self.gate_expected = self.gate_accepted = 2.0  # chain calibration s_g (prior: 1)
         self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
@@ -396,16 +406,15 @@ class CostAwareBudget(FixedBudget):
         """What this run learned, for the next run of the same kind (module docstring)."""
         return {**{k: getattr(self, k) for k in self.CARRIED},
                 "one_guess": replace(self.one_guess), "tree": replace(self.tree),
-                "ratio": self.ratio.copy(), "seen": self.seen.copy()}
+                "ratio": list(self.ratio), "seen": list(self.seen)}
 
     def recall(self, learned: dict) -> None:
         for k, v in learned.items():
-            if isinstance(v, np.ndarray):
-                if v.shape == getattr(self, k).shape:  # (the curve's corrections: per size, as this run sizes them)
-                    setattr(self, k, v.copy())
+            if isinstance(v, list):
+                if len(v) == len(getattr(self, k)):  # (the curve's corrections: per size, as this run sizes them)
+                    setattr(self, k, list(v))
             else:
                 setattr(self, k, replace(v) if isinstance(v, Tier) else v)
-        self._rescale()
         for e, a in (("expected", "accepted"), ("gate_expected", "gate_accepted")):
             scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(self, e), 1e-9))
             setattr(self, e, getattr(self, e) * scale)
@@ -423,17 +432,25 @@ class CostAwareBudget(FixedBudget):
             t.pause = max(t.pause - 1, 0)
         if not any(open_):
             return False
-        s_g, f = self.gate_accepted / self.gate_expected, self._fl
-        best = 1.0 / (f[1] + self.standard_over)  # a standard pass's commits per second, its own work included
+        s_g, f, ratio, seen, load = self.gate_accepted / self.gate_expected, self._f, self.ratio, self.seen, self.load
+        best = 1.0 / (self.f_at(1) + self.standard_over)  # a standard pass's commits per second, own work included
         chain, edges, path, best_k = self._chain, 0.0, 1.0, 0
+        t = self.tree  # a larger tree's work: max(a + b N, 0) (Tier.cost, its terms taken once)
+        b = t.per_node
+        a = t.overhead - b * t.states
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
-            path *= float(c)
+            path *= c
             edges += path
             chain[k] = edges
-            one = k + 1 == ONE_GUESS
-            if not open_[0 if one else 1]:
+            if k + 1 == ONE_GUESS:
+                if not open_[0]:
+                    continue
+                work = self.one_guess.cost(ONE_GUESS)
+            elif open_[1]:
+                work = max(a + b * (k + 1), 0.0)
+            else:
                 continue
-            rate = (1.0 + s_g * edges) / (f[k + 1] + (self.one_guess if one else self.tree).cost(k + 1))
+            rate = (1.0 + s_g * edges) / ((ratio[k + 1] if seen[k + 1] >= 2 else load) * f[k + 1] + work)
             if rate > best:
                 best, best_k = rate, k
         if best_k + 1 == ONE_GUESS:
@@ -445,12 +462,13 @@ class CostAwareBudget(FixedBudget):
         self._s = self.accepted / self.expected
         self._edges = [0.0]  # expected accepted edges of the first k nodes, k = 1, 2, ...
         self._best_k, self._best = 1, 0.0
+        self._den = self.f_now + self.tree.cost(self._more) if self.budget > ONE_GUESS else None
 
     def add(self, path_prob: float) -> None:
         """The next best-first node was added with this path probability."""
         self._edges.append(self._edges[-1] + path_prob)
         k = len(self._edges)
-        rate = (1.0 + self._s * self._edges[-1]) / (self._fl[k] + self._tier().cost(k))
+        rate = (1.0 + self._s * self._edges[-1]) / (self.f_at(k) + self._tier().cost(k))
         if rate > self._best:
             self._best_k, self._best = k, rate
 
@@ -462,9 +480,9 @@ class CostAwareBudget(FixedBudget):
             return True
         if k < 2:
             return False
-        more = self._more[k + 1:]
-        e = 1.0 + self._s * (self._edges[-1] + next_p * (more - k))
-        return bool((e / (self.f_now[more] + self.tree.cost(more))).max() <= self._best)
+        s = self._s
+        e = (1.0 + s * (self._edges[-1] - next_p * k)) + (s * next_p) * self._more[k + 1:]
+        return bool((e / self._den[k + 1:]).max() <= self._best)
 
     def choose(self, n_nodes: int) -> int:
         """How many of the best-first nodes to keep: at least 2 (the drafter ran: a pass that drafts verifies
@@ -478,14 +496,13 @@ class CostAwareBudget(FixedBudget):
         """After a pass: its forward time (rescales the curve to the machine's load now); after a drafted pass
         also its accepted edges (both calibrations) and its time outside the forward."""
         n = min(o.states, self.n_max)
-        f = float((self.f_fused if o.fused else self.f)[n])
+        f = (self._ff if o.fused else self._f)[n]
         if o.forward_s > 0 and f > 0:
             r = min(max(o.forward_s / f, 0.25), 8.0)
             self.load = 0.9 * self.load + 0.1 * r
             if not o.fused:
                 self.ratio[n] = r if self.seen[n] == 0 else 0.8 * self.ratio[n] + 0.2 * r
                 self.seen[n] += 1
-            self._rescale()
         commits = o.commits or o.accepted_edges + 1
         if o.drafted and o.states > 1:
             self.expected += self.last_expected
@@ -495,9 +512,9 @@ class CostAwareBudget(FixedBudget):
             t = self._tier()
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
-            standard = commits / self.standard_commits * (self._fl[1] + self.standard_over)
+            standard = commits / self.standard_commits * (self.f_at(1) + self.standard_over)
             if o.fused:
-                standard += self.load * (self.f_fused[1] - self.f[1])
+                standard += self.load * (self._ff[1] - self._f[1])
             x = standard - (o.forward_s + o.overhead_s)
             t.saved_s = self.DECAY * t.saved_s + x
             t.saved_sq = self.DECAY ** 2 * t.saved_sq + x * x
@@ -511,10 +528,14 @@ class CostAwareBudget(FixedBudget):
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
 
-    def _rescale(self) -> None:
-        """f(N) as this run sees it: l_N f(N), l_N the size's own correction once seen twice, else the load."""
-        self.f_now = np.where(self.seen >= 2, self.ratio, self.load) * self.f
-        self._fl = self.f_now.tolist()
+    def f_at(self, n: int) -> float:
+        """f(n) as this run sees it: l_n f(n), l_n the size's own correction once seen twice, else the load."""
+        return (self.ratio[n] if self.seen[n] >= 2 else self.load) * self._f[n]
+
+    @property
+    def f_now(self) -> np.ndarray:
+        """f_at for every size 0..n_max."""
+        return np.where(np.array(self.seen) >= 2, self.ratio, self.load) * self.f
 
     def _tier(self) -> Tier:
         """The tier of this pass's tree."""

@@ -18,7 +18,6 @@ Commits per pass = accepted edges + 1.
 """
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 from ..drafter.features import RootView
@@ -45,7 +44,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     if isinstance(policy, CostAwareBudget):
         st.cost_curve = policy.curve.as_pairs()
         st.cost_curve_two_windows = policy.curve.as_pairs(fused=True)
-        st.clock = pass_clock(target.device)[1]
+        st.clock = pass_clock(target)[1]
         st.calls_outside += policy.curve.calls
     draft_noise = st.noise if cfg.coupled_noise else IndependentNoise(cfg.seed, target.info.vocab_size)
     if start_event:
@@ -63,7 +62,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             st.end = hi
             if wi + 1 >= len(st.windows) or st.finished_with_eos(hi):
                 break
-        t_start, c_start = time.perf_counter(), st.clock()
+        t_start, c_start = st.wall(), st.clock()
         nxt = next_window(st, wi)
         stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
         ahead = None

@@ -6,7 +6,6 @@ A finished window's keys/values enter the cache with the first pass of the next 
 """
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 from ..decision import decide
@@ -39,7 +38,7 @@ def standard_pass(st: DecodeState, lo: int, hi: int, masked):
     """One standard pass over the window [lo, hi) of the row (masked: its masked positions, [w] bool): the
     forward (the previous window's keys/values enter the cache), the decision, its commits.
     Returns (forward output, decision, pass record)."""
-    t_start = time.perf_counter()
+    t_start = st.wall()
     two_windows = 0 < st.cache.length < lo  # (the finished window enters the cache now; 0: the prompt's pass, alike
     # in both decoders)
     out = st.target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)

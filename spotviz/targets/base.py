@@ -99,6 +99,9 @@ class DiffusionTarget(ABC):
     info: TargetInfo
     tokenizer: object
     device: torch.device
+    # a virtual clock (seconds) that decoders time passes and runs on instead of the machine's; None: the machine's
+    # (targets/simulated.py charges forwards at another device's cost curve)
+    clock = None
 
     # -------------------------------------------------------------- windows
     def windows(self, prompt_len: int, total_len: int) -> list[tuple[int, int]]:

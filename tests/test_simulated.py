@@ -1,0 +1,89 @@
+"""A target charged at another device's cost curve (targets/simulated.py): the virtual clock, decodes through it, the
+curve files it reads, and the bench option that uses it."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import torch
+
+from spotviz.samplers import cost
+from spotviz.samplers.common import DecodeConfig
+from spotviz.samplers.cost import CostCurve
+from spotviz.samplers.spot import decode_spot
+from spotviz.samplers.standard import decode_standard
+from spotviz.targets.simulated import SimulatedCost, load_curve
+
+PROMPTS = ["ROMEO.\nO", "JULIET.\nWhat"]
+
+FLAT = CostCurve("flat", [1, 2, 4, 8, 16, 32, 64], [0.004, 0.004, 0.0041, 0.0042, 0.0045, 0.005, 0.006],
+                 fused_sizes=[1, 8, 64], fused_seconds=[0.008, 0.0085, 0.012], device="cuda:0", clock="wall")
+
+
+def test_virtual_clock_charges_each_forward_at_the_curve_and_the_rest_at_thread_time(tiny_block_target):
+    sim = SimulatedCost(tiny_block_target, FLAT)
+    b = tiny_block_target.info.block_size
+    row = torch.full((1, 4 * b), tiny_block_target.info.mask_id, dtype=torch.long)
+    row[0, :b] = 5
+    cache = sim.empty_cache()
+    out = sim.forward(row, 0, b, cache)  # one window from an empty cache
+    cache = sim.extend_cache(cache, out, 0, b)
+    for n, lo, hi, charged in ((1, b, 2 * b, 0.004), (8, b, 2 * b, 0.0042), (3, b, 3 * b, FLAT.table(3, True)[3]),
+                               (1, 2 * b, 3 * b, 0.008)):  # the last: [b, 3b) past the cache, two windows
+        states = row.repeat(n, 1)
+        t0 = sim.clock()
+        got = sim.forward(states, lo, hi, cache)
+        assert sim.clock() - t0 == pytest.approx(charged, abs=2e-4)  # (the two clock calls' own microseconds)
+        assert torch.equal(got.logits, tiny_block_target.forward(states, lo, hi, cache).logits)
+    t0, c0 = time.thread_time(), sim.clock()
+    sum(i * i for i in range(200_000))  # work outside a forward: charged what it costs
+    assert sim.clock() - c0 == pytest.approx(time.thread_time() - t0, abs=2e-4)
+    assert sim.charge(128, b) == pytest.approx(FLAT.table(64)[64] * 2)  # past the curve: linear from its end
+
+
+@pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 1.0)])
+def test_decodes_through_the_simulated_target_are_the_targets_own_timed_on_the_virtual_clock(
+        mode, tau, T, tiny_block_target):
+    sim = SimulatedCost(tiny_block_target, FLAT)
+    c = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=7, gen_length=32, drafter="training-free",
+                     budget=8)
+    std = decode_standard(tiny_block_target, PROMPTS[0], c)
+    for run in (decode_standard(sim, PROMPTS[0], c), decode_spot(sim, PROMPTS[0], c)):
+        assert run.tokens == std.tokens and run.text == std.text
+        f = FLAT.table(64)
+        ff = FLAT.table(64, fused=True)
+        for p in run.passes:  # each pass: its forward at the curve's cost, plus its own (small) work
+            assert p.wall_s >= (ff if p.two_windows else f)[p.states] - 1e-6, p
+            assert p.wall_s < (ff if p.two_windows else f)[p.states] + 0.05, p
+        # the run's time is the sum of its passes' (nothing else counted)
+        assert run.counters.wall_s == pytest.approx(sum(p.wall_s for p in run.passes), rel=0.05, abs=2e-3)
+
+
+def test_auto_plans_with_the_simulated_curve_not_this_machines(tiny_block_target, monkeypatch):
+    monkeypatch.setattr(cost, "measure", lambda *a, **k: pytest.fail("the simulated curve is not measured"))
+    sim = SimulatedCost(tiny_block_target, FLAT)
+    assert cost.cost_curve(sim).seconds == FLAT.seconds
+    assert cost.pass_clock(sim) == ("simulated", sim.clock)
+    run = decode_spot(sim, PROMPTS[1], DecodeConfig(seed=3, gen_length=32, drafter="training-free"))
+    assert run.meta.budget_auto and run.meta.cost_curve == FLAT.as_pairs()
+
+
+def test_curve_files_a_gpu_result_a_cached_curve_and_bad_ones(tmp_path):
+    gpu = load_curve("docs/gpu-h200.json", "math-bd")  # scripts/gpu_cost_curve.py's result, the model's curve
+    assert gpu.sizes == [1, 2, 4, 8, 16, 32, 64] and gpu.fused_sizes == [1, 2, 4, 8, 16, 32]
+    assert gpu.device == "cuda:0" and 0.9 < gpu.seconds[-1] / gpu.seconds[0] < 1.1  # flat: H200
+    cached = tmp_path / "curve.json"
+    cached.write_text(json.dumps({"sizes": FLAT.sizes, "seconds": FLAT.seconds, "device": "cuda:0"}))
+    assert load_curve(cached, "math-bd").seconds == FLAT.seconds  # (a cost-curve --json file has no key: named)
+    bad = {"missing.json": "cannot read", "not.json": "not JSON", "empty.json": "not a cost curve",
+           "zero.json": "not a cost curve", "unsorted.json": "not a cost curve"}
+    (tmp_path / "not.json").write_text("{")
+    (tmp_path / "empty.json").write_text("{}")
+    (tmp_path / "zero.json").write_text(json.dumps({"sizes": [1, 2], "seconds": [0.01, 0.0]}))
+    (tmp_path / "unsorted.json").write_text(json.dumps({"sizes": [2, 1], "seconds": [0.01, 0.01]}))
+    for name, why in bad.items():
+        with pytest.raises(ValueError, match=why):
+            load_curve(tmp_path / name, "math-bd")
+    with pytest.raises(ValueError, match="no cost curve for 'shakespeare-bd'.*math-bd"):
+        load_curve("docs/gpu-h200.json", "shakespeare-bd")

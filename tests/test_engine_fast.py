@@ -617,3 +617,30 @@ def test_decide_skips_finished_rows_and_decides_the_others_as_alone(mode, temper
         assert got[r].confidences == pytest.approx(alone.confidences, rel=0, abs=1e-6)
         assert torch.allclose(got[r].logp, alone.logp, rtol=0, atol=1e-5)
     assert decide(logits[[1, 3]], masked[[1, 3]], [5, 6], 16, rule, noise, mask) == [None, None]
+
+
+def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_target, monkeypatch):
+    """A command-line decode is a process of its own: what an `auto` run learned is also kept beside the cached cost
+    curve and starts the next process's run of that kind; a damaged file is ignored, a model folder keeps none."""
+    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(cost, "_LEARNED", {})
+    monkeypatch.setattr(cost, "_cacheable", lambda target: True)  # (as a named model's curve is)
+    key = ("spot", "SpotProposer", "exact", 1.0, 0.9, True, True)
+    first = cost.budget_policy("auto", tiny_block_target, key, instance=7)
+    first.tree.pause, first.tree.overhead, first.load = 5, 0.004, 1.3
+    first.ratio[3], first.seen[3] = 2.0, 4
+    cost.remember_policy(first, tiny_block_target, key, instance=7)
+    path = cost.memory_file(tiny_block_target, key)
+    assert path.is_file() and path.parent.parent == cost.cache_dir()
+    cost._LEARNED.clear()  # a new process
+    again = cost.budget_policy("auto", tiny_block_target, key, instance=8)
+    assert (again.tree.pause, again.tree.overhead, again.load) == (5, 0.004, 1.3)
+    assert again.f_at(3) == pytest.approx(2.0 * again.f[3])
+    other = cost.budget_policy("auto", tiny_block_target, key[:3] + (0.0,) + key[4:])  # another temperature
+    assert other.tree.pause == 0 and other.load == 1.0
+    for damaged in ("{", '{"version": 1, "learned": {"load": "x"}}', json.dumps({"version": 99, "learned": {}})):
+        path.write_text(damaged)
+        fresh = cost.budget_policy("auto", tiny_block_target, key)
+        assert fresh.tree.pause == 0 and fresh.load == 1.0  # the priors
+    monkeypatch.setattr(cost, "_cacheable", lambda target: False)  # a model folder: nothing kept on disk
+    assert cost.memory_file(tiny_block_target, key) is None

@@ -54,14 +54,17 @@ pauses for a number of passes that doubles each time it happens again (4, 8, ...
 after a pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop
 one-guess trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned
 (both calibrations, each tier's overhead, realized sums and pause, and the curve's corrections l_N with the machine's
-load) is remembered in the process for the next run of the same target, drafter, mode and temperature, so short runs
-do not each pay to learn it again from the priors (the calibration counts are capped when carried over, so they keep
-adapting). The corrections matter where the cached curve is off in shape, not only in scale (measured while another
+load) is remembered for the next run of the same target, drafter, mode and temperature, so short runs do not each
+pay to learn it again from the priors (the calibration counts are capped when carried over, so they keep adapting):
+in the process, and for a named model also in the user cache beside its cost curve, for the next process (each
+command-line decode is a process of its own; on math-bd at T = 1 a run from the priors made 0.96x of the standard
+decoder's speed, one from an earlier run's memory 1.04x: docs/wallclock.md). The corrections matter where the cached curve is off in shape, not only in scale (measured while another
 job shared the cores, say): each new run would otherwise trust it again at every size it has not yet seen twice.
 FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -553,19 +556,67 @@ class CostAwareBudget(FixedBudget):
             t.backoff = max(self.PAUSE, t.backoff // 2)
 
 
-def budget_policy(budget, target, memory: tuple | None = None) -> FixedBudget:
+def budget_policy(budget, target, memory: tuple | None = None, instance=None) -> FixedBudget:
     """The run's tree sizing: the fixed budget, or the cost-aware one (auto) with the target's cost curve, starting
-    from what the last run under the same `memory` key learned (end a run with `remember_policy`)."""
+    from what the last run under the same `memory` key learned (end a run with `remember_policy`): in this process
+    (with the same drafter `instance`), else in an earlier process (memory_file)."""
     if budget != "auto":
         return FixedBudget(budget)
     curve = cost_curve(target)
     policy = CostAwareBudget(curve, n_max=min(64, max(curve.sizes)))
-    if memory is not None and (id(target), *memory) in _LEARNED:
-        policy.recall(_LEARNED[(id(target), *memory)])
+    if memory is not None:
+        learned = _LEARNED.get((id(target), instance, *memory)) or read_memory(memory_file(target, memory))
+        if learned is not None:
+            policy.recall(learned)
     return policy
 
 
-def remember_policy(policy: FixedBudget, target, memory: tuple) -> None:
-    """Keep what an `auto` run learned for the next run of the same target under the same key."""
+def remember_policy(policy: FixedBudget, target, memory: tuple, instance=None) -> None:
+    """Keep what an `auto` run learned for the next run of the same target under the same key: in this process,
+    and in the user cache for the next process (a command line run is one process each)."""
     if isinstance(policy, CostAwareBudget):
-        _LEARNED[(id(target), *memory)] = policy.remember()
+        learned = _LEARNED[(id(target), instance, *memory)] = policy.remember()
+        path = memory_file(target, memory)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")  # (written whole, then renamed: never half a file)
+                tmp.write_text(json.dumps({"version": MEMORY_VERSION, "learned": {
+                    k: asdict(v) if isinstance(v, Tier) else v for k, v in learned.items()}}))
+                os.replace(tmp, path)
+            except OSError:
+                pass  # a read-only cache: this process remembers it all the same
+
+
+MEMORY_VERSION = 1
+
+
+def memory_file(target, memory: tuple) -> Path | None:
+    """Where what `auto` learned in runs of one kind (`memory`: drafter, mode, temperature, ...) is kept between
+    processes: beside the cost curves, under the curve's key (model, device and CPU kernels, dtype, threads); None
+    where the curve is not cached (a model folder) or is simulated."""
+    if getattr(target, "simulated_curve", None) is not None or not _cacheable(target):
+        return None
+    digest = hashlib.sha1(repr(tuple(memory)).encode()).hexdigest()[:16]
+    return cache_dir() / "auto" / f"{curve_key(target).replace('/', '_')}-{digest}.json"
+
+
+def read_memory(path: Path | None) -> dict | None:
+    """What a file of memory_file holds, as CostAwareBudget.remember returns it; None if there is none or it is not
+    such a file (a damaged or older file is ignored: the run starts from the priors)."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if data.get("version") != MEMORY_VERSION:
+            return None
+        learned = dict(data["learned"])
+        for k in ("one_guess", "tree"):
+            learned[k] = Tier(**learned[k])
+        numbers = ([learned[k] for k in CostAwareBudget.CARRIED] + learned["ratio"] + learned["seen"]
+                   + [x for k in ("one_guess", "tree") for x in asdict(learned[k]).values()])
+        ok = (set(learned) == set(CostAwareBudget.CARRIED) | {"one_guess", "tree", "ratio", "seen"}
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers))
+        return learned if ok else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None

@@ -37,10 +37,11 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                        start_event: bool = False) -> Iterator[Progress]:
     st = DecodeState.begin(target, prompt, cfg)
     proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode)
-    memory = (cfg.drafter, type(proposer).__name__, id(getattr(proposer, "drafter", None)), cfg.mode,
-              cfg.temperature, cfg.threshold, cfg.coupled_noise, cfg.cross_window)  # (auto's memory: runs alike)
+    memory = (cfg.drafter, type(proposer).__name__, cfg.mode, cfg.temperature, cfg.threshold, cfg.coupled_noise,
+              cfg.cross_window)  # (auto's memory: runs alike; in the process, of this drafter object alone)
+    instance = id(getattr(proposer, "drafter", None))
     crossing = trees_may_cross(cfg, target.info)  # (trees may go on past a window's end)
-    policy = budget_policy(cfg.budget, target, memory)
+    policy = budget_policy(cfg.budget, target, memory, instance)
     if isinstance(policy, CostAwareBudget):
         st.cost_curve = policy.curve.as_pairs()
         st.cost_curve_two_windows = policy.curve.as_pairs(fused=True)
@@ -104,7 +105,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         elif d is None:  # window complete with nothing further to decode
             st.end = hi
             break
-    remember_policy(policy, target, memory)  # (auto: the next run of this kind starts from what this one learned)
+    remember_policy(policy, target, memory, instance)  # (auto: the next run of this kind starts from what this one learned)
     yield st.finished()
 
 

@@ -301,7 +301,8 @@ def cmd_bench(a) -> int:
                     transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                     modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
                     drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
-                    simulate_curve=a.simulate_curve, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
+                    simulate_curve=a.simulate_curve,
+                    log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
     return 0

@@ -58,8 +58,9 @@ load) is remembered for the next run of the same target, drafter, mode and tempe
 pay to learn it again from the priors (the calibration counts are capped when carried over, so they keep adapting):
 in the process, and for a named model also in the user cache beside its cost curve, for the next process (each
 command-line decode is a process of its own; on math-bd at T = 1 a run from the priors made 0.96x of the standard
-decoder's speed, one from an earlier run's memory 1.04x: docs/wallclock.md). The corrections matter where the cached curve is off in shape, not only in scale (measured while another
-job shared the cores, say): each new run would otherwise trust it again at every size it has not yet seen twice.
+decoder's speed, one from an earlier run's memory 1.04x: docs/wallclock.md). The corrections matter where the cached
+curve is off in shape, not only in scale (measured while another job shared the cores, say): each new run would
+otherwise trust it again at every size it has not yet seen twice.
 FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations
@@ -83,6 +84,7 @@ CURVE_VERSION = 2  # cached curves of an older measurement are measured again
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 _MEMO: dict = {}
 _LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
+MEMORY_VERSION = 1  # of the files that carry it to the next process (memory_file); older ones are ignored
 
 
 @dataclass
@@ -586,9 +588,6 @@ def remember_policy(policy: FixedBudget, target, memory: tuple, instance=None) -
                 os.replace(tmp, path)
             except OSError:
                 pass  # a read-only cache: this process remembers it all the same
-
-
-MEMORY_VERSION = 1
 
 
 def memory_file(target, memory: tuple) -> Path | None:

@@ -1,4 +1,4 @@
-"""A target charged at another device's cost curve (targets/simulated.py): the virtual clock, decodes through it, the
+"""A target charged at another device's cost curve (samplers/simulated.py): the virtual clock, decodes through it, the
 curve files it reads, and the bench option that uses it."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from spotviz.samplers.common import DecodeConfig
 from spotviz.samplers.cost import CostCurve
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
-from spotviz.targets.simulated import SimulatedCost, load_curve
+from spotviz.samplers.simulated import SimulatedCost, load_curve
 
 PROMPTS = ["ROMEO.\nO", "JULIET.\nWhat"]
 

@@ -27,7 +27,7 @@ from ..samplers.common import AUTO, DecodeConfig
 from ..samplers.cost import ceiling, cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
-from ..targets.simulated import SimulatedCost, load_curve
+from ..samplers.simulated import SimulatedCost, load_curve
 from .progress import Progress, duration, unit_seconds
 from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
 from .stats import stale_agreement
@@ -66,7 +66,7 @@ class BenchResult:
     seconds: float = 0.0
     prune: float = 0.0
     cost_curve: list = field(default_factory=list)  # [[states, seconds per pass]] measured for --budget auto
-    simulated: str = ""  # the device whose cost curve the forwards were charged at (targets/simulated.py); "": none
+    simulated: str = ""  # the device whose cost curve the forwards were charged at (samplers/simulated.py); "": none
     quality: dict = field(default_factory=dict)  # greedy outputs: degeneracy and syntax measures (eval/quality.py)
 
 
@@ -129,7 +129,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     the nearest number swept). The target's cost curve (measured now if not cached; recorded in the result) serves
     budget "auto" and every row's zero-overhead ceiling. `prune` > 0 adds, for the SPOT drafter at every budget
     swept, a row with draft nodes below that path probability pruned (the budget becomes a cap). `simulate_curve`: a
-    cost-curve file (targets/simulated.load_curve) whose f(N) every forward is charged at, on a virtual clock: the
+    cost-curve file (samplers/simulated.load_curve) whose f(N) every forward is charged at, on a virtual clock: the
     wall-clock columns then say what the decoders would take where a forward costs that (the drafter and the
     bookkeeping at this machine's cost)."""
     if not modes or any(m not in ("exact", "threshold") for m in modes):

@@ -185,7 +185,7 @@ class DecodeState:
         self.cache = target.empty_cache()
         self.step = 0  # decision index: the noise step of the next decision
         self.passes: list[PassRecord] = []
-        # the run's wall clock: the machine's, or a target's virtual one (targets/simulated.py: another device's
+        # the run's wall clock: the machine's, or a target's virtual one (samplers/simulated.py: another device's
         # forward cost)
         self.wall = getattr(target, "clock", None) or time.perf_counter
         self.t0 = self.wall()  # (moved to the first pass by begin_passes: set-up is not decoding time)

@@ -185,7 +185,7 @@ def _cacheable(target) -> bool:
 def pass_clock(target) -> tuple[str, callable]:
     """The clock of the curve and of `auto`'s observations: thread CPU time on a CPU (time the machine gives to
     other work is not the pass's cost, and on a busy machine it is most of the wall-time noise); elsewhere wall
-    time after synchronising the device; a target's own virtual clock where it has one (targets/simulated.py)."""
+    time after synchronising the device; a target's own virtual clock where it has one (samplers/simulated.py)."""
     if getattr(target, "clock", None) is not None:
         return "simulated", target.clock
     device = target.device
@@ -278,7 +278,7 @@ NOTICE = None  # a front end's message hook (the command line: stderr): told whe
 def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
     """The target's cost curve: from memory, else from the user cache, else measured now (and cached)."""
     simulated = getattr(target, "simulated_curve", None)
-    if simulated is not None:  # a target charged at another device's curve (targets/simulated.py) plans with it
+    if simulated is not None:  # a target charged at another device's curve (samplers/simulated.py) plans with it
         return replace(simulated, calls=0)
     key = curve_key(target)
     path = cache_dir() / "cost" / f"{key.replace('/', '_')}.json"

@@ -100,7 +100,7 @@ class DiffusionTarget(ABC):
     tokenizer: object
     device: torch.device
     # a virtual clock (seconds) that decoders time passes and runs on instead of the machine's; None: the machine's
-    # (targets/simulated.py charges forwards at another device's cost curve)
+    # (samplers/simulated.py charges forwards at another device's cost curve)
     clock = None
 
     # -------------------------------------------------------------- windows

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from ..samplers.cost import CostCurve
-from .base import DiffusionTarget, ForwardOutput, PrefixCache
+from ..targets.base import DiffusionTarget, ForwardOutput, PrefixCache
+from .cost import CostCurve
 
 
 class SimulatedCost(DiffusionTarget):

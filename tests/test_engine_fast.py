@@ -644,3 +644,53 @@ def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_
         assert fresh.tree.pause == 0 and fresh.load == 1.0  # the priors
     monkeypatch.setattr(cost, "_cacheable", lambda target: False)  # a model folder: nothing kept on disk
     assert cost.memory_file(tiny_block_target, key) is None
+
+
+def test_auto_memory_files_survive_runs_ending_at_once_in_several_threads(tiny_block_target, monkeypatch):
+    """The app decodes for several people in threads of one process: runs of one kind ending together each write
+    a whole file of their own and rename it (never a mix of two runs' memories), and the next process reads one."""
+    import os
+    import threading
+    import time
+    from pathlib import Path
+
+    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(cost, "_LEARNED", {})
+    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
+
+    def slow_write(self, data, *a, **k):  # a write that another thread can interleave with
+        with open(self, "w") as f:
+            f.write(data[: len(data) // 2])
+            f.flush()
+            time.sleep(0.002)
+            f.write(data[len(data) // 2:])
+        return len(data)
+
+    monkeypatch.setattr(Path, "write_text", slow_write)
+    renamed, replace = [], os.replace
+
+    def recording_replace(src, dst):  # what each rename puts in place
+        renamed.append(Path(src).read_text())
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", recording_replace)
+    key = ("spot", "SpotProposer", "exact", 0.0, 0.9, True, True)
+    policies = [cost.budget_policy("auto", tiny_block_target, key) for _ in range(6)]
+    for i, p in enumerate(policies):  # a signature at both ends of the file: the load first, the tree's pause last
+        p.load, p.tree.pause = float(i + 1), i + 1
+
+    def end(p):
+        for _ in range(15):
+            cost.remember_policy(p, tiny_block_target, key)
+
+    threads = [threading.Thread(target=end, args=(p,)) for p in policies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    learned = [json.loads(text)["learned"] for text in renamed]  # (a mix of two half files is not one run's)
+    assert len(learned) == 6 * 15 and all(m["load"] == m["tree"]["pause"] for m in learned)
+    cost._LEARNED.clear()  # the next process
+    again = cost.budget_policy("auto", tiny_block_target, key)
+    assert again.tree.pause in range(1, 7) and again.load == again.tree.pause  # one run's memory, whole
+    assert not list(cost.memory_file(tiny_block_target, key).parent.glob("*.tmp"))

@@ -69,6 +69,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -582,7 +583,9 @@ def remember_policy(policy: FixedBudget, target, memory: tuple, instance=None) -
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")  # (written whole, then renamed: never half a file)
+                # (written whole under a name of this process and thread, then renamed: never half a file, also
+                # where the app decodes for several people at once)
+                tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
                 tmp.write_text(json.dumps({"version": MEMORY_VERSION, "learned": {
                     k: asdict(v) if isinstance(v, Tier) else v for k, v in learned.items()}}))
                 os.replace(tmp, path)

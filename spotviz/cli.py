@@ -491,7 +491,7 @@ def main(argv=None) -> int:
     b.add_argument("--threshold", type=float, default=0.9)
     b.add_argument("--modes", default="exact,threshold",
                    help="decoding modes benchmarked, separated by commas (exact, threshold)")
-    b.add_argument("--drafters", default="spot,training-free,calibrated",
+    b.add_argument("--drafters", default="spot,training-free,calibrated",  # (eval/bench.BENCH_DRAFTERS)
                    help="drafters benchmarked, separated by commas (spot, training-free, calibrated)")
     b.add_argument("--simulate-curve", default=None, metavar="FILE",
                    help="charge every target forward at another device's measured cost curve (a cost-curve JSON, "

@@ -45,17 +45,21 @@ def test_virtual_clock_charges_each_forward_at_the_curve_and_the_rest_at_thread_
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 1.0)])
 def test_decodes_through_the_simulated_target_are_the_targets_own_timed_on_the_virtual_clock(
         mode, tau, T, tiny_block_target):
-    sim = SimulatedCost(tiny_block_target, FLAT)
+    # the same curve one second dearer per forward: each pass must cost exactly that second more (its forward is
+    # charged once, at the curve, and nothing of the real forward's time is left in it)
+    dearer = CostCurve("dearer", FLAT.sizes, [s + 1.0 for s in FLAT.seconds], fused_sizes=FLAT.fused_sizes,
+                       fused_seconds=[s + 1.0 for s in FLAT.fused_seconds])
     c = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=7, gen_length=32, drafter="training-free",
                      budget=8)
     std = decode_standard(tiny_block_target, PROMPTS[0], c)
-    for run in (decode_standard(sim, PROMPTS[0], c), decode_spot(sim, PROMPTS[0], c)):
-        assert run.tokens == std.tokens and run.text == std.text
-        f = FLAT.table(64)
-        ff = FLAT.table(64, fused=True)
-        for p in run.passes:  # each pass: its forward at the curve's cost, plus its own (small) work
-            assert p.wall_s >= (ff if p.two_windows else f)[p.states] - 1e-6, p
-            assert p.wall_s < (ff if p.two_windows else f)[p.states] + 0.05, p
+    f, ff = FLAT.table(64), FLAT.table(64, fused=True)
+    for decoder in (decode_standard, decode_spot):
+        run, dear = (decoder(SimulatedCost(tiny_block_target, curve), PROMPTS[0], c) for curve in (FLAT, dearer))
+        assert run.tokens == dear.tokens == std.tokens and run.text == std.text
+        assert [p.states for p in run.passes] == [p.states for p in dear.passes]
+        for p, q in zip(run.passes, dear.passes):
+            assert p.wall_s >= (ff if p.two_windows else f)[p.states] - 1e-6, p  # the forward at the curve's cost
+            assert q.wall_s - p.wall_s == pytest.approx(1.0, abs=0.02), (p, q)  # ... charged once per pass
         # the run's time is the sum of its passes' (nothing else counted)
         assert run.counters.wall_s == pytest.approx(sum(p.wall_s for p in run.passes), rel=0.05, abs=2e-3)
 
@@ -82,6 +86,8 @@ def test_curve_files_a_gpu_result_a_cached_curve_and_bad_ones(tmp_path):
     (tmp_path / "empty.json").write_text("{}")
     (tmp_path / "zero.json").write_text(json.dumps({"sizes": [1, 2], "seconds": [0.01, 0.0]}))
     (tmp_path / "unsorted.json").write_text(json.dumps({"sizes": [2, 1], "seconds": [0.01, 0.01]}))
+    bad["gpu-without-ratios.json"] = "not a cost curve"  # a GPU result whose model has no per-size figures
+    (tmp_path / "gpu-without-ratios.json").write_text(json.dumps({"curves": {"curves": [{"target": "math-bd"}]}}))
     for name, why in bad.items():
         with pytest.raises(ValueError, match=why):
             load_curve(tmp_path / name, "math-bd")

@@ -33,6 +33,9 @@ from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
 from .stats import stale_agreement
 
 
+BENCH_DRAFTERS = ("spot", "training-free", "calibrated")  # (spot: SPOT in exact mode, SPOT-Sets in threshold mode)
+
+
 @dataclass
 class BenchRow:
     mode: str
@@ -120,7 +123,7 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
 
 def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts: int = 20,
               gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
-              drafters=("spot", "training-free", "calibrated"), transfer: bool = True, other_budgets=None,
+              drafters=BENCH_DRAFTERS, transfer: bool = True, other_budgets=None,
               prune: float = 0.0, modes=("exact", "threshold"), simulate_curve: str | None = None,
               log=print) -> BenchResult:
     """`modes`: the decoding modes benchmarked (exact, threshold or both). `budgets` apply to the first mode at the
@@ -134,9 +137,8 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     bookkeeping at this machine's cost)."""
     if not modes or any(m not in ("exact", "threshold") for m in modes):
         raise ValueError(f"modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
-    known = ("spot", "training-free", "calibrated")
-    if not drafters or any(d not in known for d in drafters):
-        raise ValueError(f"drafters {', '.join(drafters) or '(none)'}: choose from {', '.join(known)}")
+    if not drafters or any(d not in BENCH_DRAFTERS for d in drafters):
+        raise ValueError(f"drafters {', '.join(drafters) or '(none)'}: choose from {', '.join(BENCH_DRAFTERS)}")
     simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads

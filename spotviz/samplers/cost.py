@@ -273,6 +273,19 @@ def machine_busy(since: tuple | None) -> bool:
     return others >= 0.5 * free
 
 
+def write_cache_file(path: Path, data: dict) -> None:
+    """`data` as JSON at `path` in the user cache: written whole under a name of this process and thread, then
+    renamed, so a reader (or a run ending at the same time in another thread or process) never sees half a file.
+    OSError where the folder cannot be written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
 
 
@@ -309,8 +322,7 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
               "when the machine is quiet)"
     else:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(asdict(curve), indent=1))
+            write_cache_file(path, asdict(curve))
             curve.cached = str(path)
         except OSError as e:  # a read-only home: keep it in memory
             why = f"{path.parent} could not be written ({e.strerror or e})"
@@ -581,14 +593,9 @@ def remember_policy(policy: FixedBudget, target, memory: tuple, instance=None) -
         learned = _LEARNED[(id(target), instance, *memory)] = policy.remember()
         path = memory_file(target, memory)
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                # (written whole under a name of this process and thread, then renamed: never half a file, also
-                # where the app decodes for several people at once)
-                tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
-                tmp.write_text(json.dumps({"version": MEMORY_VERSION, "learned": {
-                    k: asdict(v) if isinstance(v, Tier) else v for k, v in learned.items()}}))
-                os.replace(tmp, path)
+            try:  # (the app may end several people's runs at once: write_cache_file never leaves half a file)
+                write_cache_file(path, {"version": MEMORY_VERSION, "learned": {
+                    k: asdict(v) if isinstance(v, Tier) else v for k, v in learned.items()}})
             except OSError:
                 pass  # a read-only cache: this process remembers it all the same
 

@@ -104,29 +104,28 @@ def load_curve(path: str | Path, model: str) -> CostCurve:
         raise ValueError(f"cannot read the cost curve {str(path)!r}: {e.strerror or e}") from None
     except ValueError:
         raise ValueError(f"the cost curve {str(path)!r} is not JSON") from None
-    curves = data.get("curves", {}).get("curves") if isinstance(data, dict) and "curves" in data else None
-    if curves is not None:
-        found = [c for c in curves if isinstance(c, dict) and c.get("target") == model]
+    gpu = isinstance(data, dict) and isinstance(data.get("curves"), dict)  # a gpu_cost_curve.py result
+    if gpu:
+        curves = [c for c in data["curves"].get("curves") or [] if isinstance(c, dict)]
+        found = [c for c in curves if c.get("target") == model]
         if not found:
-            names = ", ".join(str(c.get("target")) for c in curves if isinstance(c, dict))
+            names = ", ".join(str(c.get("target")) for c in curves)
             raise ValueError(f"{str(path)!r} has no cost curve for {model!r} (it has: {names or 'none'})")
-        c = found[0]
-        f1 = c["seconds"][0]
-        ratios = c.get("ratios", {})
-        sizes = sorted(int(n) for n in ratios) if ratios else list(range(1, len(c["seconds"]) + 1))
-        fused_ratios = c.get("fused_ratios", {})
-        fused_sizes = sorted(int(n) for n in fused_ratios)
-        data = {"key": f"{model}-{c.get('device', 'device')}-{c.get('dtype', '')}-simulated",
-                "sizes": sizes, "seconds": [f1 * ratios[str(n)] for n in sizes] if ratios else c["seconds"],
-                "fused_sizes": fused_sizes, "fused_seconds": [f1 * fused_ratios[str(n)] for n in fused_sizes],
-                "device": str(c.get("device", "")), "dtype": str(c.get("dtype", "")), "clock": "wall"}
     try:
+        if gpu:  # per size: f(1) x its ratio (the result keys its ratios by size)
+            c = found[0]
+            f1 = c["f1_ms"] / 1000
+            data = {"key": f"{model}-{c.get('device')}-{c.get('dtype')}-simulated", "device": str(c.get("device", "")),
+                    "dtype": str(c.get("dtype", "")), "clock": "wall",
+                    **{f"{kind}sizes": sorted(int(n) for n in c[f"{kind}ratios"]) for kind in ("", "fused_")}}
+            for kind in ("", "fused_"):
+                data[f"{kind}seconds"] = [f1 * c[f"{kind}ratios"][str(n)] for n in data[f"{kind}sizes"]]
         fields = {k: v for k, v in data.items() if k in CostCurve.__dataclass_fields__}
         curve = CostCurve(**{"key": f"{model}-simulated", **fields})
         ok = (len(curve.sizes) == len(curve.seconds) > 0 and curve.sizes[0] == 1
               and all(s > 0 for s in curve.seconds) and list(curve.sizes) == sorted(set(curve.sizes))
               and len(curve.fused_sizes) == len(curve.fused_seconds))
-    except (TypeError, AttributeError):
+    except (TypeError, AttributeError, KeyError, ValueError):
         ok = False
     if not ok:
         raise ValueError(f"{str(path)!r} is not a cost curve: it needs sizes from 1 up and positive seconds per size "

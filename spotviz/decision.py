@@ -7,12 +7,15 @@
 - threshold mode: commit every masked window position with c_i >= tau, and at least the top one.
 
 `decide` applies the rule to a batch of states in one call (the standard decoder's one state, or every node of
-a SPOT tree); the noise is drawn only at masked positions, the only ones a decision can commit.
+a SPOT tree). Only the masked positions, the only ones a decision can commit, get log-probabilities, noise and
+candidates; a state's whole-window log-probabilities are computed when asked (Decision.logp: the bonus decision's,
+which the drafter reads as the next root's).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .noise import GumbelNoise, gumbel_scores
@@ -37,25 +40,37 @@ class Decision:
     offsets: list[int]
     tokens: list[int]
     confidences: list[float]
-    window_conf: list[float] = field(default_factory=list, repr=False)  # c_i at every window offset
-    logp: torch.Tensor | None = field(default=None, repr=False, compare=False)  # [w, V]: the state's log p
+    window_conf: list[float] = field(default_factory=list, repr=False)  # c_i at every masked window offset (else 0)
+    logits: torch.Tensor | None = field(default=None, repr=False, compare=False)  # [w, V]: the state's window logits
+    mask_id: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> tuple:
         """What a draft edge must equal for this decision to be accepted: (offsets, tokens)."""
         return tuple(self.offsets), tuple(self.tokens)
 
+    @property
+    def logp(self) -> torch.Tensor | None:
+        """[w, V] the state's log-probabilities (MASK excluded), computed when first asked: a bonus decision's are
+        the next root's distributions, which the drafter reads; other decisions never need them."""
+        if self.logits is not None and not hasattr(self, "_logp"):
+            self._logp = masked_log_softmax(self.logits, self.mask_id)
+        return getattr(self, "_logp", None)
+
     def commits(self, lo: int, step: int, drafted: bool = False) -> list[Commit]:
         """The decision as the trace records it, in a window starting at `lo`, made at decision index `step`."""
         return [Commit(lo + o, t, step, c, drafted) for o, t, c in zip(self.offsets, self.tokens, self.confidences)]
 
 
-def masked_log_softmax(logits: torch.Tensor, mask_id: int | None) -> torch.Tensor:
-    """float32 log-probabilities over the vocabulary with MASK's logit set to -inf (the one place this is done)."""
-    logits = logits.float()
+def masked_log_softmax(logits: torch.Tensor, mask_id: int | None, owned: bool = False) -> torch.Tensor:
+    """float32 log-probabilities over the vocabulary with MASK's logit set to -inf (the one place this is done).
+    owned: `logits` is the caller's own float32 copy, whose MASK column may be overwritten (no second copy)."""
     if mask_id is not None and 0 <= mask_id < logits.shape[-1]:
-        logits = logits.index_fill(-1, torch.tensor([mask_id], device=logits.device), float("-inf"))
-    return torch.log_softmax(logits, dim=-1)
+        if owned and logits.dtype == torch.float32:
+            logits.select(-1, mask_id).fill_(float("-inf"))
+        else:
+            logits = logits.float().index_fill(-1, torch.tensor([mask_id], device=logits.device), float("-inf"))
+    return torch.log_softmax(logits.float(), dim=-1)
 
 
 def first_argmax(x: torch.Tensor) -> torch.Tensor:
@@ -67,59 +82,64 @@ def first_argmax(x: torch.Tensor) -> torch.Tensor:
 
 
 def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: GumbelNoise | None,
-               mask_id: int | None = None, masked: torch.Tensor | None = None):
-    """Candidate tokens and confidences for a batch of window logits.
+               mask_id: int | None, masked: torch.Tensor):
+    """Candidate tokens and confidences of a batch of window logits at its masked positions.
 
-    logits: [n, w, V] (window positions lo..lo+w-1); steps: the decision index of each row; masked: [n, w] bool,
-    the positions that need noise (default: all; elsewhere the candidate is the noiseless argmax).
-    Returns (tokens [n, w] long, confidence [n, w] float32, logp [n, w, V]). Noise is drawn per step, once for
-    the rows that share it, and added only where it is needed."""
-    logp = masked_log_softmax(logits, mask_id)
+    logits: [n, w, V] (window positions lo..lo+w-1); steps: the decision index of each row; masked: [n, w] bool.
+    Returns (rows, offsets, tokens, confidences), four lists over the masked (row, offset) pairs in row-major order.
+    Only those positions' log-probabilities are computed (the rule reads nothing else), each the same numbers
+    whichever other positions and rows come with it; the noise is drawn per step, once for the rows that share it."""
+    rows, offs = masked.to(logits.device).nonzero(as_tuple=True)
+    logp = masked_log_softmax(logits[rows, offs], mask_id, owned=True)  # [M, V] (the indexing made a copy)
     tokens = first_argmax(logp)
-    if rule.temperature > 0:
-        n, w, _ = logp.shape
-        need = torch.ones(n, w, dtype=torch.bool) if masked is None else masked.cpu()
-        rows_of: dict[int, list[int]] = {}
-        for r, s in enumerate(steps):
-            rows_of.setdefault(int(s), []).append(r)
-        for s, rows in rows_of.items():  # rows of one step share its noise (the union of their masked positions)
-            offs = need[rows].any(0).nonzero().flatten().tolist()
-            if offs:
-                g = noise.block(s, [lo + o for o in offs]).to(logp.device)  # [len(offs), V]
-                r_idx = torch.tensor(rows, device=logp.device).unsqueeze(1)
-                o_idx = torch.tensor(offs, device=logp.device).unsqueeze(0)
-                tokens[r_idx, o_idx] = first_argmax(gumbel_scores(logp[r_idx, o_idx], rule.temperature, g))
-    conf = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1).exp()
-    return tokens, conf, logp
+    if rule.temperature > 0 and len(rows):
+        pair_steps = torch.tensor([int(s) for s in steps])[rows.cpu()]
+        for s in pair_steps.unique().tolist():  # pairs of one step share its noise (drawn once per position)
+            idx = (pair_steps == s).nonzero().flatten()
+            g = noise.block(s, [lo + o for o in offs.cpu()[idx].tolist()]).to(logp.device)  # [len(idx), V]
+            idx = idx.to(logp.device)
+            tokens[idx.cpu()] = first_argmax(gumbel_scores(logp[idx], rule.temperature, g)).to(tokens.device)
+    conf = logp.gather(-1, tokens.to(logp.device).unsqueeze(-1)).squeeze(-1).exp()
+    return rows.tolist(), offs.tolist(), tokens.tolist(), conf.tolist()
+
+
+def choose(offsets: list[int], tokens: list[int], confidences: list[float], rule: DecisionRule) -> Decision:
+    """The rule's choice among one state's candidates at its masked offsets (ascending): the most confident (the
+    first, i.e. lowest, at a tie), and in threshold mode every one at or above tau (compared in float32, as the
+    confidences are)."""
+    top = max(range(len(offsets)), key=confidences.__getitem__)  # (max keeps the first of equal maxima)
+    if rule.mode == "threshold":
+        tau = float(np.float32(rule.threshold))
+        chosen = [i for i, c in enumerate(confidences) if i == top or c >= tau]
+    else:
+        chosen = [top]
+    return Decision([offsets[i] for i in chosen], [tokens[i] for i in chosen], [confidences[i] for i in chosen])
 
 
 def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: DecisionRule,
            noise: GumbelNoise | None, mask_id: int | None) -> list[Decision | None]:
     """d(state, logits, step) for a batch of states: logits [n, w, V], masked [n, w] bool, steps [n].
 
-    One decision per row; None for a row with no masked position (nothing to decide), computed for the other rows
-    only (a SPOT tree's nodes that complete their window, and in threshold mode often the whole batch: a free
-    decision that commits the window's last set). A decision keeps its state's log-probabilities (a view of the
-    batch's): the next pass's root distributions when it is a bonus."""
-    has = masked.any(-1)
-    if not bool(has.all()):  # (each row's decision depends on its own row alone: the others' are the same numbers)
-        out: list[Decision | None] = [None] * len(steps)
-        rows = has.nonzero().flatten().tolist()
-        if rows:
-            idx = torch.tensor(rows, device=logits.device)
-            for r, d in zip(rows, decide(logits[idx], masked[has], [steps[r] for r in rows], lo, rule, noise,
-                                         mask_id)):
-                out[r] = d
-        return out
-    tokens, conf, logp = candidates(logits, steps, lo, rule, noise, mask_id, masked)
-    masked = masked.to(conf.device)
-    top = torch.where(masked, conf, torch.full_like(conf, -1.0)).argmax(-1)  # first maximum: lowest position
-    chosen = torch.zeros_like(masked).scatter_(1, top.unsqueeze(1), True)
-    if rule.mode == "threshold":
-        chosen |= masked & (conf >= rule.threshold)
+    One decision per row; None for a row with no masked position (nothing to decide: a SPOT tree's nodes that
+    complete their window, and in threshold mode often the whole batch: a free decision that commits the window's
+    last set). Each row's decision depends on its own row alone. A decision keeps its state's logits (a view of
+    the batch's), from which its log-probabilities come when asked: the next pass's root distributions when it is
+    a bonus."""
+    n, w = masked.shape
+    rows, offs, toks, confs = candidates(logits, steps, lo, rule, noise, mask_id, masked)
+    per_row: list[list[int]] = [[] for _ in range(n)]
+    for i, r in enumerate(rows):
+        per_row[r].append(i)
     decisions: list[Decision | None] = []
-    for r, (row, toks, cs) in enumerate(zip(chosen.tolist(), tokens.tolist(), conf.tolist())):
-        offs = [o for o, c in enumerate(row) if c]
-        decisions.append(Decision(offs, [toks[o] for o in offs], [cs[o] for o in offs], cs, logp[r]))
+    for r, idx in enumerate(per_row):
+        if not idx:
+            decisions.append(None)
+            continue
+        a, b = idx[0], idx[-1] + 1  # (row-major: a row's pairs are consecutive)
+        d = choose(offs[a:b], toks[a:b], confs[a:b], rule)
+        window = [0.0] * w
+        for o, c in zip(offs[a:b], confs[a:b]):
+            window[o] = c
+        d.window_conf, d.logits, d.mask_id = window, logits[r], mask_id
+        decisions.append(d)
     return decisions
-

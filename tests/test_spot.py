@@ -1048,31 +1048,52 @@ def test_loaded_drafter_decodes_through_config(tmp_path, random_drafter, tiny_bl
 
 
 # ------------------------------------------------------------- states a pass already evaluated
-def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(tiny_block_target):
+@pytest.mark.parametrize("mode,tau", [("exact", 0.9), ("threshold", 0.01)])
+def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(mode, tau, tiny_block_target):
     """A stored window's logits give, at any later state with the same window tokens, the decision the rule makes
-    from them with that state's step (and none for a state no pass evaluated)."""
+    from them with that state's step (and none for a state no pass evaluated); asked again at the same or another
+    step (the store keeps each state's candidates per step), with fewer masked positions than the stored state (what
+    a likely edge asks), and for a next window's store whose masked positions are given, it is still `decide`'s."""
     from spotviz.decision import decide
     from spotviz.samplers.verify import KnownStates
 
-    view = _view(tiny_block_target, PROMPTS[2], "exact", 0.9, 1.0, seed=3)
+    for prompt in PROMPTS:  # (a first window with at least five masked positions)
+        view = _view(tiny_block_target, prompt, mode, tau, 1.0, seed=3)
+        if int(view.masked.sum()) >= 5:
+            break
+    assert int(view.masked.sum()) >= 5
+    mask_id = tiny_block_target.info.mask_id
     lo, hi = view.lo, view.hi
     rows = view.state.unsqueeze(0).repeat(2, 1)
     open_ = np.flatnonzero(view.masked.numpy())
     rows[1, lo + int(open_[0])] = 7  # a second state: one more commit
     logits = tiny_block_target.forward(rows, lo, hi, tiny_block_target.empty_cache()).logits
     noise = GumbelNoise(3, tiny_block_target.info.vocab_size)
-    known = KnownStates(lo, hi, view.rule, noise, tiny_block_target.info.mask_id)
+    known = KnownStates(lo, hi, view.rule, noise, mask_id)
     for r in range(2):
         known.add(rows[r, lo:hi].numpy().tobytes(), logits[r])
-    masked = rows[:, lo:hi] == tiny_block_target.info.mask_id
-    for step in (1, 5):
-        want = decide(logits, masked, [step, step], lo, view.rule, noise, tiny_block_target.info.mask_id)
-        for r in range(2):
-            got = known.decision(rows[r, lo:hi].numpy().tobytes(), masked[r], step)
-            assert got.key == want[r].key
+    masked = rows[:, lo:hi] == mask_id
+    fewer = masked.clone()
+    fewer[:, open_[1:3]] = False  # two of the stored states' masked positions committed further down
+    sets = 0
+    for step in (1, 5, 1, 2):
+        for m in (masked, fewer):
+            want = decide(logits, m, [step, step], lo, view.rule, noise, mask_id)
+            for r in range(2):
+                got = known.decision(rows[r, lo:hi].numpy().tobytes(), m[r], step)
+                assert (got is None) == (want[r] is None)  # (nothing left to decide: no decision)
+                assert got is None or (got.key == want[r].key and got.confidences == want[r].confidences)
+                sets += got is not None and len(got.offsets) > 1
+    assert (sets > 0) == (mode == "threshold")  # (tau is low enough for sets on this tiny model)
     other = rows[1, lo:hi].clone()
     other[int(open_[1])] = 7
-    assert known.decision(other.numpy().tobytes(), other == tiny_block_target.info.mask_id, 1) is None
+    assert known.decision(other.numpy().tobytes(), other == mask_id, 1) is None
+    nxt = KnownStates(lo, hi, view.rule, noise, mask_id)  # keyed by other tokens: the masked positions are given
+    key = np.arange(hi - lo, dtype=np.int64).tobytes()
+    nxt.add(key, logits[0], masked[0])
+    for step in (3, 4):
+        want = decide(logits[:1], masked[:1], [step], lo, view.rule, noise, mask_id)[0]
+        assert nxt.decision(key, masked[0], step).key == want.key
 
 
 @pytest.mark.parametrize("kind", ["block", "random"])

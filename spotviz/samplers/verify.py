@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..decision import Decision, decide, masked_log_softmax
+from ..decision import Decision, candidates, choose, decide, masked_log_softmax
 from ..drafter.tree import DraftNode
 from ..targets.base import ForwardOutput
 from ..targets.invariance import check_pass
@@ -155,22 +155,46 @@ class KnownStates:
     def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None):
         self.lo, self.hi, self.rule, self.noise, self.mask_id = lo, hi, rule, noise, mask_id
         self.logits: dict[bytes, torch.Tensor] = {}
+        self.open: dict[bytes, list[bool]] = {}  # key -> its masked window positions (hi - lo flags)
         self._rows: np.ndarray | None = None  # the keys, in order, as one [S, hi - lo] int64 array (built when needed)
+        self._cands: dict = {}  # (key, step) -> {offset: (token, confidence)} at the state's masked positions
 
-    def add(self, key: bytes, logits: torch.Tensor) -> None:
-        """key: the conditioning tokens as int64 bytes; logits [hi - lo, V] of the window at that state."""
+    def add(self, key: bytes, logits: torch.Tensor, masked: torch.Tensor | None = None) -> None:
+        """key: the conditioning tokens as int64 bytes; logits [hi - lo, V] of the window at that state; masked: its
+        masked window positions (default: where the key holds MASK, as for the window's own tokens)."""
         if key not in self.logits:
             self.logits[key] = logits
+            self.open[key] = (np.frombuffer(key, dtype=np.int64) == self.mask_id).tolist() if masked is None \
+                else masked.tolist()
             self._rows = None
 
     def decision(self, key: bytes, masked: torch.Tensor, step: int) -> Decision | None:
         """The target's decision in this window at a state conditioned by `key` (the conditioning tokens as int64
         bytes) whose masked window positions are `masked` ([hi - lo] bool), made at decision index `step`; None if
-        no pass evaluated such a state (or nothing is left to decide)."""
+        no pass evaluated such a state (or nothing is left to decide).
+
+        A tree asks this for many nodes and passes of a window, so the candidates at a stored state (token and
+        confidence per position: decision.candidates, with noise at its masked positions) are computed once per
+        step (once in all at T = 0) and the rule's choice is made from them here: the same numbers as `decide`
+        at every position a node may commit (its masked positions are the stored state's, or fewer). The
+        decision carries offsets, tokens and confidences, not the window's confidences or log-probabilities."""
         lg = self.logits.get(key)
         if lg is None:
             return None
-        return decide(lg.unsqueeze(0), masked.unsqueeze(0), [step], self.lo, self.rule, self.noise, self.mask_id)[0]
+        open_ = self.open[key]
+        offs = [o for o, m in enumerate(masked.tolist()) if m]
+        if not offs:
+            return None
+        if any(not open_[o] for o in offs):  # (a position the stored state had committed: never asked; the rule)
+            return decide(lg.unsqueeze(0), masked.unsqueeze(0), [step], self.lo, self.rule, self.noise,
+                          self.mask_id)[0]
+        ck = (key, step if self.rule.temperature > 0 else 0)
+        if ck not in self._cands:
+            _, o, t, c = candidates(lg.unsqueeze(0), [step], self.lo, self.rule, self.noise, self.mask_id,
+                                    torch.tensor([open_]))
+            self._cands[ck] = dict(zip(o, zip(t, c)))
+        cand = self._cands[ck]
+        return choose(offs, [cand[o][0] for o in offs], [cand[o][1] for o in offs], self.rule)
 
     def nearest(self, window: np.ndarray, masked: torch.Tensor, step: int,
                 max_missing: int = NEAR_MISSING) -> Decision | None:
@@ -206,7 +230,8 @@ def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: 
     keys = rows[:, lo:hi].numpy()
     open_ = (keys == st.mask_id).any(1)
     # (a node drafted on into the next window: its logits there are not the first decision's)
-    fresh = (rows[:, hi: lo + v.out.logits.shape[1]] == st.mask_id).all(1).numpy()
+    nmasked = rows[:, hi: lo + v.out.logits.shape[1]] == st.mask_id
+    fresh = nmasked.all(1).numpy()
     on_walk = set(walk)
     for i in range(len(keys)):
         if i in on_walk:
@@ -215,7 +240,7 @@ def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: 
             if here is not None:
                 here.add(keys[i].tobytes(), v.out.logits[i, :w])
         elif nxt is not None and v.fused and fresh[i]:
-            nxt.add(keys[i].tobytes(), v.out.logits[i, w:])
+            nxt.add(keys[i].tobytes(), v.out.logits[i, w:], nmasked[i])
 
 
 def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi: int, next_window,

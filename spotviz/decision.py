@@ -43,6 +43,8 @@ class Decision:
     window_conf: list[float] = field(default_factory=list, repr=False)  # c_i at every masked window offset (else 0)
     logits: torch.Tensor | None = field(default=None, repr=False, compare=False)  # [w, V]: the state's window logits
     mask_id: int | None = field(default=None, repr=False, compare=False)
+    masked_offsets: list[int] = field(default_factory=list, repr=False, compare=False)  # the state's masked offsets
+    masked_logp: torch.Tensor | None = field(default=None, repr=False, compare=False)  # [m, V]: their log p (decide's)
 
     @property
     def key(self) -> tuple:
@@ -66,10 +68,9 @@ def masked_log_softmax(logits: torch.Tensor, mask_id: int | None, owned: bool = 
     """float32 log-probabilities over the vocabulary with MASK's logit set to -inf (the one place this is done).
     owned: `logits` is the caller's own float32 copy, whose MASK column may be overwritten (no second copy)."""
     if mask_id is not None and 0 <= mask_id < logits.shape[-1]:
-        if owned and logits.dtype == torch.float32:
-            logits.select(-1, mask_id).fill_(float("-inf"))
-        else:
-            logits = logits.float().index_fill(-1, torch.tensor([mask_id], device=logits.device), float("-inf"))
+        if not (owned and logits.dtype == torch.float32):
+            logits = logits.to(torch.float32, copy=True)
+        logits.select(-1, mask_id).fill_(float("-inf"))  # (a fill in place costs a third of index_fill's copy)
     return torch.log_softmax(logits.float(), dim=-1)
 
 
@@ -82,15 +83,18 @@ def first_argmax(x: torch.Tensor) -> torch.Tensor:
 
 
 def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: GumbelNoise | None,
-               mask_id: int | None, masked: torch.Tensor):
+               mask_id: int | None, masked: torch.Tensor, keep_logp: list | None = None):
     """Candidate tokens and confidences of a batch of window logits at its masked positions.
 
     logits: [n, w, V] (window positions lo..lo+w-1); steps: the decision index of each row; masked: [n, w] bool.
     Returns (rows, offsets, tokens, confidences), four lists over the masked (row, offset) pairs in row-major order.
     Only those positions' log-probabilities are computed (the rule reads nothing else), each the same numbers
-    whichever other positions and rows come with it; the noise is drawn per step, once for the rows that share it."""
+    whichever other positions and rows come with it (keep_logp: a list that receives them, [M, V]); the noise is
+    drawn per step, once for the rows that share it."""
     rows, offs = masked.to(logits.device).nonzero(as_tuple=True)
     logp = masked_log_softmax(logits[rows, offs], mask_id, owned=True)  # [M, V] (the indexing made a copy)
+    if keep_logp is not None:
+        keep_logp.append(logp)
     tokens = first_argmax(logp)
     if rule.temperature > 0 and len(rows):
         pair_steps = torch.tensor([int(s) for s in steps])[rows.cpu()]
@@ -123,10 +127,12 @@ def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: Dec
     One decision per row; None for a row with no masked position (nothing to decide: a SPOT tree's nodes that
     complete their window, and in threshold mode often the whole batch: a free decision that commits the window's
     last set). Each row's decision depends on its own row alone. A decision keeps its state's logits (a view of
-    the batch's), from which its log-probabilities come when asked: the next pass's root distributions when it is
-    a bonus."""
+    the batch's), from which its log-probabilities come when asked (the next pass's root distributions when it is a
+    bonus), and the log-probabilities at its masked offsets, which the rule computed (a one-guess tree needs no
+    more)."""
     n, w = masked.shape
-    rows, offs, toks, confs = candidates(logits, steps, lo, rule, noise, mask_id, masked)
+    kept: list = []
+    rows, offs, toks, confs = candidates(logits, steps, lo, rule, noise, mask_id, masked, kept)
     per_row: list[list[int]] = [[] for _ in range(n)]
     for i, r in enumerate(rows):
         per_row[r].append(i)
@@ -141,5 +147,6 @@ def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: Dec
         for o, c in zip(offs[a:b], confs[a:b]):
             window[o] = c
         d.window_conf, d.logits, d.mask_id = window, logits[r], mask_id
+        d.masked_offsets, d.masked_logp = offs[a:b], kept[0][a:b]
         decisions.append(d)
     return decisions

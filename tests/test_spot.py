@@ -1096,6 +1096,33 @@ def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(mode,
         assert nxt.decision(key, masked[0], step).key == want.key
 
 
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_one_guess_shortcut_drafts_the_edge_the_full_context_drafts(T, targets, random_drafter, monkeypatch):
+    """A one-guess tree's child of s1 comes from the root decision's rows at the masked offsets (Proposer.first_child)
+    instead of the per-pass context over the whole window: the same edge, with the same probability, in every pass
+    (both proposers that hand one guess to the calibrated template); the context is never prepared for it."""
+    from spotviz.drafter.proposers.common import Context
+
+    target = targets["random"]
+    for name in ("calibrated", "spot+partner"):
+        for i, prompt in enumerate(PROMPTS[:3]):
+            c = cfg("exact", T=T, seed=i, gen=40, budget=2)
+            prepared = []
+            monkeypatch.setattr(Calibrated, "prepare", lambda self, view, max_depth: prepared.append(1) or Context(view, max_depth))
+            lean = decode_spot(target, prompt, c, make_proposer(name, random_drafter))
+            assert not prepared  # (the shortcut alone drafted every s1's child)
+            monkeypatch.setattr(Calibrated, "first_child", lambda self, view, remaining: None)
+            full = decode_spot(target, prompt, c, make_proposer(name, random_drafter))
+            monkeypatch.undo()
+            check_against_standard(lean, decode_standard(target, prompt, c), 2)
+            assert len(lean.passes) == len(full.passes)
+            drafted = 0
+            for a, b in zip(lean.passes, full.passes):
+                assert [(n.positions, n.tokens, n.prob) for n in a.tree] == [(n.positions, n.tokens, n.prob) for n in b.tree]
+                drafted += len(a.tree) > 1
+            assert drafted > 3
+
+
 @pytest.mark.parametrize("kind", ["block", "random"])
 def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, random_drafter):
     """A tree node whose window tokens an earlier pass of the window already evaluated (another order of the same

@@ -50,7 +50,7 @@ class RootView:
     lo: int
     hi: int
     state: torch.Tensor  # s1, the full token row (long)
-    logp: torch.Tensor  # [w, V] log-probabilities at the root r (MASK suppressed), float32
+    logp: torch.Tensor | None  # [w, V] log-probabilities at the root r (MASK suppressed), float32; None: root's
     masked: torch.Tensor  # [w] bool: masked in s1
     first: list[int]  # window offsets committed by the free first decision d(r)
     step: int  # decision index of the first drafted decision (depth 1)
@@ -59,10 +59,27 @@ class RootView:
     ahead: "RootView | None" = None  # the next window [hi, hi + w'), drafted only after this one is complete
     eos_ids: tuple = ()  # end-of-text tokens: a drafted one ends the text, so nothing is drafted ahead of it
     known: object = None  # samplers/verify.KnownStates: logits at states a pass already evaluated (exact decisions)
+    root: object = None  # decision.Decision at r, whose log-probabilities `logp` is when not given
 
     @property
     def width(self) -> int:
         return self.hi - self.lo
+
+    def window_logp(self) -> torch.Tensor:
+        """[w, V] the root's log-probabilities over the window (the root decision's, computed when first asked)."""
+        if self.logp is None:
+            self.logp = self.root.logp
+        return self.logp
+
+    def masked_rows(self, offsets: list[int]) -> tuple[list[int], torch.Tensor]:
+        """The root's log-probabilities at (at least) these masked offsets: (the offsets given, [m, V] their rows),
+        the root decision's own rows where it has them (every masked offset of r, no copy; the same numbers as
+        window_logp's rows), else window_logp's rows at `offsets`."""
+        root = self.root
+        if self.logp is None and root is not None and root.masked_logp is not None \
+                and set(offsets) <= set(root.masked_offsets):
+            return root.masked_offsets, root.masked_logp
+        return offsets, self.window_logp()[offsets]
 
 
 def position_features(view: RootView, topk: int = TOPK) -> torch.Tensor:
@@ -76,7 +93,7 @@ def np_position_features(view: RootView, topk: int = TOPK) -> np.ndarray:
     normalised entropy, top-2 margin, log top-1, masked, free-decision flag, relative position, signed distance to the free decision, its neighbour flag, committed
     left / right neighbours, masked fraction, stale-confidence rank among masked positions, top-1 >= tau,
     top-1 - tau, and the temperature (clipped to [0, 2])."""
-    logp = view.logp.detach().float().cpu().numpy()
+    logp = view.window_logp().detach().float().cpu().numpy()
     w, v = logp.shape
     p = np.exp(logp)
     k = min(topk, v)
@@ -110,6 +127,21 @@ def np_position_features(view: RootView, topk: int = TOPK) -> np.ndarray:
     return f
 
 
+def first_depth_candidates(view: RootView, offsets: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """coupled_candidates' first depth at these masked offsets alone: (tok1 [m] int64, logc1 [m] float32 numpy),
+    from the root's rows there (RootView.masked_rows): the same numbers, without the window's other positions."""
+    have, logp = view.masked_rows(offsets)
+    if view.rule.temperature == 0 or view.noise is None:
+        t = logp.topk(2, dim=-1)
+        pick = [have.index(o) for o in offsets] if have is not offsets else slice(None)
+        return t.indices[:, 0].cpu().numpy()[pick], t.values[:, 0].float().cpu().numpy()[pick]
+    if have is not offsets:  # (noise is drawn per position: only the offsets asked for)
+        logp = logp[[have.index(o) for o in offsets]]
+    g = view.noise.block(view.step, [view.lo + o for o in offsets]).to(logp.device)
+    tok1 = gumbel_scores(logp, view.rule.temperature, g).topk(2, dim=-1).indices[:, 0]
+    return tok1.cpu().numpy(), logp.gather(-1, tok1.unsqueeze(-1)).squeeze(-1).float().cpu().numpy()
+
+
 def coupled_candidates(view: RootView, depths: int, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Drafted tokens for each depth start+1..depths with the step-indexed noise the target will use.
 
@@ -117,7 +149,7 @@ def coupled_candidates(view: RootView, depths: int, start: int = 0) -> tuple[tor
     argmax(log p_root / T + g_step) and the root log-probability of the best one. At T = 0 they are the same
     at every depth (greedy). Noise is drawn only at the positions masked in s1 (the only ones drafted); elsewhere
     the tokens are the noiseless ones."""
-    logp, w = view.logp, view.width
+    logp, w = view.window_logp(), view.width
     n = depths - start
     if view.rule.temperature == 0 or view.noise is None:
         t2 = logp.topk(2, dim=-1)

@@ -38,6 +38,13 @@ budget 32, release 13's drafters): such edges were the target's decision at 73% 
 missing; w = 0.85: 308, up to one: 312, up to four: 310); at budget 4 631 -> 625 and 642 -> 635; SPOT-Sets at
 budget 32 175 -> 174, at budget 4 199 -> 195 (T = 0). Not in one-guess trees (budget 2: 159 passes either way on six
 problems, for 0.1 ms of lookups a pass).
+
+One guess. A tree of s1 and one node needs only the likeliest child of s1, and that needs the root's distributions
+only at s1's masked positions, which the root's decision already computed (decision.decide keeps them). A proposer
+that can rank s1's children from those rows alone drafts it with `first_child` (the calibrated template, SPOT's
+partner for such trees: the same edge with the same probability, tested), skipping the per-pass context over the
+whole window; on math-bd (AVX2 CPU, thread time) a one-guess tree took 0.54 -> 0.33 ms at T = 0 and 0.88 -> 0.46 ms
+at T = 1, and the pass no longer computes the root's log-probabilities over the window.
 """
 from __future__ import annotations
 
@@ -82,7 +89,8 @@ class Proposer:
     branch_positions = 4  # children considered per node (positions or sets)
 
     def prepare(self, view: RootView, max_depth: int) -> object:
-        """Per-pass work (e.g. one drafter forward). Returns a context passed to `children`."""
+        """Per-pass work (e.g. one drafter forward), done once before the pass's first `children` (not at all for a
+        one-guess tree that `first_child` drafts). Returns a context passed to `children`."""
         raise NotImplementedError
 
     def children(self, ctx, view: RootView, node: DraftNode, remaining: np.ndarray) -> list[tuple]:
@@ -95,6 +103,12 @@ class Proposer:
         """The proposer that drafts a tree of at most `budget` nodes (a proposer may hand a small tree to a cheaper
         one: proposers/spot.py)."""
         return self
+
+    def first_child(self, view: RootView, remaining: np.ndarray) -> list[tuple] | None:
+        """A one-guess tree's child of s1 without the per-pass context: [the likeliest of `children` at s1] (or []
+        for none), computed from the root's rows at the masked offsets alone; None where the proposer has no such
+        shortcut (then `prepare` and `children` draft it)."""
+        return None
 
 
 class FixedBudget:
@@ -152,7 +166,11 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
     s1_window = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
     max_depth = n_masked + (int(masked_ahead.sum()) - 1 if ahead is not None else 0)
-    ctx = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)) if n_masked else None
+    shortcut = policy.budget <= ONE_GUESS and type(proposer).first_child is not Proposer.first_child
+    # the proposer's per-pass context: prepared up front, as its contract says, except for a one-guess tree that the
+    # proposer drafts without it (Proposer.first_child; prepared later only if that declines)
+    prepared = bool(n_masked) and not shortcut
+    ctx = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)) if prepared else None
     ctx_ahead = None  # prepared when a node first completes the window
     heap: list = []
     tie = 0
@@ -171,13 +189,25 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         if remaining.any():
             win = window_tokens(node) if view.known is not None else None  # (what both stores are looked up by)
             props = known_child(node, view, torch.from_numpy(remaining), win=win) \
-                or near_children(node, remaining, win) or proposer.children(ctx, view, node, remaining)
+                or near_children(node, remaining, win) or drafted_children(node, remaining)
         elif ahead is not None and not eos & set(_path_tokens(nodes, node)):
             props = ahead_children(node)
         else:
             return
         node.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
         push(node)
+
+    def drafted_children(node: DraftNode, remaining: np.ndarray):
+        """The proposer's candidates at `node`; at s1 of a one-guess tree its likeliest alone where it has a
+        shortcut for that (Proposer.first_child: the same edge, without the per-pass context)."""
+        nonlocal ctx, prepared
+        if node.id == 0 and shortcut:
+            guess = proposer.first_child(view, remaining)
+            if guess is not None:
+                return guess
+        if not prepared:  # (once: a context may well be None)
+            ctx, prepared = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)), True
+        return proposer.children(ctx, view, node, remaining)
 
     def known_child(node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0, win=None):
         """[the target's own decision at `node` as a certain edge] if a pass already evaluated the state that
@@ -201,8 +231,7 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         if d is None:
             return None
         node.near = (tuple(d.offsets), tuple(d.tokens))
-        return mix_candidates((NEAR_WEIGHT, [(*node.near, 1.0)]),
-                              (1 - NEAR_WEIGHT, proposer.children(ctx, view, node, remaining)))
+        return mix_candidates((NEAR_WEIGHT, [(*node.near, 1.0)]), (1 - NEAR_WEIGHT, drafted_children(node, remaining)))
 
     def window_tokens(node: DraftNode) -> np.ndarray:
         """The window's tokens at `node`: s1 with the path's commits in this window, masks included ([w] int64)."""

@@ -72,9 +72,9 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                              step=st.step, rule=st.rule, noise=draft_noise, known=known_next)
             stale = stale or ahead_logp.max(-1).values.exp().tolist()  # (this window is complete: the next one's)
         if stale and policy.draft_now(stale):  # 2. draft (auto: only where drafting pays)
-            view = RootView(lo=lo, hi=hi, state=st.tokens, logp=d.logp, masked=masked, first=d.offsets, step=st.step,
+            view = RootView(lo=lo, hi=hi, state=st.tokens, logp=None, masked=masked, first=d.offsets, step=st.step,
                             rule=st.rule, noise=draft_noise, ahead=ahead, eos_ids=target.info.eos_ids,
-                            known=known)  # (the root's)
+                            known=known, root=d)  # (the root's; its window log p computed only if a proposer asks)
             nodes = build_tree(view, proposer, policy, cfg.min_path_prob)
             rows = node_states(view, nodes)
         else:  # s1 alone: the standard decoder's pass

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..numpy_forward import np_sigmoid
 from ..tree import Proposer
+from ..features import first_depth_candidates
 from .common import Context, exact_children, set_children
 
 
@@ -36,6 +37,21 @@ class Calibrated(Proposer):
 
     def prepare(self, view, max_depth):
         return Context(view, max_depth)
+
+    def first_child(self, view, remaining):
+        """The likeliest child of s1 in exact mode (None in threshold mode): the first-depth ranks ordered by the
+        root's confidence in the coupled best token, as `children` does, computed only at the masked offsets."""
+        if view.rule.mode != "exact":
+            return None
+        offs = np.flatnonzero(remaining).tolist()
+        tok1, logc = first_depth_candidates(view, offs)
+        c = np.exp(logc)
+        row = self.rank_probs[0]
+        order = np.argsort(-c, kind="stable")[: min(len(offs), len(row))]
+        probs = np.zeros_like(c)  # (float32, as children's: the same edge probability)
+        probs[order] = row[: len(order)]
+        best = int(np.argmax(probs))  # (the first maximum: the lowest offset, as exact_children's stable order)
+        return [((offs[best],), (int(tok1[best]),), float(probs[best]))] if probs[best] > 0 else []
 
     def children(self, ctx, view, node, remaining):
         d = ctx.d(node)

@@ -40,7 +40,7 @@ class Context:
     def _grow(self, depths: int) -> None:
         n = len(self.tok1)
         tok1, tok2, logc = coupled_candidates(self.view, depths, start=n)
-        p2 = self.view.logp.gather(-1, tok2.T.contiguous()).T  # [new depths, w] root prob of the runner-up
+        p2 = self.view.window_logp().gather(-1, tok2.T.contiguous()).T  # [new depths, w] root prob of the runner-up
         self.tok1 = np.concatenate([self.tok1, tok1.cpu().numpy()])
         self.tok2 = np.concatenate([self.tok2, tok2.cpu().numpy()])
         self.logc = np.concatenate([self.logc, logc.float().cpu().numpy()])

@@ -45,6 +45,7 @@ class Decision:
     mask_id: int | None = field(default=None, repr=False, compare=False)
     masked_offsets: list[int] = field(default_factory=list, repr=False, compare=False)  # the state's masked offsets
     masked_logp: torch.Tensor | None = field(default=None, repr=False, compare=False)  # [m, V]: their log p (decide's)
+    _logp: torch.Tensor | None = field(default=None, init=False, repr=False, compare=False)  # (logp, once computed)
 
     @property
     def key(self) -> tuple:
@@ -55,9 +56,9 @@ class Decision:
     def logp(self) -> torch.Tensor | None:
         """[w, V] the state's log-probabilities (MASK excluded), computed when first asked: a bonus decision's are
         the next root's distributions, which the drafter reads; other decisions never need them."""
-        if self.logits is not None and not hasattr(self, "_logp"):
+        if self._logp is None and self.logits is not None:
             self._logp = masked_log_softmax(self.logits, self.mask_id)
-        return getattr(self, "_logp", None)
+        return self._logp
 
     def commits(self, lo: int, step: int, drafted: bool = False) -> list[Commit]:
         """The decision as the trace records it, in a window starting at `lo`, made at decision index `step`."""
@@ -97,12 +98,13 @@ def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: 
         keep_logp.append(logp)
     tokens = first_argmax(logp)
     if rule.temperature > 0 and len(rows):
-        pair_steps = torch.tensor([int(s) for s in steps])[rows.cpu()]
+        rows_c, offs_c = rows.cpu(), offs.cpu()
+        pair_steps = torch.tensor([int(s) for s in steps])[rows_c]
         for s in pair_steps.unique().tolist():  # pairs of one step share its noise (drawn once per position)
             idx = (pair_steps == s).nonzero().flatten()
-            g = noise.block(s, [lo + o for o in offs.cpu()[idx].tolist()]).to(logp.device)  # [len(idx), V]
+            g = noise.block(s, [lo + o for o in offs_c[idx].tolist()]).to(logp.device)  # [len(idx), V]
             idx = idx.to(logp.device)
-            tokens[idx.cpu()] = first_argmax(gumbel_scores(logp[idx], rule.temperature, g)).to(tokens.device)
+            tokens[idx] = first_argmax(gumbel_scores(logp[idx], rule.temperature, g)).to(tokens.device)
     conf = logp.gather(-1, tokens.to(logp.device).unsqueeze(-1)).squeeze(-1).exp()
     return rows.tolist(), offs.tolist(), tokens.tolist(), conf.tolist()
 

@@ -122,6 +122,35 @@ def test_features_read_no_token_identities(tiny_block_target):
     assert torch.equal(perm[t2], t1) and torch.allclose(c1, c2)
 
 
+@pytest.mark.parametrize("T", [0.7, 1.0])
+def test_coupled_candidates_at_masked_positions_are_the_noised_argmax(T, tiny_block_target):
+    """At T > 0 the drafted tokens of depth d are the best and runner-up of log p / T + g(step + d) at each position
+    masked in s1, with the root's log-probability of the best (computed only there); other positions keep the
+    noiseless tokens; a later depth range (start > 0) gives the same numbers as those rows of a longer call."""
+    from spotviz.decision import DecisionRule
+    from spotviz.noise import GumbelNoise
+
+    torch.manual_seed(1)
+    w, V = 16, tiny_block_target.info.vocab_size
+    logp = torch.log_softmax(torch.randn(w, V) * 3, -1)
+    masked = torch.rand(w) > 0.4
+    noise = GumbelNoise(5, V)
+    view = RootView(lo=8, hi=24, state=torch.zeros(40, dtype=torch.long), logp=logp, masked=masked, first=[3],
+                    step=2, rule=DecisionRule("exact", T, 0.9), noise=noise)
+    tok1, tok2, logc = coupled_candidates(view, 5)
+    for d in range(5):
+        for o in range(w):
+            if masked[o]:
+                scores = logp[o] / T + noise.at(view.step + d, view.lo + o)
+                best, second = scores.topk(2).indices.tolist()
+            else:
+                best, second = logp[o].topk(2).indices.tolist()
+            assert (int(tok1[d, o]), int(tok2[d, o])) == (best, second)
+            assert float(logc[d, o]) == float(logp[o, best])
+    later = coupled_candidates(view, 5, start=3)
+    assert all(torch.equal(a[3:], b) for a, b in zip((tok1, tok2, logc), later))
+
+
 def test_losses_finite_and_fit_runs(data):
     torch.manual_seed(0)
     model = SpotDrafter(DrafterConfig())

@@ -147,23 +147,22 @@ def coupled_candidates(view: RootView, depths: int, start: int = 0) -> tuple[tor
 
     Returns (tok1 [n, w], tok2 [n, w], logc1 [n, w]), n = depths - start: the best and second-best token under
     argmax(log p_root / T + g_step) and the root log-probability of the best one. At T = 0 they are the same
-    at every depth (greedy). Noise is drawn only at the positions masked in s1 (the only ones drafted); elsewhere
-    the tokens are the noiseless ones."""
+    at every depth (greedy). Noise is drawn, and the scores computed, only at the positions masked in s1 (the only
+    ones drafted); elsewhere the tokens are the noiseless ones."""
     logp, w = view.window_logp(), view.width
     n = depths - start
+    t2 = logp.topk(2, dim=-1)
     if view.rule.temperature == 0 or view.noise is None:
-        t2 = logp.topk(2, dim=-1)
         tok1 = t2.indices[:, 0].expand(n, w)
         tok2 = t2.indices[:, 1].expand(n, w)
         logc = t2.values[:, 0].expand(n, w)
         return tok1, tok2, logc
+    tok1, tok2 = t2.indices[:, 0].repeat(n, 1), t2.indices[:, 1].repeat(n, 1)
     offs = view.masked.nonzero().flatten().tolist()
-    g = torch.zeros(n, w, logp.shape[-1])
     if offs:
-        for i, d in enumerate(range(start, depths)):
-            g[i, offs] = view.noise.block(view.step + d, [view.lo + o for o in offs])
-    scores = gumbel_scores(logp, view.rule.temperature, g.to(logp.device))  # [n, w, V]
-    t2 = scores.topk(2, dim=-1).indices
-    tok1, tok2 = t2[..., 0], t2[..., 1]
+        g = torch.stack([view.noise.block(view.step + d, [view.lo + o for o in offs])
+                         for d in range(start, depths)]).to(logp.device)  # [n, m, V]
+        top = gumbel_scores(logp[offs], view.rule.temperature, g).topk(2, dim=-1).indices  # [n, m, 2]
+        tok1[:, offs], tok2[:, offs] = top[..., 0], top[..., 1]
     logc = logp.unsqueeze(0).expand(n, -1, -1).gather(-1, tok1.unsqueeze(-1)).squeeze(-1)
     return tok1, tok2, logc

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..features import first_depth_candidates
 from ..numpy_forward import np_sigmoid
 from ..tree import Proposer
-from ..features import first_depth_candidates
 from .common import Context, exact_children, set_children
 
 

@@ -6,6 +6,7 @@ import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -120,6 +121,25 @@ def test_features_read_no_token_identities(tiny_block_target):
     t1, _, c1 = coupled_candidates(mk(logp), 4)
     t2, _, c2 = coupled_candidates(mk(logp[:, perm]), 4)
     assert torch.equal(perm[t2], t1) and torch.allclose(c1, c2)
+
+
+@pytest.mark.parametrize("V", [5, 300])
+def test_feature_top_k_are_the_root_probabilities_largest_first(V):
+    """The features' first TOPK columns are each position's TOPK largest root probabilities in descending order,
+    exactly torch.topk's values (ties and zeros included), zero-padded where the vocabulary is smaller."""
+    from spotviz.decision import DecisionRule
+    from spotviz.drafter.features import TOPK
+
+    torch.manual_seed(2)
+    logits = torch.randn(16, V).mul(3).round()  # (rounded: many tied probabilities)
+    logits[:, :3] = float("-inf")  # (probability 0)
+    logp = torch.log_softmax(logits, -1)
+    view = RootView(lo=8, hi=24, state=torch.zeros(40, dtype=torch.long), logp=logp, masked=torch.rand(16) > 0.3,
+                    first=[3], step=2, rule=DecisionRule("exact", 0.0, 0.9), noise=None)
+    k = min(TOPK, V)
+    want = torch.from_numpy(np.exp(logp.numpy())).topk(k, dim=-1).values  # (the features' own exp: numpy's)
+    got = position_features(view)[:, :TOPK]
+    assert torch.equal(got[:, :k], want) and not got[:, k:].any()
 
 
 @pytest.mark.parametrize("T", [0.7, 1.0])

@@ -55,9 +55,19 @@ class Decision:
     @property
     def logp(self) -> torch.Tensor | None:
         """[w, V] the state's log-probabilities (MASK excluded), computed when first asked: a bonus decision's are
-        the next root's distributions, which the drafter reads; other decisions never need them."""
+        the next root's distributions, which the drafter reads; other decisions never need them. The masked rows are
+        the rule's own (masked_logp: computed once, so a proposer reading either sees the same numbers); only the
+        committed positions' rows are computed here."""
         if self._logp is None and self.logits is not None:
-            self._logp = masked_log_softmax(self.logits, self.mask_id)
+            w = self.logits.shape[0]
+            have = set(self.masked_offsets)
+            rest = [o for o in range(w) if o not in have]
+            logp = torch.empty(self.logits.shape, dtype=torch.float32, device=self.logits.device)
+            if self.masked_offsets:
+                logp[self.masked_offsets] = self.masked_logp
+            if rest:  # (the indexing makes a copy: MASK's column is filled in place there)
+                logp[rest] = masked_log_softmax(self.logits[rest], self.mask_id, owned=True)
+            self._logp = logp
         return self._logp
 
     def commits(self, lo: int, step: int, drafted: bool = False) -> list[Commit]:

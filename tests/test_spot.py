@@ -1082,7 +1082,9 @@ def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(mode,
             for r in range(2):
                 got = known.decision(rows[r, lo:hi].numpy().tobytes(), m[r], step)
                 assert (got is None) == (want[r] is None)  # (nothing left to decide: no decision)
-                assert got is None or (got.key == want[r].key and got.confidences == want[r].confidences)
+                assert got is None or got.key == want[r].key  # (what a tree's edge is; the numbers within 1e-6:
+                # the same rows through the same kernels, not asserted to the last bit, which is the CPU's business)
+                assert got is None or got.confidences == pytest.approx(want[r].confidences, rel=0, abs=1e-6)
                 sets += got is not None and len(got.offsets) > 1
     assert (sets > 0) == (mode == "threshold")  # (tau is low enough for sets on this tiny model)
     other = rows[1, lo:hi].clone()

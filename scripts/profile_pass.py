@@ -233,9 +233,15 @@ def main(argv=None):
     print(f"| configuration | passes | drafted passes | mean states | forward | " + " | ".join(labels)
           + " | other | overhead per pass | overhead per drafted pass |")
     print("|---|---|---|---|---|" + "---|" * (len(labels) + 3))
+    groups = []  # (row name, its passes, the passes its per-pass means are over)
     for name, rows in per_run.items():
         drafted = [r for r in rows if r[0] > 1 or "tree build" in r[3] and r[3]["tree build"] > 0]
-        sel = drafted if name != "standard" and drafted else rows
+        groups.append((name, rows, drafted if name != "standard" and drafted else rows))
+        plain = [r for r in rows if r not in drafted and r[1] == "verify"]  # (not the run's first pass)
+        if name != "standard" and drafted and plain:  # (auto: the passes it did not draft, beside a standard pass)
+            groups.append((f"{name} undrafted", plain, plain))
+    for name, rows, sel in groups:
+        drafted = [r for r in rows if r[0] > 1 or "tree build" in r[3] and r[3]["tree build"] > 0]
         n = max(len(sel), 1)
         comp = defaultdict(float)
         tot = 0.0
@@ -259,7 +265,7 @@ def main(argv=None):
     print()
     base = results["standard"]["total_ms"]
     print("total thread time relative to standard: " + ", ".join(
-        f"{k}: {base / v['total_ms']:.2f}x" for k, v in results.items() if isinstance(v, dict) and "total_ms" in v))
+        f"{k}: {base / v['total_ms']:.2f}x" for k, v in results.items() if isinstance(v, dict) and "total_ms" in v and not k.endswith("undrafted")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

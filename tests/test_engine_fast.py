@@ -426,6 +426,43 @@ def test_auto_budget_degrades_to_standard_passes_when_rows_are_dear(random_draft
     assert all(p.states == 1 for p in spot.passes)  # every pass is a standard-sized pass
 
 
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_auto_pass_that_does_not_draft_is_the_standard_pass(T, random_drafter, tiny_block_target, monkeypatch):
+    # where auto does not draft, the pass is the standard decoder's and nothing more: the same commits pass by pass,
+    # a record of s1 alone holding the target's decision, and no tree, walk or verifier, except where s1 completes
+    # its window (that pass evaluates the next window too: the fused pass, through the verifier)
+    from spotviz.samplers import spot as spot_mod
+
+    monkeypatch.setattr(cost.CostAwareBudget, "draft_now", lambda self, stale: False)
+    calls = {"verify": 0, "build_tree": 0}
+
+    def counted(name):
+        fn = getattr(spot_mod, name)
+
+        def wrapped(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapped
+    for name in calls:
+        monkeypatch.setattr(spot_mod, name, counted(name))
+    c = DecodeConfig(temperature=T, seed=5, gen_length=48, drafter="spot")
+    spot = decode_spot(tiny_block_target, PROMPTS[2], c, SpotProposer(random_drafter))
+    std = decode_standard(tiny_block_target, PROMPTS[2], c)
+    assert spot.tokens == std.tokens
+    assert [[(x.position, x.token, x.step) for x in p.commits] for p in spot.passes] == \
+        [[(x.position, x.token, x.step) for x in p.commits] for p in std.passes]
+    verify = spot.passes[1:]
+    assert verify and all(p.kind == "verify" and p.states == 1 and p.accepted_path == [0] for p in verify)
+    for p in verify:
+        (root,) = p.tree
+        assert (root.id, root.parent, root.depth, root.positions, root.accepted) == (0, -1, 0, [], True)
+        held = sorted(zip(root.target_positions, root.target_tokens))
+        assert held == ([] if p.two_windows else sorted((x.position, x.token) for x in p.commits))  # (fused: the next
+        # window's decision is the bonus's, not s1's in this window)
+    assert calls["build_tree"] == 0
+    assert calls["verify"] == sum(p.two_windows for p in verify) < len(verify) // 4  # the window-completing passes
+
+
 def test_zero_overhead_ceiling_is_commits_per_pass_over_the_pass_cost():
     from spotviz.trace import Commit, PassRecord
 

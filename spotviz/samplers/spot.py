@@ -23,11 +23,13 @@ from typing import Iterator
 from ..drafter.features import RootView
 from ..drafter.registry import load_proposer
 from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
+from ..decision import decide
 from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
 from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
 from .cost import CostAwareBudget, PassOutcome, budget_policy, pass_clock, remember_policy
 from .standard import standard_pass
+from ..trace import TreeNode
 from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify
 
 ROOT = DraftNode(0, -1, 0, (), (), 1.0, 1.0)  # a tree of s1 alone (nothing drafted); never given children
@@ -59,7 +61,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     yield st.progress(rec)
     while True:
         masked = st.masked(lo, hi)  # 1. s1 = r + d(r): the free decision is in the row
-        if not bool(masked.any()):
+        left = bool(masked.any())
+        if not left:
             st.end = hi
             if wi + 1 >= len(st.windows) or st.finished_with_eos(hi):
                 break
@@ -71,7 +74,14 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             ahead = RootView(lo=hi, hi=nxt[1], state=st.tokens, logp=ahead_logp, masked=st.masked(*nxt), first=[],
                              step=st.step, rule=st.rule, noise=draft_noise, known=known_next)
             stale = stale or ahead_logp.max(-1).values.exp().tolist()  # (this window is complete: the next one's)
-        if stale and policy.draft_now(stale):  # 2. draft (auto: only where drafting pays)
+        drafting = bool(stale) and policy.draft_now(stale)
+        if not drafting and left:
+            # s1 alone inside its window (auto, where drafting does not pay): the standard decoder's pass, nothing more
+            d, rec = plain_pass(st, lo, hi, masked, policy, t_start, c_start)
+            ahead_logp = None
+            yield st.progress(rec)
+            continue
+        if drafting:  # 2. draft (auto: only where drafting pays)
             view = RootView(lo=lo, hi=hi, state=st.tokens, logp=None, masked=masked, first=d.offsets, step=st.step,
                             rule=st.rule, noise=draft_noise, ahead=ahead, eos_ids=target.info.eos_ids,
                             known=known, root=d)  # (the root's; its window log p computed only if a proposer asks)
@@ -113,6 +123,25 @@ def prefill(st: DecodeState, lo: int, hi: int):
     """The first pass of a run: a standard pass over the first window. Its decision is the first free decision
     d(r); returns (d(r), the pass record)."""
     _, d, rec = standard_pass(st, lo, hi, st.masked(lo, hi))
+    return d, rec
+
+
+def plain_pass(st: DecodeState, lo: int, hi: int, masked, policy, t_start: float, c_start: float):
+    """A pass that verifies s1 alone while the window still has masked positions (`auto` chose not to draft): the
+    standard decoder's pass and nothing more (no tree, no walk, no stores, no fused evaluation), so that a pass which
+    does not draft costs what a standard pass costs. The same decision and record as a tree of s1 alone through
+    verify / accept_walk / bonus. Returns (the decision, which is the next root's, the pass record)."""
+    t0 = st.clock()
+    out = st.target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
+    forward_s = st.clock() - t0
+    d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
+    commits = d.commits(lo, st.step)
+    st.apply(commits)
+    st.step += 1
+    root = TreeNode(id=0, parent=-1, depth=0, positions=[], tokens=[], prob=1.0, path_prob=1.0, accepted=True,
+                    target_positions=[lo + o for o in d.offsets], target_tokens=list(d.tokens))
+    rec = st.add_pass("verify", (lo, hi), 1, commits, t_start, tree=[root], accepted_path=[0], budget=policy.budget)
+    policy.observe(PassOutcome(1, forward_s, False, 0, st.clock() - c_start - forward_s, commits=len(commits)))
     return d, rec
 
 

@@ -292,6 +292,31 @@ def test_auto_gate_learns_from_what_the_passes_accept():
     assert always.draft_now(low)
 
 
+def test_auto_gate_learns_what_each_tier_makes_of_its_estimate():
+    """The gate picks a tier by the chain's estimate; a tier whose passes make less of it (larger trees that the
+    drafter's own probabilities cut to one guess after its forward ran, say) is rated by what it made: the gate
+    turns to one-guess trees though larger trees still beat standard passes. A tier that makes its estimate stays."""
+    c = np.array([0.99] * 6)
+    for made, expect_small in ((2, True), (4, False)):
+        p = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+        p.tree.overhead, p.one_guess.overhead = 0.004, 0.001  # (a larger tree runs the drafter's forward)
+        assert p.draft_now(c) and not p.small  # the chain: a larger tree pays more than one guess
+        for _ in range(12):
+            p.begin(6)
+            if p.draft_now(c) and not p.small:  # a larger tree of `made` nodes, all accepted (forward f(made))
+                for _ in range(made - 1):
+                    p.add(0.99)
+                k = p.choose(made)
+                p.observe(PassOutcome(k, 0.010 + 0.002 * (k - 1), False, accepted_edges=k - 1, overhead_s=0.004,
+                                      drafted=True))
+            else:  # one guess, accepted: 2 decisions for 13 ms
+                p.add(0.99), p.choose(2)
+                p.observe(PassOutcome(2, 0.012, False, accepted_edges=1, overhead_s=0.001, drafted=True))
+        assert p.draft_now(c) and p.small == expect_small
+        assert p.tree.pause == 0  # (not paused: 2 decisions in 16 ms still beat standard passes' 20)
+        assert (p.tree.realized < 0.6) if expect_small else (p.tree.realized > 0.7)
+
+
 def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit():
     """Whatever the estimates say, drafted passes measured slower per commit than a standard pass pause drafting,
     for 4 passes, then 8 if it happens again; drafted passes that pay never pause it."""

@@ -41,6 +41,18 @@ proposer may draft more cheaply: the SPOT proposer hands it to its partner and s
 drafter/proposers/spot.py) and c for a larger tree. When N = 2 is the best size under G, the pass's tree is capped
 at 2 nodes before anything is drafted.
 
+The gate's estimate for a tier can be off in a way s_g cannot see: G(N) is the chain of stale confidences, but the
+tree the drafter then grows is sized by its own path probabilities, and on math-bd a pass the gate sent to a larger
+tree for G(3) or G(4) often ends with a one-guess tree after the drafter's forward (~2 ms here) was paid. So each
+tier also keeps the running mean (step 0.2) of what its passes made of the gate's estimate: the pass's decisions per
+second over the rate the gate estimated for it (each pass's ratio clipped to 0.25-2; fused passes, which the
+estimate does not price, not counted), and the gate weighs each tier's estimated rate by its ratio over the better
+tier's. That ratio only chooses between the tiers: whether to draft at all stays with the estimate and the realized
+check below (a ratio that also gated drafting could shut it off for good after a few slow first passes, as it did
+at T = 1 on a simulated GPU). Every drafted pass of one tier moves the other tier's ratio 0.5% back towards 1, so a
+tier that once did badly is tried again. On math-bd (10 problems, thread time, least of 3 runs per problem) `auto`
+went from 5-6% behind N = 2 to 1-1.5% behind (T = 0: 1.045x -> 1.086x, N = 2 1.09-1.10x; T = 1: 1.033x -> 1.084x).
+
 Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
 costs only when drafting. So the realized time decides too (every time here is on pass_clock, the curve's clock): each
 drafted pass's time against what standard passes would have taken for its commits now (commits / a standard pass's
@@ -360,6 +372,7 @@ class Tier:
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
     backoff: int = 4  # the next pause
+    realized: float = 1.0  # running mean of its passes' realized rate over the gate's estimate (module docstring)
 
     MIN_VAR = 1.0  # node counts must spread by about one node before a slope is trusted
 
@@ -409,6 +422,8 @@ class CostAwareBudget(FixedBudget):
         self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
+        self.gate_rate = 0.0  # the gate's estimated rate (decisions per second, before its tier's realized ratio) for
+        # the size it chose this pass; 0 when it chose none
         self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
         self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
         self.standard_seen = 0  # standard passes observed (the first sets the means: a prior of 0 s errs)
@@ -419,6 +434,9 @@ class CostAwareBudget(FixedBudget):
     CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits",
                "standard_seen", "load")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
+    REALIZED_STEP = 0.2  # of a tier's realized-over-estimated rate (one pass moves it a fifth of the way)
+    REALIZED_CLIP = (0.25, 2.0)  # one pass's ratio is clipped to this (a first call's slow pass, a lucky chain)
+    REALIZED_DRIFT = 0.005  # each drafted pass of one tier moves the other tier's ratio this much back towards 1
 
     def remember(self) -> dict:
         """What this run learned, for the next run of the same kind (module docstring)."""
@@ -456,6 +474,10 @@ class CostAwareBudget(FixedBudget):
         t = self.tree  # a larger tree's work: max(a + b N, 0) (Tier.cost, its terms taken once)
         b = t.per_node
         a = t.overhead - b * t.states
+        top = max(self.one_guess.realized, self.tree.realized)  # (tiers against each other, each against the best:
+        # whether to draft at all stays with the estimate and the realized check's pauses)
+        q_one, q_tree = self.one_guess.realized / top, self.tree.realized / top
+        self.gate_rate = 0.0
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= c
             edges += path
@@ -463,14 +485,14 @@ class CostAwareBudget(FixedBudget):
             if k + 1 == ONE_GUESS:
                 if not open_[0]:
                     continue
-                work = self.one_guess.cost(ONE_GUESS)
+                work, q = self.one_guess.cost(ONE_GUESS), q_one
             elif open_[1]:
-                work = max(a + b * (k + 1), 0.0)
+                work, q = max(a + b * (k + 1), 0.0), q_tree
             else:
                 continue
             rate = (1.0 + s_g * edges) / ((ratio[k + 1] if seen[k + 1] >= 2 else load) * f[k + 1] + work)
-            if rate > best:
-                best, best_k = rate, k
+            if q * rate > best:
+                best, best_k, self.gate_rate = q * rate, k, rate
         if best_k + 1 == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
         return best_k > 0
@@ -538,12 +560,18 @@ class CostAwareBudget(FixedBudget):
             t.saved_sq = self.DECAY ** 2 * t.saved_sq + x * x
             t.passes += 1
             self._check_realized(t)
+            if self.gate_rate > 0 and not o.fused:  # the gate's estimate against what the pass made of it
+                made = (o.accepted_edges + 1) / max(o.forward_s + o.overhead_s, 1e-9)
+                q = min(max(made / self.gate_rate, self.REALIZED_CLIP[0]), self.REALIZED_CLIP[1])
+                t.realized += self.REALIZED_STEP * (q - t.realized)
+                other = self.tree if t is self.one_guess else self.one_guess
+                other.realized += self.REALIZED_DRIFT * (1.0 - other.realized)
         elif o.states == 1 and not o.fused:
             a = 0.1 if self.standard_seen else 1.0
             self.standard_over = (1 - a) * self.standard_over + a * o.overhead_s
             self.standard_commits = (1 - a) * self.standard_commits + a * commits
             self.standard_seen += 1
-        self.last_expected = self.last_chain = 0.0
+        self.last_expected = self.last_chain = self.gate_rate = 0.0
         self.budget, self.small = self.n_max, False
 
     def f_at(self, n: int) -> float:

@@ -153,6 +153,9 @@ def main(argv=None):
     ap.add_argument("--drafter", default="spot")
     ap.add_argument("--mode", default="exact")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--control", action="store_true",
+                    help="also time the standard decoder a second time, as a configuration of its own: its per-prompt "
+                         "ratios (identical work) show how far this machine's noise alone moves a ratio")
     ap.add_argument("--repeats", type=int, default=1,
                     help="decode every prompt this many times per configuration (interleaved) and take each one's "
                          "least thread time: a per-prompt ratio then shows the decoders, not the machine's noise "
@@ -181,6 +184,8 @@ def main(argv=None):
     proposer = load_proposer(a.drafter, target, a.mode)
     budgets = [b if b == "auto" else int(b) for b in a.budgets.split(",")]
     cfgs = [("standard", DecodeConfig(mode=a.mode, temperature=a.temperature, gen_length=a.gen_length))]
+    if a.control:  # the same decoder again: its per-prompt ratios are this machine's noise floor
+        cfgs.append(("standard again", cfgs[0][1]))
     cfgs += [(f"{a.drafter} N={b}", DecodeConfig(mode=a.mode, temperature=a.temperature, gen_length=a.gen_length,
                                                  drafter=a.drafter, budget=b)) for b in budgets]
     # warm-up (caches, first-call costs)

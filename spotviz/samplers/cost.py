@@ -51,7 +51,7 @@ tier's. That ratio only chooses between the tiers: whether to draft at all stays
 check below (a ratio that also gated drafting could shut it off for good after a few slow first passes, as it did
 at T = 1 on a simulated GPU). Every drafted pass of one tier moves the other tier's ratio 0.5% back towards 1, so a
 tier that once did badly is tried again. On math-bd (10 problems, thread time, least of 3 runs per problem) `auto`
-went from 5-6% behind N = 2 to 1-1.5% behind (T = 0: 1.045x -> 1.086x, N = 2 1.09-1.10x; T = 1: 1.033x -> 1.084x).
+went from 5-6% behind N = 2 to 1-1.6% behind (T = 0: 1.045x -> 1.07-1.09x, T = 1: 1.033x -> 1.08-1.10x).
 
 Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
 costs only when drafting. So the realized time decides too (every time here is on pass_clock, the curve's clock): each

@@ -60,8 +60,12 @@ def test_decodes_through_the_simulated_target_are_the_targets_own_timed_on_the_v
         for p, q in zip(run.passes, dear.passes):
             assert p.wall_s >= (ff if p.two_windows else f)[p.states] - 1e-6, p  # the forward at the curve's cost
             assert q.wall_s - p.wall_s == pytest.approx(1.0, abs=0.02), (p, q)  # ... charged once per pass
-        # the run's time is the sum of its passes' (nothing else counted)
-        assert run.counters.wall_s == pytest.approx(sum(p.wall_s for p in run.passes), rel=0.05, abs=2e-3)
+        # every forward is charged inside its pass, once: the dearer curve makes the run one second a pass longer,
+        # and the run's time is its passes' plus only the bookkeeping between them (a few percent on a slow CPU,
+        # which the machine's load moves: not bounded tighter here)
+        assert dear.counters.wall_s - run.counters.wall_s == pytest.approx(len(run.passes), abs=0.05)
+        passes = sum(p.wall_s for p in run.passes)
+        assert passes - 1e-6 <= run.counters.wall_s <= 1.2 * passes + 2e-3
 
 
 def test_auto_plans_with_the_simulated_curve_not_this_machines(tiny_block_target, monkeypatch):

@@ -477,7 +477,6 @@ class CostAwareBudget(FixedBudget):
         top = max(self.one_guess.realized, self.tree.realized)  # (tiers against each other, each against the best:
         # whether to draft at all stays with the estimate and the realized check's pauses)
         q_one, q_tree = self.one_guess.realized / top, self.tree.realized / top
-        self.gate_rate = 0.0
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= c
             edges += path

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..decision import decide
 from ..drafter.features import RootView
 from ..drafter.registry import load_proposer
 from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
@@ -29,7 +28,7 @@ from ..targets.base import DiffusionTarget
 from ..trace import TreeNode
 from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
 from .cost import CostAwareBudget, PassOutcome, budget_policy, pass_clock, remember_policy
-from .standard import standard_pass
+from .standard import standard_pass, standard_step
 from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify
 
 ROOT = DraftNode(0, -1, 0, (), (), 1.0, 1.0)  # a tree of s1 alone (nothing drafted); never given children
@@ -131,13 +130,7 @@ def plain_pass(st: DecodeState, lo: int, hi: int, masked, policy, t_start: float
     standard decoder's pass and nothing more (no tree, no walk, no stores, no fused evaluation), so that a pass which
     does not draft costs what a standard pass costs. The same decision and record as a tree of s1 alone through
     verify / accept_walk / bonus. Returns (the decision, which is the next root's, the pass record)."""
-    t0 = st.clock()
-    out = st.target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
-    forward_s = st.clock() - t0
-    d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
-    commits = d.commits(lo, st.step)
-    st.apply(commits)
-    st.step += 1
+    _, d, commits, forward_s = standard_step(st, lo, hi, masked)
     root = TreeNode(id=0, parent=-1, depth=0, positions=[], tokens=[], prob=1.0, path_prob=1.0, accepted=True,
                     target_positions=[lo + o for o in d.offsets], target_tokens=list(d.tokens))
     rec = st.add_pass("verify", (lo, hi), 1, commits, t_start, tree=[root], accepted_path=[0], budget=policy.budget)

@@ -41,13 +41,24 @@ def standard_pass(st: DecodeState, lo: int, hi: int, masked):
     t_start = st.wall()
     two_windows = 0 < st.cache.length < lo  # (the finished window enters the cache now; 0: the prompt's pass, alike
     # in both decoders)
+    out, d, commits, _ = standard_step(st, lo, hi, masked)
+    return out, d, st.add_pass("decode", (lo, hi), 1, commits, t_start, two_windows=two_windows)
+
+
+def standard_step(st, lo: int, hi: int, masked):
+    """The work of a standard pass, shared with SPOT's passes that do not draft (samplers/spot.plain_pass): the
+    forward over the row's window (a finished window before it enters the cache; a no-op where the cache already
+    holds it), the rule's decision at decision index st.step, its commits written into the row.
+    Returns (forward output, decision, commits, the forward's time on st.clock)."""
+    t0 = st.clock()
     out = st.target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
+    forward_s = st.clock() - t0
     st.cache = st.target.extend_cache(st.cache, out, 0, lo)
     d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
     commits = d.commits(lo, st.step)
     st.apply(commits)
     st.step += 1
-    return out, d, st.add_pass("decode", (lo, hi), 1, commits, t_start, two_windows=two_windows)
+    return out, d, commits, forward_s
 
 
 def decode_standard(target: DiffusionTarget, prompt: str, cfg: DecodeConfig):

@@ -3,6 +3,7 @@ curve files it reads, and the bench option that uses it."""
 from __future__ import annotations
 
 import json
+import random
 import time
 
 import pytest
@@ -97,3 +98,35 @@ def test_curve_files_a_gpu_result_a_cached_curve_and_bad_ones(tmp_path):
             load_curve(tmp_path / name, "math-bd")
     with pytest.raises(ValueError, match="no cost curve for 'shakespeare-bd'.*math-bd"):
         load_curve("docs/gpu-h200.json", "shakespeare-bd")
+
+
+class _Spells(SimulatedCost):
+    """A machine whose speed changes in spells: each forward is charged the curve's cost times 1 or 1.7, the
+    factor switching after a seeded random run of 5 to 60 calls (a virtual machine's core shared with another
+    tenant behaves this way, for seconds at a time)."""
+
+    def __init__(self, inner, curve, seed):
+        super().__init__(inner, curve)
+        rng, self.speed, fast = random.Random(seed), [], True
+        while len(self.speed) < 5000:
+            self.speed += [1.0 if fast else 1.7] * rng.randint(5, 60)
+            fast = not fast
+
+    def charge(self, n, width):
+        return super().charge(n, width) * self.speed[self.forwards]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cost_curve_keeps_its_shape_while_the_machines_speed_changes_in_spells(tiny_block_target, seed):
+    """f(N)/f(1) comes from timings of N states beside timings of one state that agree, so spells of a slower
+    machine do not bend the curve (the best of each size's own rounds did, by 70% at some size for 4 of 12 such
+    patterns); f(1) is the fast spells' own."""
+    sizes, fused = (1, 2, 3, 4, 6, 8), (1, 2, 4)
+    true = CostCurve("t", list(sizes), [0.010 * (1 + 0.3 * (n - 1)) for n in sizes], fused_sizes=list(fused),
+                     fused_seconds=[0.021 * (1 + 0.3 * (n - 1)) for n in fused])
+    got = cost.measure(_Spells(tiny_block_target, true, seed), sizes=sizes, fused_sizes=fused)
+    assert got.ratios(sizes) == pytest.approx(true.ratios(sizes), rel=0.02)
+    assert [s / got.seconds[0] for s in got.fused_seconds] == pytest.approx(
+        [s / true.seconds[0] for s in true.fused_seconds], rel=0.02)
+    assert got.seconds[0] == pytest.approx(0.010, rel=0.02)
+    assert got.calls >= 3 * 4 * (2 * (len(sizes) - 1 + len(fused)) + 1)  # (every call made, retries included)

@@ -4,7 +4,8 @@ f(N) is the time of one target pass over N states of one window (measured once p
 and the instruction set of torch's kernels), dtype and thread count; cached in the user's cache folder, never in
 the repository). It is measured as real decodes see it: each size's calls in a row (a call after a different input
 shape costs more), the median of several calls after a warm-up at that shape, in thread CPU time on a CPU (a busy
-machine does not inflate it) and in wall time after a synchronisation elsewhere. The fused pass (a node completes
+machine does not inflate it) and in wall time after a synchronisation elsewhere; each size between two timings of one
+state that agree, so a machine whose speed changes in spells does not bend the curve (measure). The fused pass (a node completes
 the window, so the pass also evaluates the next one: twice the width) has its own curve. Nothing is smoothed: the
 curve is what the hardware does.
 
@@ -93,7 +94,9 @@ from ..drafter.tree import ONE_GUESS, FixedBudget
 
 SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
 FUSED_SIZES = (1, 2, 4, 8, 16, 32)
-CURVE_VERSION = 2  # cached curves of an older measurement are measured again
+CURVE_VERSION = 3  # cached curves of an older measurement are measured again (3: neighbouring timings, session 33)
+SPELL_AGREE = 0.1  # the one-state timings on either side of a size's agree within 10%: no change of speed between
+SPELL_TRIES = 4  # times a size is timed at most, until they agree
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 _MEMO: dict = {}
 _LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
@@ -217,8 +220,16 @@ def pass_clock(target) -> tuple[str, callable]:
 @torch.no_grad()
 def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_sizes=FUSED_SIZES, log=None) -> CostCurve:
     """Time one window's forward for each N in `sizes`: per size, a warm-up call at that shape, then the median
-    of `per_round` calls in a row; the best of `rounds` such rounds. The same for the fused width (block models
-    whose context has room for it)."""
+    of `per_round` calls in a row, between two such timings of one state; f(N) / f(1) is the median over `rounds`
+    rounds of f(N) over the mean of the two one-state timings beside it, and f(1) the least one-state timing.
+    Where the two one-state timings differ by more than SPELL_AGREE, the machine changed speed in between, and the
+    size is timed again (up to SPELL_TRIES times). The same for the fused width (block models whose context has room
+    for it), each against the one-window f(1) beside it.
+    The curve's shape comes from neighbouring timings because a machine's speed can change by more than half for
+    seconds at a time (a virtual machine's core shared with another tenant: on session 33's machine f(1) ran 3.2 ms
+    for a few seconds, then 5.3-5.6 ms, then 3.2 ms again, with f(2)/f(1) at 1.37-1.49 throughout), and the best of
+    each size's own rounds, as measured before, mixed sizes timed in fast and in slow spells: five measurements of
+    one model's f(2)/f(1) gave 1.00-1.39."""
     info = target.info
     b = info.block_size
     # the cached context of a typical decode (a short prompt and half of a default 128-token generation): a
@@ -235,6 +246,8 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
         cache = target.extend_cache(cache, out, 0, lo)
     clock_name, clock = pass_clock(target)
 
+    calls = [1 if info.attention == "block" and lo else 0]
+
     def timed(n, hi):  # one size: a warm-up call at its shape, then `per_round` calls in a row; their median
         batch = row.unsqueeze(0).repeat(n, 1).to(target.device)  # (on the device: no copy in the timing)
         target.forward(batch, lo, hi, cache)
@@ -243,19 +256,30 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
             t0 = clock()
             target.forward(batch, lo, hi, cache)
             times.append(clock() - t0)
+        calls[0] += 1 + per_round
         return float(np.median(times))
 
-    def best_of_rounds(ns, hi):  # the best of `rounds` rounds over every size: a burst of load elsewhere spoils one round
-        return np.min([[timed(n, hi) for n in ns] for _ in range(rounds)], axis=0).tolist() if ns else []
+    ones = [timed(1, lo + b)]
 
-    seconds = best_of_rounds(sizes, lo + b)
+    def over_one(n, hi):  # f(n) over the one-state timings on either side of it, taken once they agree
+        for _ in range(SPELL_TRIES):
+            before, t = ones[-1], timed(n, hi)
+            ones.append(timed(1, lo + b))
+            if abs(ones[-1] / before - 1) <= SPELL_AGREE:
+                break  # (else the machine changed speed in between: again, at the speed it runs at now)
+        return 2 * t / (before + ones[-1])
+
     fused = [n for n in fused_sizes if n <= max(sizes)] if lo + 2 * b <= total and info.attention == "block" else []
-    fused_seconds = best_of_rounds(fused, lo + 2 * b)
+    ratios = [[1.0 if n == 1 else over_one(n, lo + b) for n in sizes] for _ in range(rounds)]
+    fused_ratios = [[over_one(n, lo + 2 * b) for n in fused] for _ in range(rounds)]
+    f1 = min(ones)
+    seconds = (f1 * np.median(ratios, axis=0)).tolist()
+    fused_seconds = (f1 * np.median(fused_ratios, axis=0)).tolist() if fused else []
     curve = CostCurve(curve_key(target), list(sizes), seconds, torch.get_num_threads(), str(target.device),
                       fused, fused_seconds, clock_name, _dtype(target))
     if log:
         log("  ".join(f"f({n}) = {1000 * s:.2f} ms" for n, s in zip(sizes, seconds)))
-    curve.calls = (1 if info.attention == "block" and lo else 0) + rounds * (1 + per_round) * (len(sizes) + len(fused))
+    curve.calls = calls[0]
     return curve
 
 

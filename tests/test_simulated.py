@@ -131,3 +131,17 @@ def test_cost_curve_keeps_its_shape_while_the_machines_speed_changes_in_spells(t
         [s / true.seconds[0] for s in true.fused_seconds], rel=0.02)
     assert got.seconds[0] == pytest.approx(0.1, rel=0.02)
     assert got.calls >= 3 * 4 * (2 * (len(sizes) - 1 + len(fused)) + 1)  # (every call made, retries included)
+
+
+def test_cost_curve_stops_at_the_first_size_dearer_than_any_tree_can_pay_and_extends_linearly(tiny_block_target):
+    """A compute-bound curve (linear in N) is measured up to the first size whose forward costs more than DEAREST
+    one-state forwards, and extended from there as it goes on; a flat (GPU-like) curve is measured at every size."""
+    sizes = cost.SIZES
+    linear = CostCurve("t", list(sizes), [0.1 * (1 + 0.5 * (n - 1)) for n in sizes], fused_sizes=[1, 2, 4, 8, 16, 32],
+                       fused_seconds=[0.2 * (1 + 0.5 * (n - 1)) for n in (1, 2, 4, 8, 16, 32)])
+    got = cost.measure(SimulatedCost(tiny_block_target, linear))
+    assert got.sizes == [1, 2, 3, 4, 5, 6, 8, 10, 12, 16] and got.fused_sizes == [1, 2, 4, 8, 16]  # 8.5x; 2 x 8.5x
+    assert got.table(64)[64] == pytest.approx(linear.table(64)[64], rel=0.02)
+    assert got.table(32, fused=True)[32] == pytest.approx(linear.table(32, fused=True)[32], rel=0.02)
+    flat = cost.measure(SimulatedCost(tiny_block_target, FLAT))
+    assert flat.sizes == list(sizes) and flat.fused_sizes == list(cost.FUSED_SIZES)

@@ -97,6 +97,7 @@ FUSED_SIZES = (1, 2, 4, 8, 16, 32)
 CURVE_VERSION = 3  # cached curves of an older measurement are measured again (3: neighbouring timings, session 33)
 SPELL_AGREE = 0.1  # the one-state timings on either side of a size's agree within 10%: no change of speed between
 SPELL_TRIES = 4  # times a size is timed at most, until they agree
+DEAREST = 8.0  # sizes are measured up to the first whose forward costs more than this many one-state forwards
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 _MEMO: dict = {}
 _LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
@@ -224,7 +225,11 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     rounds of f(N) over the mean of the two one-state timings beside it, and f(1) the least one-state timing.
     Where the two one-state timings differ by more than SPELL_AGREE, the machine changed speed in between, and the
     size is timed again (up to SPELL_TRIES times). The same for the fused width (block models whose context has room
-    for it), each against the one-window f(1) beside it.
+    for it), each against the one-window f(1) beside it. Sizes stop at the first that costs more than DEAREST
+    one-state passes (the fused width: twice that): a tree that dear would need more commits per pass than any tree
+    makes, and the curve goes on linearly from its last two sizes (CostCurve.table; on a CPU, whose cost grows
+    linearly in N there, within 1-2% of the sizes measured: f(32) and f(64) of math-bd 19.5 / 38.9 ms extended
+    from N = 12-16 against 19.0 / 39.4 measured). A budget `auto` drafts at most the largest size measured.
     The curve's shape comes from neighbouring timings because a machine's speed can change by more than half for
     seconds at a time (a virtual machine's core shared with another tenant: on session 33's machine f(1) ran 3.2 ms
     for a few seconds, then 5.3-5.6 ms, then 3.2 ms again, with f(2)/f(1) at 1.37-1.49 throughout), and the best of
@@ -270,8 +275,21 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
         return 2 * t / (before + ones[-1])
 
     fused = [n for n in fused_sizes if n <= max(sizes)] if lo + 2 * b <= total and info.attention == "block" else []
-    ratios = [[1.0 if n == 1 else over_one(n, lo + b) for n in sizes] for _ in range(rounds)]
-    fused_ratios = [[over_one(n, lo + 2 * b) for n in fused] for _ in range(rounds)]
+
+    def first_round(ns, hi, most):  # the sizes up to the first that costs more than `most` one-state passes
+        out = []
+        for n in ns:
+            out.append(1.0 if n == 1 else over_one(n, hi))
+            if out[-1] > most and len(out) >= 2:
+                break
+        return out
+
+    ratios = [first_round(sizes, lo + b, DEAREST)]
+    sizes = list(sizes)[: len(ratios[0])]
+    fused_ratios = [first_round(fused, lo + 2 * b, 2 * DEAREST)]
+    fused = fused[: len(fused_ratios[0])]
+    ratios += [[1.0 if n == 1 else over_one(n, lo + b) for n in sizes] for _ in range(rounds - 1)]
+    fused_ratios += [[over_one(n, lo + 2 * b) for n in fused] for _ in range(rounds - 1)]
     f1 = min(ones)
     seconds = (f1 * np.median(ratios, axis=0)).tolist()
     fused_seconds = (f1 * np.median(fused_ratios, axis=0)).tolist() if fused else []

@@ -756,3 +756,29 @@ def test_auto_memory_files_survive_runs_ending_at_once_in_several_threads(tiny_b
     again = cost.budget_policy("auto", tiny_block_target, key)
     assert again.tree.pause in range(1, 7) and again.load == again.tree.pause  # one run's memory, whole
     assert not list(cost.memory_file(tiny_block_target, key).parent.glob("*.tmp"))
+
+
+def test_auto_counts_the_slower_standard_pass_after_a_drafted_one_as_drafting_work():
+    """On a CPU a one-state forward right after a batch of states runs slower. That excess is the drafting tier's
+    own work: drafted passes that each slow the standard pass after them by 6 ms stop being drafted where one guess
+    would pay otherwise, and the slow forwards do not raise the price of a standard pass."""
+    c = np.array([0.6])
+
+    def run(excess):
+        p = CostAwareBudget(curve(0.010, 0.002), n_max=2)
+        p.one_guess.overhead = p.tree.overhead = 0.0
+        p.observe(PassOutcome(1, 0.010, False))
+        drafted = []
+        for i in range(30):
+            drafted.append(p.draft_now(c))
+            if drafted[-1]:  # one guess, accepted every other time: 1.5 commits for 12 ms against 15 ms
+                p.begin(1), p.add(0.6), p.choose(2)
+                p.observe(PassOutcome(2, 0.012, False, accepted_edges=i % 2, overhead_s=0.0, drafted=True))
+            p.observe(PassOutcome(1, 0.010 + (excess if drafted[-1] else 0.0), False))  # the next standard pass
+        return drafted, p
+
+    drafted, p = run(0.0)
+    assert all(drafted[-10:]) and p.one_guess.overhead < 0.001
+    drafted, p = run(0.006)
+    assert not any(drafted[-10:]) and p.one_guess.overhead > 0.002
+    assert p.f_at(1) == pytest.approx(0.010) and p.tree.pause == 0 and p.one_guess.pause == 0  # (the estimate, not a pause)

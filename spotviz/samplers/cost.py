@@ -62,7 +62,15 @@ pays one two-window pass per window too), summed over the last drafted passes wi
 pass that accepts nothing loses a whole forward and one that accepts gains one, so the sum scatters by several passes'
 worth around a small mean: a tier pauses only when the sum is below minus its own scatter (the square root of the
 decayed sum of the squared terms). On math-bd at N = 2 the mean gain is ~7% of a pass and the scatter ~50%; "below 0"
-with decay 0.8 paused one-guess trees that pay a third of the time. Once drafting has cost more than it saved, it
+with decay 0.8 paused one-guess trees that pay a third of the time. A drafted pass also costs the pass after it: on a CPU a
+one-state forward right after a forward over a batch of states runs slower than one after another one-state forward
+(session 33's machine: 10-25%, 0.4-0.9 ms of a 4-5 ms `shakespeare-bd` forward; in a run that drafted 30% of its
+passes the passes that did not draft ran their forwards 8% slower than the standard decoder's, about 5% of the run).
+So the excess of such a forward over f_at(1) is counted into the drafting tier's own work, as if its pass had paid it
+(where drafted passes follow each other it rarely applies), and kept out of the curve's corrections (l_1 would
+otherwise price a standard pass at what drafting made it cost, and drafting would look better the more it drafted).
+Charged to the realized check instead, it stopped one-guess trees that pay on `math-bd` at T = 1 in a slow spell of
+that machine (docs/wallclock.md). Once drafting has cost more than it saved, it
 pauses for a number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays;
 after a pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop
 one-guess trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned
@@ -469,7 +477,9 @@ class CostAwareBudget(FixedBudget):
         self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
         self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
         self.standard_seen = 0  # standard passes observed (the first sets the means: a prior of 0 s errs)
+        self._after = None  # the tier of the last pass, if it drafted (the next one-state pass's excess is its work)
 
+    TIER_STEP = 0.2  # of a tier's running own work (Tier.learn's step)
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
     DECAY = 0.95  # of the realized check's sums (module docstring)
@@ -578,7 +588,12 @@ class CostAwareBudget(FixedBudget):
         also its accepted edges (both calibrations) and its time outside the forward."""
         n = min(o.states, self.n_max)
         f = (self._ff if o.fused else self._f)[n]
-        if o.forward_s > 0 and f > 0:
+        after, self._after = self._after, None
+        if after is not None and o.states == 1 and not o.fused:
+            # a one-state forward right after a batch of states runs slower on a CPU (module docstring): drafting's
+            # own work, counted into the tier that drafted as if its pass had paid it, and kept out of the curve
+            after.overhead += self.TIER_STEP * max(o.forward_s - self.f_at(1), 0.0)
+        elif o.forward_s > 0 and f > 0:
             r = min(max(o.forward_s / f, 0.25), 8.0)
             self.load = 0.9 * self.load + 0.1 * r
             if not o.fused:
@@ -601,6 +616,7 @@ class CostAwareBudget(FixedBudget):
             t.saved_sq = self.DECAY ** 2 * t.saved_sq + x * x
             t.passes += 1
             self._check_realized(t)
+            self._after = t
             if self.gate_rate > 0 and not o.fused:  # the gate's estimate against what the pass made of it
                 made = (o.accepted_edges + 1) / max(o.forward_s + o.overhead_s, 1e-9)
                 q = min(max(made / self.gate_rate, self.REALIZED_CLIP[0]), self.REALIZED_CLIP[1])

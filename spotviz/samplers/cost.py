@@ -284,20 +284,20 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
 
     fused = [n for n in fused_sizes if n <= max(sizes)] if lo + 2 * b <= total and info.attention == "block" else []
 
-    def first_round(ns, hi, most):  # the sizes up to the first that costs more than `most` one-state passes
+    def one_round(ns, hi, most=math.inf):  # f(n)/f(1) for the sizes up to the first dearer than `most`
         out = []
         for n in ns:
-            out.append(1.0 if n == 1 else over_one(n, hi))
+            out.append(1.0 if n == 1 and hi == lo + b else over_one(n, hi))  # (one state over one window: f(1))
             if out[-1] > most and len(out) >= 2:
                 break
         return out
 
-    ratios = [first_round(sizes, lo + b, DEAREST)]
+    ratios = [one_round(sizes, lo + b, DEAREST)]  # the first round also decides up to which size to measure
     sizes = list(sizes)[: len(ratios[0])]
-    fused_ratios = [first_round(fused, lo + 2 * b, 2 * DEAREST)]
+    fused_ratios = [one_round(fused, lo + 2 * b, 2 * DEAREST)]
     fused = fused[: len(fused_ratios[0])]
-    ratios += [[1.0 if n == 1 else over_one(n, lo + b) for n in sizes] for _ in range(rounds - 1)]
-    fused_ratios += [[over_one(n, lo + 2 * b) for n in fused] for _ in range(rounds - 1)]
+    ratios += [one_round(sizes, lo + b) for _ in range(rounds - 1)]
+    fused_ratios += [one_round(fused, lo + 2 * b) for _ in range(rounds - 1)]
     f1 = min(ones)
     seconds = (f1 * np.median(ratios, axis=0)).tolist()
     fused_seconds = (f1 * np.median(fused_ratios, axis=0)).tolist() if fused else []

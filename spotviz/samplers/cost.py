@@ -259,9 +259,10 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
         cache = target.extend_cache(cache, out, 0, lo)
     clock_name, clock = pass_clock(target)
 
-    calls = [1 if info.attention == "block" and lo else 0]
+    calls = 1 if info.attention == "block" and lo else 0
 
     def timed(n, hi):  # one size: a warm-up call at its shape, then `per_round` calls in a row; their median
+        nonlocal calls
         batch = row.unsqueeze(0).repeat(n, 1).to(target.device)  # (on the device: no copy in the timing)
         target.forward(batch, lo, hi, cache)
         times = []
@@ -269,7 +270,7 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
             t0 = clock()
             target.forward(batch, lo, hi, cache)
             times.append(clock() - t0)
-        calls[0] += 1 + per_round
+        calls += 1 + per_round
         return float(np.median(times))
 
     ones = [timed(1, lo + b)]
@@ -305,7 +306,7 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
                       fused, fused_seconds, clock_name, _dtype(target))
     if log:
         log("  ".join(f"f({n}) = {1000 * s:.2f} ms" for n, s in zip(sizes, seconds)))
-    curve.calls = calls[0]
+    curve.calls = calls
     return curve
 
 
@@ -437,7 +438,9 @@ class Tier:
             return np.maximum(self.overhead + self.per_node * (n - self.states), 0.0)
         return max(self.overhead + self.per_node * (n - self.states), 0.0)  # (a number: no numpy call, every pass)
 
-    def learn(self, n: int, seconds: float, a: float = 0.2) -> None:
+    STEP = 0.2  # of its running means: one pass moves them a fifth of the way
+
+    def learn(self, n: int, seconds: float, a: float = STEP) -> None:
         """One pass of n nodes took `seconds` of own work: update the running means and (co)variance."""
         dn, do = n - self.states, seconds - self.overhead
         self.states += a * dn
@@ -479,7 +482,6 @@ class CostAwareBudget(FixedBudget):
         self.standard_seen = 0  # standard passes observed (the first sets the means: a prior of 0 s errs)
         self._after = None  # the tier of the last pass, if it drafted (the next one-state pass's excess is its work)
 
-    TIER_STEP = 0.2  # of a tier's running own work (Tier.learn's step)
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
     DECAY = 0.95  # of the realized check's sums (module docstring)
@@ -592,7 +594,7 @@ class CostAwareBudget(FixedBudget):
         if after is not None and o.states == 1 and not o.fused:
             # a one-state forward right after a batch of states runs slower on a CPU (module docstring): drafting's
             # own work, counted into the tier that drafted as if its pass had paid it, and kept out of the curve
-            after.overhead += self.TIER_STEP * max(o.forward_s - self.f_at(1), 0.0)
+            after.overhead += Tier.STEP * max(o.forward_s - self.f_at(1), 0.0)
         elif o.forward_s > 0 and f > 0:
             r = min(max(o.forward_s / f, 0.25), 8.0)
             self.load = 0.9 * self.load + 0.1 * r

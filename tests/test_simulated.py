@@ -2,6 +2,7 @@
 curve files it reads, and the bench option that uses it."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
@@ -9,7 +10,7 @@ import time
 import pytest
 import torch
 
-from spotviz.samplers import cost
+from spotviz.samplers import cost, simulated
 from spotviz.samplers.common import DecodeConfig
 from spotviz.samplers.cost import CostCurve
 from spotviz.samplers.spot import decode_spot
@@ -45,9 +46,13 @@ def test_virtual_clock_charges_each_forward_at_the_curve_and_the_rest_at_thread_
 
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 1.0)])
 def test_decodes_through_the_simulated_target_are_the_targets_own_timed_on_the_virtual_clock(
-        mode, tau, T, tiny_block_target):
+        mode, tau, T, tiny_block_target, monkeypatch):
     # the same curve one second dearer per forward: each pass must cost exactly that second more (its forward is
-    # charged once, at the curve, and nothing of the real forward's time is left in it)
+    # charged once, at the curve, and nothing of the real forward's time is left in it). The work outside the
+    # forwards is charged on a counting clock (10 us a reading), not this CPU's: a pause of the real thread (a garbage
+    # collection, 0.2 s once in a pass) would otherwise count in one run and not the other.
+    ticks = itertools.count()
+    monkeypatch.setattr(simulated.time, "thread_time", lambda: 1e-5 * next(ticks))
     dearer = CostCurve("dearer", FLAT.sizes, [s + 1.0 for s in FLAT.seconds], fused_sizes=FLAT.fused_sizes,
                        fused_seconds=[s + 1.0 for s in FLAT.fused_seconds])
     c = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=7, gen_length=32, drafter="training-free",

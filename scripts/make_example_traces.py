@@ -22,8 +22,9 @@ sys.path.insert(0, str(ROOT))
 # (slug, prompt, settings, drafters in order of preference), per training corpus.
 # The math examples are problems math-bd answers right (checked with the standard decoder; it answers 98% of
 # held-out problems right, README section Models): the first is GSM8K's first problem as it is, the one SPOT's own
-# demo decodes, here in exact and in threshold mode; at T=1 the answer depends on the seed (seed 1 gives
-# 20 + 30 = 40, seed 2 gives 50). Threshold mode at tau 0.99: release 17's model is so sure of this answer that at
+# demo decodes, here in exact and in threshold mode; at T=1 the model samples its words (seeds 0-7 all
+# write 20 + 30 = 50 with the counter-based noise of session 34). Threshold mode at tau 0.99: release 17's model
+# is so sure of this answer that at
 # tau 0.9 the threshold decoder writes it in 4 passes, one per block, and SPOT-Sets has nothing left to save; at 0.99
 # it takes 6 and SPOT-Sets 4.
 MATH_EXAMPLES = [
@@ -74,7 +75,7 @@ def main() -> int:
     ap.add_argument("--gen-length", type=int, default=64)
     ap.add_argument("--budget", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    ap.add_argument("--keep", action="store_true", help="keep existing traces in --out (default: replace them)")
+    ap.add_argument("--keep", action="store_true", help="keep the other traces in --out and in its index (default: replace them all)")
     a = ap.parse_args()
 
     import torch
@@ -127,6 +128,11 @@ def main() -> int:
                      f"{b.target_passes / max(c.target_passes, 1):.2f}x fewer passes")
             index.append({"title": title, "main": f_main, "baseline": f_base})
             print(f"{title} ({c.target_passes} vs {b.target_passes} passes, identical output: {same}) -> {f_main}")
+    if a.keep and (out / "index.json").is_file():  # the examples not re-recorded stay listed, in their place
+        kept = json.loads((out / "index.json").read_text(encoding="utf-8")).get("examples", [])
+        fresh = {e["main"]: e for e in index}
+        merged = [fresh.pop(e["main"], e) for e in kept if (out / e["main"]).is_file()]
+        index = merged + list(fresh.values())
     (out / "index.json").write_text(json.dumps({"examples": index}, indent=1, ensure_ascii=False) + "\n")
     total = sum(p.stat().st_size for p in out.glob("*.json"))
     print(f"wrote {len(index)} examples to {out} ({total / 1e3:.0f} kB)")

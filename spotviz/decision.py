@@ -101,20 +101,17 @@ def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: 
     Returns (rows, offsets, tokens, confidences), four lists over the masked (row, offset) pairs in row-major order.
     Only those positions' log-probabilities are computed (the rule reads nothing else), each the same numbers
     whichever other positions and rows come with it (keep_logp: a list that receives them, [M, V]); the noise is
-    drawn per step, once for the rows that share it."""
+    drawn once per (step, position) pair, all of a batch's pairs together."""
     rows, offs = masked.to(logits.device).nonzero(as_tuple=True)
     logp = masked_log_softmax(logits[rows, offs], mask_id, owned=True)  # [M, V] (the indexing made a copy)
     if keep_logp is not None:
         keep_logp.append(logp)
-    tokens = first_argmax(logp)
     if rule.temperature > 0 and len(rows):
-        rows_c, offs_c = rows.cpu(), offs.cpu()
-        pair_steps = torch.tensor([int(s) for s in steps])[rows_c]
-        for s in pair_steps.unique().tolist():  # pairs of one step share its noise (drawn once per position)
-            idx = (pair_steps == s).nonzero().flatten()
-            g = noise.block(s, [lo + o for o in offs_c[idx].tolist()]).to(logp.device)  # [len(idx), V]
-            idx = idx.to(logp.device)
-            tokens[idx] = first_argmax(gumbel_scores(logp[idx], rule.temperature, g)).to(tokens.device)
+        row_steps = [int(s) for s in steps]
+        g = noise.pairs([row_steps[r] for r in rows.tolist()], [lo + o for o in offs.tolist()])  # [M, V]
+        tokens = first_argmax(gumbel_scores(logp, rule.temperature, g.to(logp.device)))
+    else:
+        tokens = first_argmax(logp)
     conf = logp.gather(-1, tokens.to(logp.device).unsqueeze(-1)).squeeze(-1).exp()
     return rows.tolist(), offs.tolist(), tokens.tolist(), conf.tolist()
 

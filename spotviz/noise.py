@@ -2,29 +2,53 @@
 
 g(seed, step, position) depends on nothing but its three integers: any node of a draft tree at depth d sees
 exactly the noise the standard decoder sees at that step, which is what keeps speculative decoding exact at
-T > 0 ("coupled noise"). Each (seed, step, position) triple is hashed (splitmix64) into the seed of torch's CPU
-generator (mt19937), which then draws u ~ U(0, 1)^V in float64; g = -log(-log u), stored as float32. The
-numbers are drawn on the CPU, so they are the same whatever device the target runs on. They are not LLaDA's own
-`rand_like` stream. Noise is drawn lazily, only for the (step, position) pairs a decision or a drafter reads.
+T > 0 ("coupled noise").
+
+The generator is counter-based: one SplitMix64 stream per (seed, step), indexed by position and vocabulary entry.
+With gamma = 0x9E3779B97F4A7C15 and arithmetic mod 2^64,
+
+    key(s, k)   = splitmix64(splitmix64(s) ^ k)
+    x[i, v]     = splitmix64(key(s, k) + (i * V + v) * gamma)          (the stream's (i*V + v)-th output)
+    u[i, v]     = ((x[i, v] >> 12) + 1/2) * 2^-52                      (float64, strictly inside (0, 1))
+    g[k, i, v]  = -log(-log(u[i, v]))                                  (float64, stored rounded to float32)
+
+so a block of positions is one vectorised computation (numpy uint64, no per-pair generator seeding), every
+(step, position) pair has its own 2^64-periodic slice of the stream (no two pairs share numbers while i*V + v
+< 2^64), and the numbers are drawn on the CPU, the same whatever device the target runs on. They are not LLaDA's
+own `rand_like` stream. Noise is drawn lazily, only for the (step, position) pairs a decision or a drafter reads,
+and memoised. docs/DESIGN.md writes the recipe out; tests/test_noise.py reimplements it in plain Python.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
 import torch
 
 _MASK64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+_CHUNK = 1 << 15  # numbers computed per chunk: 256 KiB per uint64 scratch array
 
 
 def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = (x + _GAMMA) & _MASK64
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
     return x ^ (x >> 31)
 
 
-def noise_key(seed: int, step: int, position: int) -> int:
-    return _splitmix64(_splitmix64(_splitmix64(seed & _MASK64) ^ step) ^ position) >> 1
+def step_key(seed: int, step: int) -> int:
+    """The key of step `step`'s stream for seed `seed` (an unsigned 64-bit integer)."""
+    return _splitmix64(_splitmix64(seed & _MASK64) ^ (step & _MASK64))
+
+
+def _mix(z: np.ndarray, tmp: np.ndarray) -> None:
+    """splitmix64's finaliser applied in place to uint64 `z` (its increment already added); `tmp` is scratch."""
+    for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
+        np.right_shift(z, np.uint64(shift), out=tmp)
+        np.bitwise_xor(z, tmp, out=z)
+        if mult is not None:
+            np.multiply(z, np.uint64(mult), out=z)
 
 
 def gumbel_scores(logp: torch.Tensor, temperature: float, g: torch.Tensor) -> torch.Tensor:
@@ -34,35 +58,86 @@ def gumbel_scores(logp: torch.Tensor, temperature: float, g: torch.Tensor) -> to
 
 
 class GumbelNoise:
-    """Gumbel(0, 1) noise over the vocabulary for (step, position), for one seed; memoised per step."""
+    """Gumbel(0, 1) noise over the vocabulary for (step, position), for one seed; memoised per pair."""
 
     def __init__(self, seed: int, vocab_size: int, cache_steps: int = 256):
         self.seed = int(seed)
         self.vocab_size = int(vocab_size)
-        self._cache: OrderedDict[tuple[int, int], torch.Tensor] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
         self._cache_size = cache_steps * 64
-        self._gen = torch.Generator(device="cpu")
+        self._keys: dict[int, int] = {}
+        # (v + 1) * gamma for v < V: the part of the stream's counter that does not depend on the position (the
+        # + 1 is splitmix64's own increment)
+        v = np.arange(1, self.vocab_size + 1, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            self._counter = v * np.uint64(_GAMMA)
 
     def at(self, step: int, position: int) -> torch.Tensor:
-        return self.block(step, [position])[0]
+        return self.pairs([step], [position])[0]
 
     def block(self, step: int, positions) -> torch.Tensor:
-        """[len(positions), vocab] noise for one step. The pairs not yet memoised are drawn together: one
-        generator seeding and one uniform draw each, then one Gumbel transform for all of them."""
+        """[len(positions), vocab] noise for one step."""
         positions = [int(p) for p in positions]
-        missing = [p for p in dict.fromkeys(positions) if (step, p) not in self._cache]
+        return self.pairs([int(step)] * len(positions), positions)
+
+    def grid(self, steps, positions) -> torch.Tensor:
+        """[len(steps), len(positions), vocab] noise for every step at every position."""
+        steps, positions = [int(s) for s in steps], [int(p) for p in positions]
+        g = self.pairs([s for s in steps for _ in positions], positions * len(steps))
+        return g.view(len(steps), len(positions), self.vocab_size)
+
+    def pairs(self, steps, positions) -> torch.Tensor:
+        """[n, vocab] noise for the n pairs (steps[j], positions[j]). The pairs not yet memoised are drawn
+        together, in one vectorised computation whatever their steps."""
+        want = list(zip((int(s) for s in steps), (int(p) for p in positions)))
+        missing = [k for k in dict.fromkeys(want) if k not in self._cache]
         if missing:
-            u = torch.empty(len(missing), self.vocab_size, dtype=torch.float64)
-            for i, p in enumerate(missing):
-                self._gen.manual_seed(noise_key(self.seed, step, p))
-                torch.rand(self.vocab_size, generator=self._gen, dtype=torch.float64, out=u[i])
-            u.clamp_(1e-300, 1 - 1e-16)  # g = -log(-log u), in place (the same numbers, no temporaries)
-            g = torch.log(u, out=u).neg_().log_().neg_().to(torch.float32)
-            for p, row in zip(missing, g):
-                self._cache[(step, p)] = row
+            for k, row in zip(missing, self._draw(missing)):
+                self._cache[k] = row
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return torch.stack([self._cache[(step, p)] for p in positions])
+        if not want:
+            return torch.empty(0, self.vocab_size)
+        return torch.from_numpy(np.stack([self._cache[k] for k in want]))
+
+    def _key(self, step: int) -> int:
+        key = self._keys.get(step)
+        if key is None:
+            if len(self._keys) > 4096:
+                self._keys.clear()
+            key = self._keys[step] = step_key(self.seed, step)
+        return key
+
+    def _draw(self, pairs: list[tuple[int, int]]) -> np.ndarray:
+        """[len(pairs), vocab] float32 noise, computed (not memoised), in chunks of about _CHUNK numbers so that
+        the scratch arrays stay in the cache whatever the vocabulary size."""
+        V = self.vocab_size
+        base = np.array([(self._key(s) + p * V * _GAMMA) & _MASK64 for s, p in pairs], dtype=np.uint64)
+        out = np.empty((len(pairs), V), dtype=np.float32)
+        if V <= _CHUNK:
+            rows = _CHUNK // V
+            for i in range(0, len(pairs), rows):
+                _fill(base[i:i + rows, None], self._counter[None, :], out[i:i + rows])
+        else:
+            for i in range(len(pairs)):
+                for c in range(0, V, _CHUNK):
+                    _fill(base[i:i + 1], self._counter[c:c + _CHUNK], out[i, c:c + _CHUNK])
+        return out
+
+
+def _fill(base: np.ndarray, counter: np.ndarray, out: np.ndarray) -> None:
+    """out = float32(-log(-log(u))) for the stream numbers base + counter (broadcast to out's shape)."""
+    z = np.add(base, counter)  # wraps mod 2^64
+    tmp = np.empty_like(z)
+    _mix(z, tmp)
+    np.right_shift(z, np.uint64(12), out=tmp)
+    u = tmp.astype(np.float64)  # < 2^52: exact
+    u += 0.5
+    u *= 2.0 ** -52
+    np.log(u, out=u)
+    np.negative(u, out=u)
+    np.log(u, out=u)
+    np.negative(u, out=out, casting="same_kind")
 
 
 class IndependentNoise(GumbelNoise):

@@ -7,7 +7,7 @@ import struct
 import pytest
 import torch
 
-from spotviz.noise import GumbelNoise, IndependentNoise, noise_key
+from spotviz.noise import GumbelNoise, IndependentNoise, step_key
 
 V = 50
 
@@ -39,9 +39,9 @@ def test_different_step_position_seed_differ():
     assert not torch.equal(base, GumbelNoise(2, V).at(4, 9))
     assert not torch.equal(n.at(9, 4), base)  # step and position are not interchangeable
     assert not torch.equal(base, IndependentNoise(1, V).at(4, 9))
-    keys = {noise_key(s, k, p) for s in range(3) for k in range(20) for p in range(20)}
-    assert len(keys) == 3 * 20 * 20
-    assert all(0 <= k < 2**63 for k in keys)  # a valid torch seed
+    keys = {step_key(s, k) for s in range(3) for k in range(200)}
+    assert len(keys) == 3 * 200
+    assert all(0 <= k < 2**64 for k in keys)
 
 
 def test_block_stacks_positions():
@@ -77,38 +77,22 @@ def test_gumbel_max_samples_softmax(T):
 
 # ---------------------------------------------------------------------------- the recipe of docs/DESIGN.md
 _U64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
 
 
 def _splitmix64(x: int) -> int:
-    z = (x + 0x9E3779B97F4A7C15) & _U64
+    z = (x + _GAMMA) & _U64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _U64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
     return z ^ (z >> 31)
 
 
-def _mt19937(seed: int):
-    """The standard 32-bit Mersenne Twister, initialised with `seed`'s low 32 bits: its outputs, one by one."""
-    state = [seed & 0xFFFFFFFF]
-    for j in range(1, 624):
-        state.append((1812433253 * (state[-1] ^ (state[-1] >> 30)) + j) & 0xFFFFFFFF)
-    while True:
-        for k in range(624):
-            y = (state[k] & 0x80000000) | (state[(k + 1) % 624] & 0x7FFFFFFF)
-            state[k] = state[(k + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
-        for y in state:
-            y ^= y >> 11
-            y ^= (y << 7) & 0x9D2C5680
-            y ^= (y << 15) & 0xEFC60000
-            yield y ^ (y >> 18)
-
-
 def _noise_from_the_recipe(seed: int, step: int, position: int, vocab: int) -> list[float]:
-    key = _splitmix64(_splitmix64(_splitmix64(seed & _U64) ^ step) ^ position) >> 1
-    draws, out = _mt19937(key), []
-    for _ in range(vocab):
-        a, b = next(draws), next(draws)
-        u = (((a << 32) | b) & ((1 << 53) - 1)) * 2.0 ** -53
-        u = min(max(u, 1e-300), 1 - 1e-16)
+    key = _splitmix64(_splitmix64(seed & _U64) ^ step)
+    out = []
+    for v in range(vocab):
+        x = _splitmix64((key + (position * vocab + v) * _GAMMA) & _U64)
+        u = ((x >> 12) + 0.5) * 2.0 ** -52
         out.append(struct.unpack("f", struct.pack("f", -math.log(-math.log(u))))[0])  # rounded to float32
     return out
 
@@ -119,3 +103,13 @@ def test_the_noise_is_the_recipe_in_design_md_bit_for_bit(seed, step, position, 
     assert GumbelNoise(seed, vocab).at(step, position).tolist() == _noise_from_the_recipe(seed, step, position, vocab)
     assert IndependentNoise(seed, vocab).at(step, position).tolist() == _noise_from_the_recipe(
         seed ^ 0x5EED5EED, step, position, vocab)
+    # a block of positions is the same numbers as the positions one by one
+    assert GumbelNoise(seed, vocab).block(step, [position + 2, position])[1].tolist() == _noise_from_the_recipe(
+        seed, step, position, vocab)
+
+
+def test_the_uniforms_never_reach_zero_or_one():
+    """The extremes of the stream map strictly inside (0, 1), so g is always finite."""
+    for x in (0, _U64):
+        u = ((x >> 12) + 0.5) * 2.0 ** -52
+        assert 0.0 < u < 1.0 and math.isfinite(-math.log(-math.log(u)))

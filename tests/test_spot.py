@@ -1107,6 +1107,7 @@ def test_one_guess_shortcut_drafts_the_edge_the_full_context_drafts(T, targets, 
 
     target = targets["random"]
     for name in ("calibrated", "spot+partner"):
+        drafted = 0  # (over the three prompts: at T > 0 the random target may sample an end of text at once)
         for i, prompt in enumerate(PROMPTS[:3]):
             c = cfg("exact", T=T, seed=i, gen=40, budget=2)
             prepared = []
@@ -1118,11 +1119,10 @@ def test_one_guess_shortcut_drafts_the_edge_the_full_context_drafts(T, targets, 
             monkeypatch.undo()
             check_against_standard(lean, decode_standard(target, prompt, c), 2)
             assert len(lean.passes) == len(full.passes)
-            drafted = 0
             for a, b in zip(lean.passes, full.passes):
                 assert [(n.positions, n.tokens, n.prob) for n in a.tree] == [(n.positions, n.tokens, n.prob) for n in b.tree]
                 drafted += len(a.tree) > 1
-            assert drafted > 3
+        assert drafted > 10
 
 
 @pytest.mark.parametrize("kind", ["block", "random"])

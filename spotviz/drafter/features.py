@@ -161,8 +161,8 @@ def coupled_candidates(view: RootView, depths: int, start: int = 0) -> tuple[tor
     tok1, tok2 = t2.indices[:, 0].repeat(n, 1), t2.indices[:, 1].repeat(n, 1)
     offs = view.masked.nonzero().flatten().tolist()
     if offs:
-        g = torch.stack([view.noise.block(view.step + d, [view.lo + o for o in offs])
-                         for d in range(start, depths)]).to(logp.device)  # [n, m, V]
+        g = view.noise.grid(range(view.step + start, view.step + depths),
+                            [view.lo + o for o in offs]).to(logp.device)  # [n, m, V]
         top = gumbel_scores(logp[offs], view.rule.temperature, g).topk(2, dim=-1).indices  # [n, m, 2]
         tok1[:, offs], tok2[:, offs] = top[..., 0], top[..., 1]
     logc = logp.unsqueeze(0).expand(n, -1, -1).gather(-1, tok1.unsqueeze(-1)).squeeze(-1)

@@ -269,9 +269,10 @@ def test_auto_learns_work_that_grows_with_the_tree_and_keeps_trees_smaller_where
     assert sizes["constant"] == len(probs) and 2 < sizes["per node"] < 25, sizes
 
 
-def test_auto_gate_learns_from_what_the_passes_accept():
+def test_auto_gate_learns_from_what_the_passes_accept(monkeypatch):
     """The chain estimate's calibration follows the accepted edges: a drafter that is never accepted stops
     being run, one that is accepted more than the chain expects is run on less confident states."""
+    monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
     c = np.array([0.6, 0.5, 0.4])
     never = CostAwareBudget(curve(0.010, 0.002), n_max=8)
     never.tree.overhead = never.one_guess.overhead = 0.0
@@ -292,10 +293,11 @@ def test_auto_gate_learns_from_what_the_passes_accept():
     assert always.draft_now(low)
 
 
-def test_auto_gate_learns_what_each_tier_makes_of_its_estimate():
+def test_auto_gate_learns_what_each_tier_makes_of_its_estimate(monkeypatch):
     """The gate picks a tier by the chain's estimate; a tier whose passes make less of it (larger trees that the
     drafter's own probabilities cut to one guess after its forward ran, say) is rated by what it made: the gate
     turns to one-guess trees though larger trees still beat standard passes. A tier that makes its estimate stays."""
+    monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
     c = np.array([0.99] * 6)
     for made, expect_small in ((2, True), (4, False)):
         p = CostAwareBudget(curve(0.010, 0.002), n_max=8)
@@ -317,9 +319,10 @@ def test_auto_gate_learns_what_each_tier_makes_of_its_estimate():
         assert (p.tree.realized < 0.6) if expect_small else (p.tree.realized > 0.7)
 
 
-def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit():
+def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit(monkeypatch):
     """Whatever the estimates say, drafted passes measured slower per commit than a standard pass pause drafting,
     for 4 passes, then 8 if it happens again; drafted passes that pay never pause it."""
+    monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
     c = np.array([0.99, 0.99, 0.99])  # the gate is sure: a chain this certain pays on this curve
 
     def drafted(policy, seconds, commits):
@@ -416,7 +419,7 @@ def test_auto_carries_the_curves_corrections_to_the_next_run(tiny_block_target, 
     assert again.f_now[3] == pytest.approx(first.f_now[3]) and again.f_at(3) == pytest.approx(first.f_now[3])
     assert again.load == pytest.approx(first.load) and again.ratio is not first.ratio
     fresh = cost.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another kind: the curve
-    assert fresh.f_now[3] == pytest.approx(f3)
+    assert fresh.f_now[3] == pytest.approx(cost.CostAwareBudget.PRIOR_SHAPE * f3)  # (and the prior's shape)
 
 
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 0.0),
@@ -697,10 +700,10 @@ def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_
     cost._LEARNED.clear()  # a new process
     again = cost.budget_policy("auto", tiny_block_target, key, instance=8)
     assert (again.tree.pause, again.tree.overhead, again.load) == (5, 0.004, 1.3)
-    assert again.f_at(3) == pytest.approx(2.0 * again.f[3])
+    assert again.f_at(3) == pytest.approx(1.3 * 2.0 * again.f[3])  # (the load times the size's shape)
     other = cost.budget_policy("auto", tiny_block_target, key[:3] + (0.0,) + key[4:])  # another temperature
     assert other.tree.pause == 0 and other.load == 1.0
-    for damaged in ("{", '{"version": 1, "learned": {"load": "x"}}', json.dumps({"version": 99, "learned": {}})):
+    for damaged in ("{", '{"version": 2, "learned": {"load": "x"}}', json.dumps({"version": 99, "learned": {}})):
         path.write_text(damaged)
         fresh = cost.budget_policy("auto", tiny_block_target, key)
         assert fresh.tree.pause == 0 and fresh.load == 1.0  # the priors
@@ -782,3 +785,46 @@ def test_auto_counts_the_slower_standard_pass_after_a_drafted_one_as_drafting_wo
     drafted, p = run(0.006)
     assert not any(drafted[-10:]) and p.one_guess.overhead > 0.002
     assert p.f_at(1) == pytest.approx(0.010) and p.tree.pause == 0 and p.one_guess.pause == 0  # (the estimate, not a pause)
+
+
+def test_auto_prices_every_size_at_the_machines_speed_now_when_it_changes_in_spells():
+    """Each size's correction is kept with the run's load when it was seen, and every pass moves the load: when the
+    machine slows down (a spell) while only standard passes run, a two-state pass is priced slower too, so f(2)/f(1)
+    stays between what the run measured (1.3) and the cached curve (1.4), to which an unverified size's correction
+    fades back (a correction per size in seconds alone kept the fast spell's price for N=2 and the slow one's for
+    N=1: 1.3 read as 0.76, drafting looked cheaper than a standard pass)."""
+    p = CostAwareBudget(curve(0.010, 0.004), n_max=2)
+    speed = [1.0] * 40 + [1.7] * 40 + [1.0] * 40
+    for i, s in enumerate(speed[:40]):  # fast: drafted passes of two states (in decodes 1.3 f(1)), standard ones
+        if i % 2:
+            p.observe(PassOutcome(2, 0.013 * s, False, accepted_edges=1, overhead_s=0.0, drafted=True))
+        p.observe(PassOutcome(1, 0.010 * s, False))
+    assert p.f_at(2) / p.f_at(1) == pytest.approx(1.3, rel=0.03)
+    for s in speed[40:80]:  # slow, standard passes alone (auto drafted nothing)
+        p.observe(PassOutcome(1, 0.010 * s, False))
+        assert 1.05 < p.f_at(2) / p.f_at(1) < 1.45  # (a few passes' lag as the spell starts)
+    assert p.f_at(1) == pytest.approx(0.017, rel=0.05) and 1.25 < p.f_at(2) / p.f_at(1) < 1.45
+    for s in speed[80:]:
+        p.observe(PassOutcome(1, 0.010 * s, False))
+        assert 1.05 < p.f_at(2) / p.f_at(1) < 1.6
+    assert p.f_at(1) == pytest.approx(0.010, rel=0.05) and 1.25 < p.f_at(2) / p.f_at(1) < 1.45
+    assert p.f_now[1:3] == pytest.approx([p.f_at(1), p.f_at(2)])
+
+
+def test_auto_gives_a_size_priced_too_dear_by_a_few_slow_forwards_another_chance():
+    """Two forwards of two states timed 60% slow (a spell's onset) price a one-guess tree out; unverified, that
+    correction fades back to the cached curve, so drafting resumes and its forwards correct the price."""
+    c = np.array([0.6])  # (pays while f(2)/f(1) < 1.6: the cached curve says 1.3)
+    p = CostAwareBudget(curve(0.010, 0.003), n_max=2)
+    p.one_guess.overhead = p.tree.overhead = 0.0
+    p.observe(PassOutcome(1, 0.010, False))
+    for _ in range(2):
+        p.observe(PassOutcome(2, 0.0208, False, accepted_edges=0, overhead_s=0.0, drafted=True))
+        p.observe(PassOutcome(1, 0.010, False))  # (the follow-on pass)
+        p.observe(PassOutcome(1, 0.010, False))
+    assert p.f_at(2) / p.f_at(1) > 1.9 and not p.draft_now(c)
+    waited = 0
+    while not p.draft_now(c):
+        p.observe(PassOutcome(1, 0.010, False))
+        waited += 1
+    assert 20 < waited < 150 and p.f_at(2) / p.f_at(1) < 1.6

@@ -19,11 +19,18 @@ nodes are
 (p_i: the drafter's probability that node i is reached by the acceptance walk; s: a running calibration, the
 accepted edges seen so far over the edges the drafter expected; p_i is the node's path probability when it was
 added, so the reach that a later merged edge adds (drafter/tree.py) is not counted: the estimate errs low).
-CostAwareBudget keeps the prefix N >= 2 maximising E(N) / (l_N f(N) + c); l_N keeps the cached curve honest
-during the run: for a size the run has verified at least twice, the running mean of the forward times seen at that
-size over f(N); for the others, the same over every size (the machine's load now). Inside a decode the calls
-alternate with other work and the context grows, so sizes do not scale alike: on math-bd one state costs ~1.4x the
-cached f(1) while four cost ~1.1x f(4) (f(4)/f(1) = 2.47 cached, 1.97 in decodes).
+CostAwareBudget keeps the prefix N >= 2 maximising E(N) / (l_N f(N) + c); l_N = L s_N keeps the cached curve
+honest during the run. The load L is the running mean of a standard pass's forward time over f(1), the machine's
+speed now (the run's first standard pass sets it); s_N (N >= 2) is the running mean of that size's forward times
+over f(N), each over the load when it ran: the curve's shape as this run sees it (s_1 = 1; PRIOR_SHAPE, 0.9, until
+a size is seen twice: inside decodes batches cost ~10% less against one state than the cached curve says). So a spell of a slower machine (module docstring of measure) moves every size's price at once: corrections
+kept per size in seconds priced one state at a slow spell's speed and two at the fast one's (f(2)/f(1) 1.3 read as
+0.76, tested). While a size goes unverified its s_N fades back to the prior (by STALE a pass): a size priced too dear by a
+few slow forwards (a spell's onset) is drafted again after a few dozen passes instead of never. A standard price
+gone stale while trees are drafted pass after pass corrects itself: once drafting looks dear, standard passes
+run and set L again. Inside a decode the calls alternate with other work and the context grows, so sizes do not
+scale alike: on math-bd one state costs ~1.4x the cached f(1) while four cost ~1.1x f(4) (f(4)/f(1) = 2.47 cached,
+1.97 in decodes).
 
 Whether to draft at all is decided before the drafter runs, from the stale confidences the previous pass
 already computed (c_(1) >= c_(2) >= ... over the positions still masked): the chain estimate
@@ -109,7 +116,7 @@ DEAREST = 8.0  # sizes are measured up to the first whose forward costs more tha
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 _MEMO: dict = {}
 _LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
-MEMORY_VERSION = 1  # of the files that carry it to the next process (memory_file); older ones are ignored
+MEMORY_VERSION = 2  # (2: the per-size corrections keep the load they were seen under, session 34) of the files that carry it to the next process (memory_file); older ones are ignored
 
 
 @dataclass
@@ -467,8 +474,14 @@ class CostAwareBudget(FixedBudget):
         self.one_guess = Tier(0.1 * self._f[1])  # trees capped at ONE_GUESS nodes
         self.tree = Tier(0.1 * self._f[1])  # larger trees
         self.small = False  # this pass's tree is capped at ONE_GUESS nodes
-        self.load = 1.0  # running mean of (forward time seen in this run) / f(N), over every size
-        self.ratio = [1.0] * (n_max + 1)  # the same per size (non-fused passes), with how often each size was seen
+        self.load = 1.0  # running mean of a standard pass's forward time over f(1): the machine's speed now
+        self.load_set = False  # whether this run's first standard pass has set it
+        self.ratio = [1.0] * (n_max + 1)  # per size N >= 2: running mean of (forward time / f(N)) / load, the
+        # curve's shape as this run sees it (non-fused passes), with how often each size was seen
+        # the shape before a size is seen: PRIOR_SHAPE, but never pricing N states below one (a GPU's flat curve)
+        self._prior = [1.0, 1.0] + [max(self.PRIOR_SHAPE, self._f[1] / self._f[n]) for n in range(2, n_max + 1)]
+        self.count = 0  # passes observed in this run
+        self.last = [0] * (n_max + 1)  # the pass at which each size was last seen (its correction's age)
         self.seen = [0] * (n_max + 1)
         self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
         self.gate_expected = self.gate_accepted = 2.0  # chain calibration s_g (prior: 1)
@@ -486,7 +499,7 @@ class CostAwareBudget(FixedBudget):
     MAX_PAUSE = 64
     DECAY = 0.95  # of the realized check's sums (module docstring)
     CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits",
-               "standard_seen", "load")
+               "standard_seen", "load", "count")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
     REALIZED_STEP = 0.2  # of a tier's realized-over-estimated rate (one pass moves it a fifth of the way)
     REALIZED_CLIP = (0.25, 2.0)  # one pass's ratio is clipped to this (a first call's slow pass, a lucky chain)
@@ -496,7 +509,7 @@ class CostAwareBudget(FixedBudget):
         """What this run learned, for the next run of the same kind (module docstring)."""
         return {**{k: getattr(self, k) for k in self.CARRIED},
                 "one_guess": replace(self.one_guess), "tree": replace(self.tree),
-                "ratio": list(self.ratio), "seen": list(self.seen)}
+                "ratio": list(self.ratio), "seen": list(self.seen), "last": list(self.last)}
 
     def recall(self, learned: dict) -> None:
         for k, v in learned.items():
@@ -522,7 +535,7 @@ class CostAwareBudget(FixedBudget):
             t.pause = max(t.pause - 1, 0)
         if not any(open_):
             return False
-        s_g, f, ratio, seen, load = self.gate_accepted / self.gate_expected, self._f, self.ratio, self.seen, self.load
+        s_g, f, load = self.gate_accepted / self.gate_expected, self._f, self.load
         best = 1.0 / (self.f_at(1) + self.standard_over)  # a standard pass's commits per second, own work included
         chain, edges, path, best_k = self._chain, 0.0, 1.0, 0
         t = self.tree  # a larger tree's work: max(a + b N, 0) (Tier.cost, its terms taken once)
@@ -543,7 +556,7 @@ class CostAwareBudget(FixedBudget):
                 work, q = max(a + b * (k + 1), 0.0), q_tree
             else:
                 continue
-            rate = (1.0 + s_g * edges) / ((ratio[k + 1] if seen[k + 1] >= 2 else load) * f[k + 1] + work)
+            rate = (1.0 + s_g * edges) / (load * self.shape(k + 1) * f[k + 1] + work)
             if q * rate > best:
                 best, best_k, self.gate_rate = q * rate, k, rate
         if best_k + 1 == ONE_GUESS:
@@ -590,17 +603,30 @@ class CostAwareBudget(FixedBudget):
         also its accepted edges (both calibrations) and its time outside the forward."""
         n = min(o.states, self.n_max)
         f = (self._ff if o.fused else self._f)[n]
+        self.count += 1
         after, self._after = self._after, None
         if after is not None and o.states == 1 and not o.fused:
             # a one-state forward right after a batch of states runs slower on a CPU (module docstring): drafting's
             # own work, counted into the tier that drafted as if its pass had paid it, and kept out of the curve
             after.overhead += Tier.STEP * max(o.forward_s - self.f_at(1), 0.0)
         elif o.forward_s > 0 and f > 0:
+            # the load follows the machine's speed from the standard passes (the run's first sets it: a prior or
+            # a past run's value would lag behind a spell; until then drafted passes move it a little); a size's
+            # correction is its forwards' time against the load, so a spell moves every size's price at once
             r = min(max(o.forward_s / f, 0.25), 8.0)
-            self.load = 0.9 * self.load + 0.1 * r
-            if not o.fused:
-                self.ratio[n] = r if self.seen[n] == 0 else 0.8 * self.ratio[n] + 0.2 * r
+            if o.fused:
+                pass
+            elif n == 1:
+                a = 0.2 if self.load_set else 1.0
+                self.load = (1 - a) * self.load + a * r
+                self.load_set = True
+            elif self.load_set:
+                rel = r / self.load
+                self.ratio[n] = rel if self.seen[n] == 0 else 0.8 * self.ratio[n] + 0.2 * rel
                 self.seen[n] += 1
+                self.last[n] = self.count
+            else:
+                self.load = 0.9 * self.load + 0.1 * r / self.shape(n)
         commits = o.commits or o.accepted_edges + 1
         if o.drafted and o.states > 1:
             self.expected += self.last_expected
@@ -633,14 +659,30 @@ class CostAwareBudget(FixedBudget):
         self.last_expected = self.last_chain = self.gate_rate = 0.0
         self.budget, self.small = self.n_max, False
 
+    STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
+    PRIOR_SHAPE = 0.9  # s_N before a size is seen: batches of states cost ~10% less against one state inside decodes
+    # than the cached curve measures them in isolation (math-bd and python-bd at N = 2-8 on two machines,
+    # docs/wallclock.md), and a prior a little low gets a size tried, after which its own forwards price it (never
+    # below one state's price: on a GPU's flat curve the prior is 1)
+
+    def shape(self, n: int) -> float:
+        """l_N / L: size n's correction relative to the load, once seen twice (else PRIOR_SHAPE), fading back to the
+        prior while the size goes unverified (a size priced too dear after a few slow forwards, e.g. a spell's onset,
+        would otherwise never be drafted again to correct it). 1 at n = 1 (the load is one state's)."""
+        prior = self._prior[n]
+        if n == 1 or self.seen[n] < 2:
+            return prior
+        return prior + (self.ratio[n] - prior) * self.STALE ** (self.count - self.last[n])
+
     def f_at(self, n: int) -> float:
-        """f(n) as this run sees it: l_n f(n), l_n the size's own correction once seen twice, else the load."""
-        return (self.ratio[n] if self.seen[n] >= 2 else self.load) * self._f[n]
+        """f(n) as this run sees it now: load * l_n * f(n), l_n the size's own correction relative to the load once
+        seen twice (else 1): the load follows the machine's speed from every pass, l_n keeps the size's shape."""
+        return self.load * self.shape(n) * self._f[n]
 
     @property
     def f_now(self) -> np.ndarray:
         """f_at for every size 0..n_max."""
-        return np.where(np.array(self.seen) >= 2, self.ratio, self.load) * self.f
+        return np.array([self.shape(n) for n in range(self.n_max + 1)]) * self.load * self.f
 
     def _tier(self) -> Tier:
         """The tier of this pass's tree."""
@@ -709,9 +751,10 @@ def read_memory(path: Path | None) -> dict | None:
         learned = dict(data["learned"])
         for k in ("one_guess", "tree"):
             learned[k] = Tier(**learned[k])
-        numbers = ([learned[k] for k in CostAwareBudget.CARRIED] + learned["ratio"] + learned["seen"]
+        lists = ("ratio", "seen", "last")
+        numbers = ([learned[k] for k in CostAwareBudget.CARRIED] + [x for k in lists for x in learned[k]]
                    + [x for k in ("one_guess", "tree") for x in asdict(learned[k]).values()])
-        ok = (set(learned) == set(CostAwareBudget.CARRIED) | {"one_guess", "tree", "ratio", "seen"}
+        ok = (set(learned) == set(CostAwareBudget.CARRIED) | {"one_guess", "tree", *lists}
               and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers))
         return learned if ok else None
     except (OSError, ValueError, TypeError, KeyError, AttributeError):

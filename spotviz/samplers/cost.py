@@ -23,14 +23,14 @@ CostAwareBudget keeps the prefix N >= 2 maximising E(N) / (l_N f(N) + c); l_N = 
 honest during the run. The load L is the running mean of a standard pass's forward time over f(1), the machine's
 speed now (the run's first standard pass sets it); s_N (N >= 2) is the running mean of that size's forward times
 over f(N), each over the load when it ran: the curve's shape as this run sees it (s_1 = 1; PRIOR_SHAPE, 0.9, until
-a size is seen twice: inside decodes batches cost ~10% less against one state than the cached curve says). So a spell of a slower machine (module docstring of measure) moves every size's price at once: corrections
-kept per size in seconds priced one state at a slow spell's speed and two at the fast one's (f(2)/f(1) 1.3 read as
-0.76, tested). While a size goes unverified its s_N fades back to the prior (by STALE a pass): a size priced too dear by a
-few slow forwards (a spell's onset) is drafted again after a few dozen passes instead of never. A standard price
-gone stale while trees are drafted pass after pass corrects itself: once drafting looks dear, standard passes
-run and set L again. Inside a decode the calls alternate with other work and the context grows, so sizes do not
-scale alike: on math-bd one state costs ~1.4x the cached f(1) while four cost ~1.1x f(4) (f(4)/f(1) = 2.47 cached,
-1.97 in decodes).
+a size is seen twice: inside decodes batches cost ~10% less against one state than the cached curve says). So a
+spell of a slower machine (module docstring of measure) moves every size's price at once: corrections kept per size
+in seconds priced one state at a slow spell's speed and two at the fast one's (f(2)/f(1) 1.3 read as 0.76, tested).
+While a size goes unverified its s_N fades back to the prior (by STALE a pass): a size priced too dear by a few slow
+forwards (a spell's onset) is drafted again after a few dozen passes instead of never. A standard price gone stale
+while trees are drafted pass after pass corrects itself: once drafting looks dear, standard passes run and set L
+again. Inside a decode the calls alternate with other work and the context grows, so sizes do not scale alike: on
+math-bd one state costs ~1.4x the cached f(1) while four cost ~1.1x f(4) (f(4)/f(1) = 2.47 cached, 1.97 in decodes).
 
 Whether to draft at all is decided before the drafter runs, from the stale confidences the previous pass
 already computed (c_(1) >= c_(2) >= ... over the positions still masked): the chain estimate
@@ -116,7 +116,8 @@ DEAREST = 8.0  # sizes are measured up to the first whose forward costs more tha
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 _MEMO: dict = {}
 _LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
-MEMORY_VERSION = 2  # (2: the per-size corrections keep the load they were seen under, session 34) of the files that carry it to the next process (memory_file); older ones are ignored
+MEMORY_VERSION = 2  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
+# per-size corrections are shapes against the load, session 34)
 
 
 @dataclass
@@ -609,14 +610,13 @@ class CostAwareBudget(FixedBudget):
             # a one-state forward right after a batch of states runs slower on a CPU (module docstring): drafting's
             # own work, counted into the tier that drafted as if its pass had paid it, and kept out of the curve
             after.overhead += Tier.STEP * max(o.forward_s - self.f_at(1), 0.0)
-        elif o.forward_s > 0 and f > 0:
+        elif o.forward_s > 0 and f > 0 and not o.fused:
             # the load follows the machine's speed from the standard passes (the run's first sets it: a prior or
             # a past run's value would lag behind a spell; until then drafted passes move it a little); a size's
             # correction is its forwards' time against the load, so a spell moves every size's price at once
+            # (a fused pass, two windows, teaches neither)
             r = min(max(o.forward_s / f, 0.25), 8.0)
-            if o.fused:
-                pass
-            elif n == 1:
+            if n == 1:
                 a = 0.2 if self.load_set else 1.0
                 self.load = (1 - a) * self.load + a * r
                 self.load_set = True
@@ -675,8 +675,8 @@ class CostAwareBudget(FixedBudget):
         return prior + (self.ratio[n] - prior) * self.STALE ** (self.count - self.last[n])
 
     def f_at(self, n: int) -> float:
-        """f(n) as this run sees it now: load * l_n * f(n), l_n the size's own correction relative to the load once
-        seen twice (else 1): the load follows the machine's speed from every pass, l_n keeps the size's shape."""
+        """f(n) as this run sees it now: L s_n f(n) (module docstring): the load L follows the machine's speed, the
+        shape s_n is what the run measured of size n against it (the prior until then)."""
         return self.load * self.shape(n) * self._f[n]
 
     @property

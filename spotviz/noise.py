@@ -65,7 +65,6 @@ class GumbelNoise:
         self.vocab_size = int(vocab_size)
         self._cache: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
         self._cache_size = cache_steps * 64
-        self._keys: dict[int, int] = {}
         # (v + 1) * gamma for v < V: the part of the stream's counter that does not depend on the position (the
         # + 1 is splitmix64's own increment)
         v = np.arange(1, self.vocab_size + 1, dtype=np.uint64)
@@ -77,12 +76,12 @@ class GumbelNoise:
 
     def block(self, step: int, positions) -> torch.Tensor:
         """[len(positions), vocab] noise for one step."""
-        positions = [int(p) for p in positions]
-        return self.pairs([int(step)] * len(positions), positions)
+        positions = list(positions)
+        return self.pairs([step] * len(positions), positions)
 
     def grid(self, steps, positions) -> torch.Tensor:
         """[len(steps), len(positions), vocab] noise for every step at every position."""
-        steps, positions = [int(s) for s in steps], [int(p) for p in positions]
+        steps, positions = list(steps), list(positions)
         g = self.pairs([s for s in steps for _ in positions], positions * len(steps))
         return g.view(len(steps), len(positions), self.vocab_size)
 
@@ -100,19 +99,12 @@ class GumbelNoise:
             return torch.empty(0, self.vocab_size)
         return torch.from_numpy(np.stack([self._cache[k] for k in want]))
 
-    def _key(self, step: int) -> int:
-        key = self._keys.get(step)
-        if key is None:
-            if len(self._keys) > 4096:
-                self._keys.clear()
-            key = self._keys[step] = step_key(self.seed, step)
-        return key
-
     def _draw(self, pairs: list[tuple[int, int]]) -> np.ndarray:
         """[len(pairs), vocab] float32 noise, computed (not memoised), in chunks of about _CHUNK numbers so that
         the scratch arrays stay in the cache whatever the vocabulary size."""
         V = self.vocab_size
-        base = np.array([(self._key(s) + p * V * _GAMMA) & _MASK64 for s, p in pairs], dtype=np.uint64)
+        keys = {s: step_key(self.seed, s) for s in {s for s, _ in pairs}}  # (a batch's pairs share few steps)
+        base = np.array([(keys[s] + p * V * _GAMMA) & _MASK64 for s, p in pairs], dtype=np.uint64)
         out = np.empty((len(pairs), V), dtype=np.float32)
         if V <= _CHUNK:
             rows = _CHUNK // V

@@ -1125,6 +1125,56 @@ def test_one_guess_shortcut_drafts_the_edge_the_full_context_drafts(T, targets, 
         assert drafted > 10
 
 
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_one_guess_tree_is_the_tree_best_first_growth_makes(T, targets, random_drafter, monkeypatch):
+    """build_tree drafts a one-guess tree (budget 2, a proposer with first_child) without its best-first machinery
+    (tree.one_guess_tree): the same nodes, edges and probabilities as the general growth, pass by pass, with the
+    guess drafted and with every guess below min_path_prob; and at an s1 that a pass already evaluated, the same
+    certain edge."""
+    from spotviz.decision import Decision
+    from spotviz.drafter import tree as tree_mod
+
+    def nodes_of(run):
+        return [[(n.id, n.parent, n.positions, n.tokens, n.prob, n.path_prob, n.known) for n in p.tree]
+                for p in run.passes]
+
+    fast = {"trees": 0, "alone": 0}
+    real = tree_mod.one_guess_tree
+
+    def counting(root, guess, policy, n_masked, min_path_prob):
+        nodes = real(root, guess, policy, n_masked, min_path_prob)
+        fast["trees"] += 1
+        fast["alone"] += len(nodes) == 1
+        return nodes
+
+    for kind in ("block", "random"):
+        target = targets[kind]
+        for i, prompt in enumerate(PROMPTS[:3]):
+            for floor in (0.0, 0.7):  # (the template's likeliest first decision has probability 0.6)
+                c = cfg("exact", T=T, seed=i, gen=40, budget=2, min_path_prob=floor)
+                monkeypatch.setattr(tree_mod, "one_guess_tree", counting)
+                lean = decode_spot(target, prompt, c, make_proposer("spot+partner", random_drafter))
+                monkeypatch.setattr(tree_mod, "one_guess", lambda view, proposer, masked: None)
+                grown = decode_spot(target, prompt, c, make_proposer("spot+partner", random_drafter))
+                monkeypatch.undo()
+                check_against_standard(lean, decode_standard(target, prompt, c), 2)
+                assert nodes_of(lean) == nodes_of(grown)
+    assert fast["trees"] > 20 and 0 < fast["alone"] < fast["trees"], fast
+
+    class Evaluated:  # a store that has evaluated s1: the target's decision there is known
+        def decision(self, key, masked, step):
+            return Decision([int(masked.nonzero()[-1])], [7], [0.5])
+
+    view = _view(targets["block"], PROMPTS[0], "exact", 0.9, T, 0, 24)
+    view.known = Evaluated()
+    lean = tree_mod.build_tree(view, Calibrated(TABLE), 2)
+    monkeypatch.setattr(tree_mod, "one_guess", lambda view, proposer, masked: None)
+    grown = tree_mod.build_tree(view, Calibrated(TABLE), 2)
+    assert [(n.offsets, n.tokens, n.prob, n.decided) for n in lean] == \
+        [(n.offsets, n.tokens, n.prob, n.decided) for n in grown]
+    assert lean[0].decided and lean[1].prob == 1.0 and lean[1].tokens == (7,)
+
+
 @pytest.mark.parametrize("kind", ["block", "random"])
 def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, random_drafter):
     """A tree node whose window tokens an earlier pass of the window already evaluated (another order of the same

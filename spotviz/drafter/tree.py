@@ -158,9 +158,14 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     nodes = [root]
     index = {(root.state, 0): 0}  # (drafted commits, depth) -> node id
-    n_masked = int(view.masked.sum())
+    masked = view.masked.cpu().numpy()
+    n_masked = int(masked.sum())
     if policy.budget <= 1 or (n_masked == 0 and view.ahead is None):
         return nodes
+    if policy.budget <= ONE_GUESS and n_masked and type(proposer).first_child is not Proposer.first_child:
+        guess = one_guess(view, proposer, masked)
+        if guess is not None:  # (None: the proposer has no shortcut here; the general growth below drafts it)
+            return one_guess_tree(root, guess, policy, n_masked, min_path_prob)
     ahead = view.ahead
     w = view.width
     masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
@@ -174,7 +179,6 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     ctx_ahead = None  # prepared when a node first completes the window
     heap: list = []
     tie = 0
-    masked = view.masked.cpu().numpy()
     eos = set(view.eos_ids)
     near_ok = view.known is not None and policy.budget > ONE_GUESS  # (one guess: the likeliest first decision will do)
     policy.begin(n_masked)
@@ -310,6 +314,39 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         policy.add(node.path_prob)
         if len(nodes) < policy.budget:  # (a full tree's last node is never given children)
             expand(node)
+    return prefix(nodes, policy.choose(len(nodes)))
+
+
+def one_guess(view: RootView, proposer: Proposer, masked: np.ndarray) -> tuple[list[tuple], bool] | None:
+    """s1's candidates in a one-guess tree, drafted as build_tree's growth would draft them, without its machinery
+    (the tree is s1 and its likeliest child): (the target's decision at s1 as a certain edge, True) where a pass of
+    the window already evaluated s1, else (the proposer's first_child, False); None where the proposer declines."""
+    if view.known is not None:
+        win = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
+        d = view.known.decision(win.tobytes(), torch.from_numpy(masked), view.step)
+        if d is not None:
+            return [(tuple(d.offsets), tuple(d.tokens), 1.0)], True
+    guess = proposer.first_child(view, masked.copy())
+    return None if guess is None else (guess, False)
+
+
+def one_guess_tree(root: DraftNode, guess: tuple[list[tuple], bool], policy, n_masked: int,
+                   min_path_prob: float) -> list[DraftNode]:
+    """The tree of s1 and its likeliest candidate: the nodes build_tree's best-first growth makes from these
+    candidates with a budget of two (the first of equal likeliest ones; none below min_path_prob or where the
+    policy stops), with the policy told the same (tests/test_spot.py checks the two ways agree)."""
+    props, decided = guess
+    root.decided = decided
+    root.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
+    policy.begin(n_masked)
+    nodes = [root]
+    if root.proposals:
+        offsets, tokens, p = max(root.proposals, key=lambda c: c[2])  # (max keeps the first of equal maxima)
+        if p >= min_path_prob and not policy.stop(p):
+            state = frozenset(zip(offsets, tokens))
+            nodes.append(DraftNode(1, 0, 1, offsets, tokens, p, p, offsets, state=state, added_prob=p))
+            root.children[(offsets, tokens)], root.edge_prob[(offsets, tokens)] = 1, p
+            policy.add(p)
     return prefix(nodes, policy.choose(len(nodes)))
 
 

@@ -45,13 +45,12 @@ class Calibrated(Proposer):
             return None
         offs = np.flatnonzero(remaining).tolist()
         tok1, logc = first_depth_candidates(view, offs)
-        c = np.exp(logc)
-        row = self.rank_probs[0]
-        order = np.argsort(-c, kind="stable")[: min(len(offs), len(row))]
-        probs = np.zeros_like(c)  # (float32, as children's: the same edge probability)
-        probs[order] = row[: len(order)]
-        best = int(np.argmax(probs))  # (the first maximum: the lowest offset, as exact_children's stable order)
-        return [((offs[best],), (int(tok1[best]),), float(probs[best]))] if probs[best] > 0 else []
+        row = self.rank_probs[0][: len(offs)].astype(np.float32)  # (float32, as children's: the same probability)
+        order = np.argsort(-np.exp(logc), kind="stable")[: len(row)]  # positions by rank (confidence, as Context's)
+        if not len(row) or row.max() <= 0:
+            return []
+        best = int(order[row == row.max()].min())  # (of equally likely ranks the lowest offset, as exact_children)
+        return [((offs[best],), (int(tok1[best]),), float(row.max()))]
 
     def children(self, ctx, view, node, remaining):
         d = ctx.d(node)

@@ -25,6 +25,12 @@ def test_bench_rows_and_files(tiny_block_dir, tmp_path):
     assert all(r.ceiling > 0 for r in res.rows) and res.cost_curve  # every row has its zero-overhead ceiling
     ablation = [r for r in res.rows if "ablation" in r.note]
     assert len(ablation) == 2 and all(r.temperature == 1.0 for r in ablation)
+    # threshold mode: no row beats the window bound (a pass of its own for every window), which the table states
+    assert set(res.window_bound) == {"T=0", "T=1"}
+    for r in res.rows:
+        if r.mode == "threshold":
+            assert r.pass_reduction <= res.window_bound[f"T={r.temperature:g}"] + 1e-9
+    assert "Window bound (threshold mode)" in to_markdown(res)
     save(res, tmp_path)
     data = json.loads((tmp_path / f"bench-{res.model}.json").read_text())
     assert len(data["rows"]) == len(res.rows)

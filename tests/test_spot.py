@@ -1126,6 +1126,32 @@ def test_one_guess_shortcut_drafts_the_edge_the_full_context_drafts(T, targets, 
 
 
 @pytest.mark.parametrize("T", [0.0, 1.0])
+def test_threshold_trees_pay_a_pass_for_every_window(T, targets, random_drafter):
+    """SPOT-Sets' trees stay inside their window and a pass decides at most one window's first set, so every window
+    the threshold decoder decodes costs SPOT-Sets a pass: its passes are never fewer than the windows, and its pass
+    reduction never beats eval/stats.window_bound of the standard decodes. Where the threshold decoder commits every
+    window in one pass (the random target at tau 0.3, T = 0) nothing is left to gain, whatever the drafter."""
+    from spotviz.eval.stats import window_bound
+
+    for kind, tau in (("block", 0.3), ("random", 0.9), ("random", 0.3)):
+        target = targets[kind]
+        std, spot = [], []
+        for i, prompt in enumerate(PROMPTS[:4]):
+            for budget in (4, 16):
+                c = cfg("threshold", tau=tau, T=T, seed=i, gen=40, budget=budget)
+                base = decode_standard(target, prompt, c)
+                run = decode_spot(target, prompt, c, make_proposer("spot+partner", random_drafter))
+                check_against_standard(run, base, budget)
+                assert len(run.passes) >= len({tuple(p.window) for p in base.passes})
+                std.append(base), spot.append(run)
+        reduction = sum(len(t.passes) for t in std) / sum(len(t.passes) for t in spot)
+        bound = window_bound(std)
+        assert reduction <= bound
+        one_pass_windows = T == 0 and kind == "random" and tau == 0.3  # (at T = 1 sampled tokens often fall below tau)
+        assert (reduction == bound == 1.0) if one_pass_windows else 1.0 < reduction < bound
+
+
+@pytest.mark.parametrize("T", [0.0, 1.0])
 def test_one_guess_tree_is_the_tree_best_first_growth_makes(T, targets, random_drafter, monkeypatch):
     """build_tree drafts a one-guess tree (budget 2, a proposer with first_child) without its best-first machinery
     (tree.one_guess_tree): the same nodes, edges and probabilities as the general growth, pass by pass, with the

@@ -30,7 +30,7 @@ from ..samplers.standard import decode_standard
 from ..samplers.simulated import SimulatedCost, load_curve
 from .progress import Progress, duration, unit_seconds
 from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
-from .stats import stale_agreement
+from .stats import stale_agreement, window_bound
 
 
 BENCH_DRAFTERS = ("spot", "training-free", "calibrated")  # (spot: SPOT in exact mode, SPOT-Sets in threshold mode)
@@ -71,6 +71,9 @@ class BenchResult:
     cost_curve: list = field(default_factory=list)  # [[states, seconds per pass]] measured for --budget auto
     simulated: str = ""  # the device whose cost curve the forwards were charged at (samplers/simulated.py); "": none
     quality: dict = field(default_factory=dict)  # greedy outputs: degeneracy and syntax measures (eval/quality.py)
+    # threshold mode, per temperature ("T=0"): the most a tree inside its window can cut the threshold decoder's
+    # passes, its passes over the windows it decodes (eval/stats.window_bound)
+    window_bound: dict = field(default_factory=dict)
 
 
 def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: None, spec_units: float = 1.0):
@@ -205,6 +208,10 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
             base_runs = _run(target, prompts, cfg, tick=progress.tick)
             base = base_runs[0]
             row_done(_row(mode, t, "none", 1, base_runs, base, curve))
+            if mode == "threshold":
+                res.window_bound[f"T={t:g}"] = round(window_bound(base), 3)
+                log(f"threshold T={t:g}: trees stay inside their window, so at most {res.window_bound[f'T={t:g}']:.2f}x "
+                    "fewer passes than the threshold decoder (its passes over the windows it decodes)")
             sweep, near = sweep_of(mode, t)
             for name in drafters:
                 dname = learned_drafter(mode) if name == "spot" else name
@@ -268,6 +275,11 @@ def to_markdown(res: BenchResult) -> str:
                   "bookkeeping cost nothing (the sum of f over the standard decoder's passes / the same over the "
                   "run's, each forward at its width: both decoders evaluate two windows once per window): what this "
                   "hardware allows at this acceptance.", ""]
+    if res.window_bound:
+        wb = ", ".join(f"{k}: {v:.2f}x" for k, v in res.window_bound.items())
+        lines += [f"Window bound (threshold mode): a pass decides at most one window's first set and threshold trees "
+                  f"stay inside their window, so every window costs a pass: no drafter can cut the threshold "
+                  f"decoder's passes more than its passes over the windows it decodes ({wb}; eval/stats.py).", ""]
     lines += ["| mode | T | drafter | budget | states/pass | passes/token | pass reduction | wall-clock speed-up "
               "(paired) | zero-overhead ceiling | per-prompt ratio median / worst | tokens/s | mean accepted length | "
               "acceptance per depth (1..) | identical output | note |",

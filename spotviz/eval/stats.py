@@ -1,4 +1,16 @@
-"""Measurements of a target's own decoding that explain SPOT's headroom."""
+"""Measurements of a target's own decoding that explain SPOT's headroom.
+
+The window bound (threshold mode). A pass decides at most one window's first set: the decision at a state whose
+window is still fully masked, made either by a pass over that window or, as its bonus, by a fused pass that
+completes the window before it (samplers/verify.py). SPOT-Sets' trees stay inside their window (a window's first
+set is rarely drafted exactly: docs/DESIGN.md section 3), so no other node decides one, and every window the
+standard decoder decodes costs SPOT-Sets a pass of its own:
+
+    passes(SPOT-Sets) >= windows,   pass reduction = passes(standard) / passes(SPOT-Sets) <= passes(standard) / windows.
+
+Where the threshold decoder commits most windows in one or two passes (math-bd at tau 0.9: 8.3 positions a pass)
+this bound, not the drafter, is what limits SPOT-Sets. Exact-mode trees go on into the next window, so the bound
+does not hold there.""" 
 from __future__ import annotations
 
 from ..decision import masked_log_softmax
@@ -38,3 +50,11 @@ def stale_agreement(target, prompts: list[str] | None = None, n_prompts: int = 2
                     hits += int(int(logp.argmax()) == c.token)
             prev = (lo, logp_window)
     return {"stale_agreement": hits / max(total, 1), "decisions": total}
+
+
+def window_bound(standard_traces) -> float:
+    """The most a tree that stays inside its window can cut the passes of these standard decodes (module
+    docstring): their passes over the windows they decoded (a window: the distinct [lo, hi) of their passes)."""
+    passes = sum(len(tr.passes) for tr in standard_traces)
+    windows = sum(len({tuple(p.window) for p in tr.passes}) for tr in standard_traces)
+    return passes / max(windows, 1)

@@ -800,13 +800,48 @@ def test_threshold_token_branching_adds_a_runner_up_twin_of_the_likeliest_set(ti
             groups.setdefault((n.parent, n.offsets), []).append(n)
         return nodes, [g for g in groups.values() if len(g) > 1]
 
-    nodes, pairs = twins(True)
-    assert pairs
-    for a, b in pairs:  # the same set, one position holding another token
-        assert len(a.tokens) == len(b.tokens) and sum(x != y for x, y in zip(a.tokens, b.tokens)) == 1
+    nodes, groups = twins(True)
+    assert groups
+    for group in groups:  # the set as drafted (its first node) and twins, each with one position holding another token
+        drafted = group[0]
+        assert all(len(t.tokens) == len(drafted.tokens) for t in group)
+        assert all(sum(x != y for x, y in zip(drafted.tokens, t.tokens)) == 1 for t in group[1:])
+        assert len({t.tokens for t in group}) == len(group)
     for parent in {n.parent for n in nodes[1:]}:  # siblings still share one distribution (or less, once pruned)
         assert sum(n.prob for n in nodes[1:] if n.parent == parent) <= 1 + 1e-6
     assert not twins(False)[1]
+
+
+def test_the_likeliest_set_has_twins_at_its_least_certain_positions():
+    """set_children: the likeliest set branches at its `twin_positions` least certain positions (the runner-up token at
+    one of them in each twin), the next ones at their least certain one; with independent keeps the set as drafted
+    and its twins share the set's probability (p prod keep, p (1 - keep_i) prod of the others), so the candidates
+    still sum to at most 1."""
+    from spotviz.drafter.proposers.common import set_children
+
+    class Ctx:
+        tok1 = np.arange(10, 18)[None]
+        tok2 = np.arange(20, 28)[None]
+
+        def d(self, node):
+            return 0
+
+    q = np.array([0.9, 0.9, 0.9, 0.9, 0.8, 0.1, 0.1, 0.1])
+    keep = np.array([0.6, 0.7, 0.8, 0.95, 1.0, 0.5, 0.5, 0.5])
+    remaining = np.ones(8, bool)
+    plain = set_children(Ctx(), None, q, remaining)
+    out = set_children(Ctx(), None, q, remaining, keep, twin_positions=3)
+    best, p = plain[0][0], plain[0][2]
+    assert best == (0, 1, 2, 3, 4)
+    family = {toks: prob for offs, toks, prob in out if offs == best}
+    assert family[(10, 11, 12, 13, 14)] == pytest.approx(p * 0.6 * 0.7 * 0.8)
+    assert family[(20, 11, 12, 13, 14)] == pytest.approx(p * 0.4 * 0.7 * 0.8)
+    assert family[(10, 21, 12, 13, 14)] == pytest.approx(p * 0.6 * 0.3 * 0.8)
+    assert family[(10, 11, 22, 13, 14)] == pytest.approx(p * 0.6 * 0.7 * 0.2)
+    assert len(family) == 4  # (the fourth least certain position, keep 0.95, is not branched on)
+    for offs, _, _ in plain[1:3]:  # the next sets: one twin each, at their least certain position
+        assert sum(o == offs for o, _, _ in out) == 2
+    assert sum(family.values()) <= p and sum(prob for *_, prob in out) <= 1 + 1e-9
 
 
 def test_mix_candidates_sums_the_experts_shares():

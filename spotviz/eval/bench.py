@@ -209,9 +209,9 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
             base = base_runs[0]
             row_done(_row(mode, t, "none", 1, base_runs, base, curve))
             if mode == "threshold":
-                res.window_bound[f"T={t:g}"] = round(window_bound(base), 3)
-                log(f"threshold T={t:g}: trees stay inside their window, so at most {res.window_bound[f'T={t:g}']:.2f}x "
-                    "fewer passes than the threshold decoder (its passes over the windows it decodes)")
+                bound = res.window_bound[f"T={t:g}"] = round(window_bound(base), 3)
+                log(f"threshold T={t:g}: trees stay inside their window, so at most {bound:.2f}x fewer passes than "
+                    "the threshold decoder (its passes over the windows it decodes)")
             sweep, near = sweep_of(mode, t)
             for name in drafters:
                 dname = learned_drafter(mode) if name == "spot" else name

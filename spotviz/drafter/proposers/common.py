@@ -8,8 +8,9 @@ the path's commits have changed the context. With keep_j = P(the stale token at 
 commits j with the stale token gets probability p keep_j and its twin with the runner-up p (1 - keep_j) r
 (r: P(the replacement is the runner-up)). The training-free estimate is keep_j = c1_j / (c1_j + c2_j), the
 root's probabilities of the two candidates. In threshold mode only a set's least certain positions branch
-(twins of the few likeliest sets, one position replaced in each): measured on math-bd, stale tokens that change end about 38% of SPOT-Sets'
-passes, and the twin lifted its pass reduction by 13% at T = 0 and 6% at T = 1 (40 problems, budget 16).
+(twins of the few likeliest sets, one position replaced in each): measured on math-bd, stale tokens that change end
+about 38% of SPOT-Sets' passes, and the twin lifted its pass reduction by 13% at T = 0 and 6% at T = 1 (40
+problems, budget 16).
 
 Two experts as one proposal. Candidates of K proposers with weights w_k (summing to 1) become one list with
 P(edge) = sum_k w_k P_k(edge): an edge both propose gets both shares, an edge one proposes keeps its share. The

@@ -1188,22 +1188,26 @@ def test_threshold_trees_pay_a_pass_for_every_window(T, targets, random_drafter)
 
 @pytest.mark.parametrize("T", [0.0, 1.0])
 def test_one_guess_tree_is_the_tree_best_first_growth_makes(T, targets, random_drafter, monkeypatch):
-    """build_tree drafts a one-guess tree (budget 2, a proposer with first_child) without its best-first machinery
-    (tree.one_guess_tree): the same nodes, edges and probabilities as the general growth, pass by pass, with the
-    guess drafted and with every guess below min_path_prob; and at an s1 that a pass already evaluated, the same
-    certain edge."""
+    """build_tree drafts a one-guess tree (budget 2) without its best-first machinery (tree.one_guess_tree): the same
+    nodes, edges and probabilities as the general growth (tree.grow_tree), pass by pass, with the guess drafted and
+    with every guess below min_path_prob; and at an s1 that a pass already evaluated, the same certain edge, from a
+    proposer with a first_child shortcut and from one without."""
     from spotviz.decision import Decision
     from spotviz.drafter import tree as tree_mod
+    from spotviz.samplers import spot as spot_mod
 
     def nodes_of(run):
         return [[(n.id, n.parent, n.positions, n.tokens, n.prob, n.path_prob, n.known) for n in p.tree]
                 for p in run.passes]
 
+    def grown_tree(view, proposer, policy, min_path_prob=0.0):  # build_tree with the general growth at every budget
+        return tree_mod.grow_tree(view, proposer.for_budget(policy.budget), policy, min_path_prob)
+
     fast = {"trees": 0, "alone": 0}
     real = tree_mod.one_guess_tree
 
-    def counting(root, guess, policy, n_masked, min_path_prob):
-        nodes = real(root, guess, policy, n_masked, min_path_prob)
+    def counting(*args):
+        nodes = real(*args)
         fast["trees"] += 1
         fast["alone"] += len(nodes) == 1
         return nodes
@@ -1215,7 +1219,7 @@ def test_one_guess_tree_is_the_tree_best_first_growth_makes(T, targets, random_d
                 c = cfg("exact", T=T, seed=i, gen=40, budget=2, min_path_prob=floor)
                 monkeypatch.setattr(tree_mod, "one_guess_tree", counting)
                 lean = decode_spot(target, prompt, c, make_proposer("spot+partner", random_drafter))
-                monkeypatch.setattr(tree_mod, "one_guess", lambda view, proposer, masked: None)
+                monkeypatch.setattr(spot_mod, "build_tree", grown_tree)
                 grown = decode_spot(target, prompt, c, make_proposer("spot+partner", random_drafter))
                 monkeypatch.undo()
                 check_against_standard(lean, decode_standard(target, prompt, c), 2)
@@ -1228,12 +1232,18 @@ def test_one_guess_tree_is_the_tree_best_first_growth_makes(T, targets, random_d
 
     view = _view(targets["block"], PROMPTS[0], "exact", 0.9, T, 0, 24)
     view.known = Evaluated()
-    lean = tree_mod.build_tree(view, Calibrated(TABLE), 2)
-    monkeypatch.setattr(tree_mod, "one_guess", lambda view, proposer, masked: None)
-    grown = tree_mod.build_tree(view, Calibrated(TABLE), 2)
-    assert [(n.offsets, n.tokens, n.prob, n.decided) for n in lean] == \
-        [(n.offsets, n.tokens, n.prob, n.decided) for n in grown]
-    assert lean[0].decided and lean[1].prob == 1.0 and lean[1].tokens == (7,)
+    for proposer in (Calibrated(TABLE), TrainingFree()):
+        lean = tree_mod.build_tree(view, proposer, 2)
+        grown = tree_mod.grow_tree(view, proposer, tree_mod.FixedBudget(2))
+        assert [(n.offsets, n.tokens, n.prob, n.decided) for n in lean] == \
+            [(n.offsets, n.tokens, n.prob, n.decided) for n in grown]
+        assert lean[0].decided and lean[1].prob == 1.0 and lean[1].tokens == (7,)
+    for mode in ("exact", "threshold"):  # no shortcut (training-free): its children from its per-pass context
+        view = _view(targets["block"], PROMPTS[0], mode, 0.05, T, 0, 24)
+        lean = tree_mod.build_tree(view, TrainingFree(), 2)
+        grown = tree_mod.grow_tree(view, TrainingFree(), tree_mod.FixedBudget(2))
+        assert len(lean) == 2 and [(n.offsets, n.tokens, n.prob) for n in lean] == \
+            [(n.offsets, n.tokens, n.prob) for n in grown]
 
 
 @pytest.mark.parametrize("kind", ["block", "random"])

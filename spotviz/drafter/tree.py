@@ -157,6 +157,15 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     becomes an edge into that node (module docstring)."""
     policy = FixedBudget(budget) if isinstance(budget, int) else budget
     proposer = proposer.for_budget(policy.budget)
+    masked = view.masked.cpu().numpy()
+    if policy.budget == ONE_GUESS and masked.any():
+        return one_guess_tree(view, proposer, policy, masked, min_path_prob)
+    return grow_tree(view, proposer, policy, min_path_prob)
+
+
+def grow_tree(view: RootView, proposer: Proposer, policy, min_path_prob: float = 0.0) -> list[DraftNode]:
+    """build_tree's best-first growth (its docstring), for a budget policy and the proposer that drafts at its
+    budget."""
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     nodes = [root]
     index = {(root.state, 0): 0}  # (drafted commits, depth) -> node id
@@ -164,20 +173,13 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     n_masked = int(masked.sum())
     if policy.budget <= 1 or (n_masked == 0 and view.ahead is None):
         return nodes
-    if policy.budget <= ONE_GUESS and n_masked and type(proposer).first_child is not Proposer.first_child:
-        guess = one_guess(view, proposer, masked)
-        if guess is not None:  # (None: the proposer has no shortcut here; the general growth below drafts it)
-            return one_guess_tree(root, guess, policy, n_masked, min_path_prob)
     ahead = view.ahead
     w = view.width
     masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
     s1_window = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
     max_depth = n_masked + (int(masked_ahead.sum()) - 1 if ahead is not None else 0)
-    shortcut = policy.budget <= ONE_GUESS and type(proposer).first_child is not Proposer.first_child
-    # the proposer's per-pass context: prepared up front, as its contract says, except for a one-guess tree that the
-    # proposer drafts without it (Proposer.first_child; prepared later only if that declines)
-    prepared = bool(n_masked) and not shortcut
-    ctx = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)) if prepared else None
+    # the proposer's per-pass context, prepared up front as its contract says (none where this window is complete)
+    ctx = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)) if n_masked else None
     ctx_ahead = None  # prepared when a node first completes the window
     heap: list = []
     tie = 0
@@ -204,15 +206,7 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
         push(node)
 
     def drafted_children(node: DraftNode, remaining: np.ndarray):
-        """The proposer's candidates at `node`; at s1 of a one-guess tree its likeliest alone where it has a
-        shortcut for that (Proposer.first_child: the same edge, without the per-pass context)."""
-        nonlocal ctx, prepared
-        if node.id == 0 and shortcut:
-            guess = proposer.first_child(view, remaining)
-            if guess is not None:
-                return guess
-        if not prepared:  # (once: a context may well be None)
-            ctx, prepared = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)), True
+        """The proposer's candidates at `node`."""
         return proposer.children(ctx, view, node, remaining)
 
     def known_child(node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0, win=None):
@@ -319,28 +313,26 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
     return prefix(nodes, policy.choose(len(nodes)))
 
 
-def one_guess(view: RootView, proposer: Proposer, masked: np.ndarray) -> tuple[list[tuple], bool] | None:
-    """s1's candidates in a one-guess tree, drafted as build_tree's growth would draft them, without its machinery
-    (the tree is s1 and its likeliest child): (the target's decision at s1 as a certain edge, True) where a pass of
-    the window already evaluated s1, else (the proposer's first_child, False); None where the proposer declines."""
+def one_guess_tree(view: RootView, proposer: Proposer, policy, masked: np.ndarray,
+                   min_path_prob: float = 0.0) -> list[DraftNode]:
+    """A tree of s1 and its likeliest child (budget ONE_GUESS, s1 with masked positions): the nodes grow_tree makes
+    there, without its machinery (tests/test_spot.py checks the two agree). s1's candidates: the target's decision as
+    a certain edge where a pass of the window already evaluated s1, else the proposer's first_child, else (no
+    shortcut) its children from the per-pass context; the first of the likeliest is kept unless it is below
+    min_path_prob or the policy stops, and the policy is told what grow_tree tells it."""
+    root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
+    props = None
     if view.known is not None:
         win = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
         d = view.known.decision(win.tobytes(), torch.from_numpy(masked), view.step)
         if d is not None:
-            return [(tuple(d.offsets), tuple(d.tokens), 1.0)], True
-    guess = proposer.first_child(view, masked.copy())
-    return None if guess is None else (guess, False)
-
-
-def one_guess_tree(root: DraftNode, guess: tuple[list[tuple], bool], policy, n_masked: int,
-                   min_path_prob: float) -> list[DraftNode]:
-    """The tree of s1 and its likeliest candidate: the nodes build_tree's best-first growth makes from these
-    candidates with a budget of two (the first of equal likeliest ones; none below min_path_prob or where the
-    policy stops), with the policy told the same (tests/test_spot.py checks the two ways agree)."""
-    props, decided = guess
-    root.decided = decided
+            props, root.decided = [(tuple(d.offsets), tuple(d.tokens), 1.0)], True
+    if props is None:
+        props = proposer.first_child(view, masked.copy())
+    if props is None:
+        props = proposer.children(proposer.prepare(view, max_depth=1), view, root, masked.copy())
     root.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
-    policy.begin(n_masked)
+    policy.begin(int(masked.sum()))
     nodes = [root]
     if root.proposals:
         offsets, tokens, p = max(root.proposals, key=lambda c: c[2])  # (max keeps the first of equal maxima)

@@ -14,6 +14,14 @@ from pathlib import Path
 TRACE_FORMAT = "spotviz-trace"
 TRACE_VERSION = 1
 MAX_TRACE_BYTES = 20 * 1024 * 1024
+# Why a tree pass's acceptance walk stopped (PassRecord.walk_end; samplers/verify.walk_end), in plain words
+WALK_ENDS = {
+    "window": "it completed the window, and the tree held no guess past it",
+    "budget": "the model's decision there was a guess the budget had no room for (or the budget ran out first)",
+    "position": "the model committed a slot that no guess at that state named",
+    "token": "the guesses named the right slot but another token (the model changed its mind there)",
+    "end": "the text was complete",
+}
 
 
 class TraceError(ValueError):
@@ -101,6 +109,7 @@ class PassRecord:
     two_windows: bool = False  # its forward evaluated two windows: the next one too (a SPOT node completed this
                                # window: the fused pass), or the finished one before it (a standard decoder's first
                                # pass in a window: the finished window's keys and values enter the cache then)
+    walk_end: str = ""  # a tree pass: why its acceptance walk stopped (a key of WALK_ENDS); "": no tree
 
 
 @dataclass
@@ -199,6 +208,8 @@ class Trace:
             raise TraceError(f"inconsistent counters: commits={c.commits} but {n_commits} commits recorded")
         seen = set()
         for p in self.passes:
+            if p.walk_end and p.walk_end not in WALK_ENDS:
+                raise TraceError(f"pass {p.index}: unknown walk_end {p.walk_end!r} (one of {sorted(WALK_ENDS)})")
             for cm in p.commits:
                 if cm.position in seen:
                     raise TraceError(f"position {cm.position} is committed twice")
@@ -210,6 +221,16 @@ class Trace:
     # ----------------------------------------------------------- helpers
     def label(self, token: int) -> str:
         return self.token_text.get(str(token), f"#{token}")
+
+    def walk_ends(self) -> dict[str, int]:
+        """How many tree passes' acceptance walks stopped for each reason (WALK_ENDS order; reasons seen only)."""
+        return walk_end_counts(self.passes)
+
+
+def walk_end_counts(passes) -> dict[str, int]:
+    """{reason: count} over the tree passes among `passes` (WALK_ENDS order; reasons seen only)."""
+    seen = [p.walk_end for p in passes if p.walk_end]
+    return {k: seen.count(k) for k in WALK_ENDS if k in seen}
 
 
 def _as_list(v, name):

@@ -31,6 +31,14 @@ def test_bench_rows_and_files(tiny_block_dir, tmp_path):
         if r.mode == "threshold":
             assert r.pass_reduction <= res.window_bound[f"T={r.temperature:g}"] + 1e-9
     assert "Window bound (threshold mode)" in to_markdown(res)
+    # why the walks stopped: counted over every tree pass of a speculative row, none for the standard decoder
+    assert all(not r.walk_ends for r in base)
+    assert all(bool(r.walk_ends) == (r.mean_states > 1) for r in res.rows)  # (a row that drafted trees)
+    assert all(set(r.walk_ends) <= {"window", "budget", "position", "token", "end"} for r in res.rows)
+    # drafts whose tokens come from noise the target does not use: the walks stop at wrong tokens most
+    for r in ablation:
+        assert max(r.walk_ends, key=r.walk_ends.get) == "token"
+    assert "Where the acceptance walks stopped" in to_markdown(res)
     save(res, tmp_path)
     data = json.loads((tmp_path / f"bench-{res.model}.json").read_text())
     assert len(data["rows"]) == len(res.rows)

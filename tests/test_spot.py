@@ -1362,3 +1362,47 @@ def test_likely_edges_occur_are_recorded_and_keep_decodes_exact(mode, tiny_block
                     hovers = {row[0]: row[5] for row in frame["nodes"]}
                     assert all(("likely edge" in hovers[n.id]) == n.near for n in p.tree[1:])
     assert near > 0
+
+
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_walk_end_says_why_each_walk_stopped(T, targets, random_drafter):
+    """Every tree pass records why its acceptance walk stopped (samplers/verify.walk_end), and the reason agrees
+    with what the trace shows: "end" commits no bonus, "window" puts the bonus in the next window, the others keep
+    it in this one, and "position" means no child of the stop node names the bonus's slots. A one-guess tree
+    (budget 2) whose guess was accepted stops at a node that never got guesses ("budget"); one whose guess was
+    rejected stops at s1 with its one guess on another slot or token ("position" / "token"). Passes without a
+    tree record no reason; the counts round-trip through the trace file."""
+    from spotviz.trace import WALK_ENDS
+
+    seen = set()
+    for kind in ("block", "random"):
+        target = targets[kind]
+        for mode, tau, budgets in (("exact", 0.9, (2, 4, 16)), ("threshold", 0.5, (4, 16))):
+            for budget in budgets:
+                for i, prompt in enumerate(PROMPTS[:3]):
+                    c = cfg(mode, tau=tau, T=T, seed=i, gen=40, budget=budget)
+                    run = decode_spot(target, prompt, c, make_proposer("spot+partner", random_drafter))
+                    check_against_standard(run, decode_standard(target, prompt, c), budget)
+                    trees = [p for p in run.passes if len(p.tree) > 1]
+                    assert all(p.walk_end == "" for p in run.passes if len(p.tree) <= 1)
+                    for p in trees:
+                        why = p.walk_end
+                        assert why in WALK_ENDS
+                        seen.add(why)
+                        bonus = sorted(x.position for x in p.commits if not x.drafted)
+                        stop = p.accepted_path[-1]
+                        kids = [n for n in p.tree if n.parent == stop]
+                        if why == "end":
+                            assert not bonus
+                        elif why == "window":
+                            assert bonus and min(bonus) >= p.window[1]
+                        else:
+                            assert bonus and max(bonus) < p.window[1] + (p.window[1] - p.window[0])
+                        if why == "position":
+                            assert all(sorted(n.positions) != bonus for n in kids)
+                        if budget == 2 and mode == "exact" and bonus and max(bonus) < p.window[1]:
+                            assert why == ("budget" if stop == 1 else why)
+                            assert stop == 1 or why in ("position", "token")
+                    assert sum(run.walk_ends().values()) == len(trees)
+                    assert Trace.from_json(run.to_json()).walk_ends() == run.walk_ends()
+    assert {"budget", "position", "window"} <= seen

@@ -189,6 +189,15 @@ def test_position_committed_twice(d):
     expect(d, f"position {first['position']} is committed twice")
 
 
+def test_walk_end_is_one_of_the_reasons(d):
+    d["passes"][0]["walk_end"] = "luck"
+    expect(d, "unknown walk_end 'luck'")
+    d["passes"][0]["walk_end"] = "budget"
+    assert Trace.from_dict(d).walk_ends() == {"budget": 1}
+    del d["passes"][0]["walk_end"]  # a trace written before the field loads as passes without a reason
+    assert Trace.from_dict(d).walk_ends() == {}
+
+
 @pytest.mark.parametrize("field, value", [("wall_s", -1.0), ("tokens_per_s", float("nan")),
                                           ("mean_accepted_length", float("inf"))])
 def test_bad_counter_values(d, field, value):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spotviz.trace import Commit, Counters, PassRecord, RunMeta, Trace, TreeNode
+from spotviz.trace import WALK_ENDS, Commit, Counters, PassRecord, RunMeta, Trace, TreeNode
 from spotviz.views import identical_output, report_html, summary
 
 EVIL = "<script>alert(1)</script>"
@@ -38,7 +38,7 @@ def _tree_trace(**meta) -> Trace:
     ]
     p1 = PassRecord(index=1, kind="verify", window=[0, 8], states=6,
                     commits=[Commit(3, 21, 1, 0.8, True), Commit(4, 22, 2, 0.7, True), Commit(5, 23, 3, 0.6)],
-                    tree=tree, accepted_path=[0, 1, 3])
+                    tree=tree, accepted_path=[0, 1, 3], walk_end="position")
     p2 = PassRecord(index=2, kind="decode", window=[4, 8], states=1,
                     commits=[Commit(6, 26, 4, 0.5), Commit(7, 27, 4, 0.5), Commit(8, 28, 4, 0.5),
                              Commit(9, 0, 4, 0.5)])
@@ -107,6 +107,9 @@ def test_timeline_one_line_per_pass_and_the_tree_fitted_per_pass():
     assert tree["expect"] == [3, 4, 6]  # the drafter's most likely path: 1 (0.7), 3 (0.6), 5
     assert [c[0] for c in p1["c"]] == [3, 4, 5] and [c[3] for c in p1["c"]] == [1, 1, 0]
     assert [p["n"] for p in (p0, p1, p2)] == [1, 4, 8]  # slots committed so far
+    # why the walk stopped: node 3's one guess named slot 6, the target committed slot 5
+    assert p1["stop"] == WALK_ENDS["position"] and "stop" not in p0 and "stop" not in p2
+    assert lines[5]["counters"]["ends"] == {"position": 1}
 
 
 def test_timeline_stale_right_final_slots_and_headline():

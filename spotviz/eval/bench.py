@@ -28,6 +28,7 @@ from ..samplers.cost import ceiling, cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
 from ..samplers.simulated import SimulatedCost, load_curve
+from ..trace import WALK_ENDS, walk_end_counts
 from .progress import Progress, duration, unit_seconds
 from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
 from .stats import stale_agreement, window_bound
@@ -54,6 +55,7 @@ class BenchRow:
     wall_ratio_min: float = 0.0
     mean_states: float = 1.0  # target states per pass (the tree size; with auto, the sizes it chose)
     ceiling: float = 1.0  # zero-overhead wall-clock ceiling: the standard run's forwards over this run's, in f
+    walk_ends: dict = field(default_factory=dict)  # tree passes per reason their walk stopped (trace.WALK_ENDS)
 
 
 @dataclass
@@ -121,7 +123,8 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
     top = ceiling([p for tr in base for p in tr.passes], [p for tr in traces for p in tr.passes], curve)
     return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
                     b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
-                    [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states, top)
+                    [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states, top,
+                    walk_end_counts([p for tr in traces for p in tr.passes]))
 
 
 def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts: int = 20,
@@ -247,7 +250,14 @@ def _fmt(r: BenchRow) -> str:
             f"  passes/token {r.passes_per_token:.3f}  reduction {r.pass_reduction:.2f}x  wall {r.speedup_wall:.2f}x"
             f" (ceiling {r.ceiling:.2f}x)"
             f" (per prompt: median {r.wall_ratio_median:.2f}x, worst {r.wall_ratio_min:.2f}x)  {r.tokens_per_s:6.1f} tok/s"
-            f"  accepted {r.mean_accepted_length:.2f}  identical {100 * r.identical:.0f}%  {r.note}")
+            f"  accepted {r.mean_accepted_length:.2f}  identical {100 * r.identical:.0f}%  {r.note}"
+            + (f"  walks stopped: {_ends(r)}" if r.walk_ends else ""))
+
+
+def _ends(r: BenchRow) -> str:
+    """`reason share` for each reason the row's walks stopped for, in WALK_ENDS order ("" if it drafted no tree)."""
+    n = sum(r.walk_ends.values())
+    return " · ".join(f"{k} {100 * c / n:.0f}%" for k, c in r.walk_ends.items()) if n else ""
 
 
 def to_markdown(res: BenchResult) -> str:
@@ -292,6 +302,16 @@ def to_markdown(res: BenchResult) -> str:
                      f"{f'{r.wall_ratio_median:.2f}x / {r.wall_ratio_min:.2f}x' if spec else '-'} | "
                      f"{r.tokens_per_s:.1f} | {r.mean_accepted_length:.2f} | "
                      f"{' '.join(f'{a:.2f}' for a in r.acceptance_per_depth[:6])} | {100 * r.identical:.0f}% | {r.note} |")
+    ends = [r for r in res.rows if r.walk_ends]
+    if ends:
+        lines += ["", "Where the acceptance walks stopped (share of each row's tree passes; samplers/verify.walk_end): "
+                  + "; ".join(f"{k}: {v}" for k, v in WALK_ENDS.items()) + ".", "",
+                  "| drafter | mode | T | budget | tree passes | " + " | ".join(WALK_ENDS) + " | note |",
+                  "|---|---|---|---|---|" + "---|" * len(WALK_ENDS) + "---|"]
+        for r in ends:
+            n = sum(r.walk_ends.values())
+            lines.append(f"| {r.drafter} | {r.mode} | {r.temperature:g} | {r.budget} | {n} | "
+                         + " | ".join(f"{100 * r.walk_ends.get(k, 0) / n:.0f}%" for k in WALK_ENDS) + f" | {r.note} |")
     return "\n".join(lines) + "\n"
 
 

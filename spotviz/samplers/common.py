@@ -227,12 +227,12 @@ class DecodeState:
         self.t0 = now
 
     def add_pass(self, kind: str, window, states: int, commits: list[Commit], t_start: float, tree=None,
-                 accepted_path=None, budget: int = 0, two_windows: bool = False) -> PassRecord:
+                 accepted_path=None, budget: int = 0, two_windows: bool = False, walk_end: str = "") -> PassRecord:
         checks, self._checks_counted = self.checks_s - self._checks_counted, self.checks_s  # (this pass's checks)
         rec = PassRecord(index=len(self.passes), kind=kind, window=[int(window[0]), int(window[1])],
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
                          wall_s=self.wall() - t_start - checks, budget=int(budget),
-                         two_windows=bool(two_windows))
+                         two_windows=bool(two_windows), walk_end=walk_end)
         self.passes.append(rec)
         self.stats.observe(rec)
         return rec

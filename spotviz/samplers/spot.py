@@ -29,7 +29,7 @@ from ..trace import TreeNode
 from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
 from .cost import CostAwareBudget, PassOutcome, budget_policy, pass_clock, remember_policy
 from .standard import standard_pass, standard_step
-from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify
+from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify, walk_end
 
 ROOT = DraftNode(0, -1, 0, (), (), 1.0, 1.0)  # a tree of s1 alone (nothing drafted); never given children
 
@@ -103,7 +103,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         st.step = step + (1 if d else 0)
         rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
                           tree=tree_record(nodes, walk, v, lo), accepted_path=walk, budget=policy.budget,
-                          two_windows=v.fused)
+                          two_windows=v.fused, walk_end=walk_end(stop, v, lo, d is not None) if len(nodes) > 1 else "")
         policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1,
                                    st.clock() - c_start - v.forward_s - v.check_s, drafted=len(nodes) > 1,
                                    commits=len(rec.commits)))

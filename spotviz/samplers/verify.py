@@ -13,6 +13,10 @@ decoder add the finished window's keys/values to the cache. These are the standa
 window's logits do not depend on how far a call reaches (info.blockwise_exact: the embedded models compute a
 call's last block apart); elsewhere the decoder keeps trees inside their window.
 Commits per pass = accepted edges + 1.
+Why the walk stopped (`walk_end`, recorded per pass; trace.WALK_ENDS): the stop completed the window and the tree
+held nothing past it ("window"), the text was complete ("end"), the target's decision was a guess the budget left
+out or the stop never got guesses ("budget"), the stop's guesses named other positions ("position") or the right
+positions with other tokens ("token").
 What the walk did not use is kept: the logits at every node, for the window's later passes (KnownStates), where a
 node an earlier pass evaluated gets the target's decision as a certain edge, and a node one or two commits past an
 evaluated state gets the target's decision there as a likely edge (docs/DESIGN.md section 3).
@@ -88,8 +92,7 @@ def accept_walk(nodes: list[DraftNode], v: Verified, lo: int, step: int):
     states = None  # (drafted commits, depth) -> node id, built at the first miss
     while (d := v.decisions[n.id]) is not None:
         base = v.low(n.id, lo)
-        offsets, tokens = d.key
-        key = (tuple(o + base - lo for o in offsets), tokens) if base != lo else d.key
+        key = decision_key(v, n.id, lo)
         if (child := n.children.get(key)) is None:
             states = states if states is not None else {(m.state, m.depth): m.id for m in nodes}
             if (child := found_state(states, n, key)) is None:
@@ -98,6 +101,28 @@ def accept_walk(nodes: list[DraftNode], v: Verified, lo: int, step: int):
         n = nodes[child]
         walk.append(n.id)
     return walk, accepted
+
+
+def decision_key(v: Verified, node_id: int, lo: int) -> tuple:
+    """The target's decision at a node as a tree edge key: (offsets from the tree's lo, tokens)."""
+    d, base = v.decisions[node_id], v.low(node_id, lo)
+    offsets, tokens = d.key
+    return (tuple(o + base - lo for o in offsets), tokens) if base != lo else d.key
+
+
+def walk_end(stop: DraftNode, v: Verified, lo: int, bonus_made: bool) -> str:
+    """Why the acceptance walk stopped at `stop` (module docstring; trace.WALK_ENDS): compares the target's
+    decision there with the guesses the tree builder had for that node (`stop.proposals`, kept or not).
+    `bonus_made`: the pass still made a decision after a stop whose own decision is None (the next window's first)."""
+    if v.decisions[stop.id] is None:
+        return "window" if bonus_made else "end"
+    offsets, tokens = decision_key(v, stop.id, lo)
+    guesses = [(tuple(o), tuple(t)) for o, t, _ in stop.proposals]
+    if not guesses or (offsets, tuple(tokens)) in guesses:
+        return "budget"
+    if any(set(o) == set(offsets) for o, _ in guesses):
+        return "token"
+    return "position"
 
 
 def found_state(states: dict, n: DraftNode, key: tuple) -> int | None:

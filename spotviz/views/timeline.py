@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 
+from ..trace import WALK_ENDS
 from .common import visible_token
 from .headline import drafter_name, summary
 
@@ -195,13 +196,16 @@ def undrafted_note(rec, meta) -> str:
 def pass_line(rec, role: str, token_text: dict[str, str], committed: int, meta=None) -> dict:
     """One pass: its commits [slot, text, decision step, drafted (1) or the target's own decision (0),
     confidence], the tree it verified, the states in its batch (the budget chosen for the pass), the slots
-    committed so far and, for a pass of a drafted run that drafted nothing, why (`note`)."""
+    committed so far, why its acceptance walk stopped (`stop`, in plain words: trace.WALK_ENDS) and, for a pass of
+    a drafted run that drafted nothing, why (`note`)."""
     out = {"t": "pass", "r": role, "k": rec.index, "kind": rec.kind, "states": rec.states,
            "budget": int(getattr(rec, "budget", 0) or 0),
            "wall": round(float(rec.wall_s), 5), "n": committed,
            "c": [[c.position, _label(token_text, c.token), c.step, int(bool(c.drafted)), round(c.confidence, 3)]
                  for c in rec.commits],
            "tree": tree_frame(rec, token_text)}
+    if rec.walk_end in WALK_ENDS:
+        out["stop"] = WALK_ENDS[rec.walk_end]
     note = undrafted_note(rec, meta) if meta is not None else ""
     if note:
         out["note"] = note
@@ -227,7 +231,7 @@ def stale_right(trace) -> list[list[int]]:
 
 def end_line(trace, role: str) -> dict:
     """The finished run: every slot's final text (fixed token slots for the scrubber), where the text ends,
-    the counters and the stale-right slots per pass."""
+    the counters (with how many walks stopped for each reason, `ends`) and the stale-right slots per pass."""
     m = trace.meta
     start = len(m.prompt_tokens)
     final = {c.position: trace.label(c.token) for p in trace.passes for c in p.commits}
@@ -238,7 +242,7 @@ def end_line(trace, role: str) -> dict:
                          "drafted": c.drafted_nodes, "accepted": c.accepted_drafts,
                          "mal": round(c.mean_accepted_length, 3),
                          "depth": [round(a, 3) for a in c.acceptance_per_depth], "wall": round(c.wall_s, 4),
-                         "tps": round(c.tokens_per_s, 2)}}
+                         "tps": round(c.tokens_per_s, 2), "ends": trace.walk_ends()}}
 
 
 def trace_lines(trace, role: str) -> list[dict]:

@@ -440,6 +440,10 @@
       t.appendChild(row('commits per pass', 'the mean accepted length: 1 for the standard decoder in exact mode', v((c) => c.mal.toFixed(2))));
       t.appendChild(row('drafted states checked', 'tree nodes verified, over all passes', v((c) => c.drafted)));
       t.appendChild(row('drafts accepted', 'drafted decisions that equalled the model\'s own', v((c) => c.accepted)));
+      if (runs.some((R) => R.counters.ends && Object.keys(R.counters.ends).length)) {
+        t.appendChild(row('where the walks stopped', 'per tree pass: window = it completed the window, no guess past it; budget = the model\'s decision was a guess the tree had no room for; position = no guess named that slot; token = right slot, other token; end = text complete',
+          v((c) => Object.entries(c.ends || {}).map(([k, n]) => k + ' ' + n).join(' · ') || '-')));
+      }
       t.appendChild(row('wall-clock (s)', null, v((c) => c.wall.toFixed(3))));
       t.appendChild(row('tokens per second', null, v((c) => c.tps.toFixed(1))));
       tableEl.appendChild(t);

@@ -24,6 +24,7 @@
       (R.meta.auto ? ' (budget auto chose ' + p.states + ')' : (p.budget && p.budget !== p.states ? ' (of ' + p.budget + ' allowed)' : '')) +
       ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted + ' + (p.tree.bonus ? '1 own decision' : '0') +
       ' = ' + SV.plural(commits, 'commit');
+    if (p.stop) s += ' · the walk stopped: ' + p.stop;
     if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
     if (p.tree.known) s += ' · ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';
     if (p.tree.near) s += ' · ' + SV.plural(p.tree.near, 'likely edge') + ': its decision at a computed state a commit or two short';

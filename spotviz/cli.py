@@ -144,7 +144,7 @@ def cmd_decode(a) -> int:
             "text": trace.text, "tokens": trace.tokens, "target_passes": c.target_passes, "commits": c.commits,
             "generated_tokens": c.generated_tokens, "wall_s": c.wall_s, "tokens_per_s": c.tokens_per_s,
             "accepted_lengths": [len(p.commits) for p in trace.passes], "drafter": cfg.drafter,
-            "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
+            "walk_ends": trace.walk_ends(), "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
             "prompt_truncated": trace.meta.prompt_truncated, "identity_guaranteed": trace.meta.identity_guaranteed,
         }, ensure_ascii=False))
     else:
@@ -182,10 +182,13 @@ def cmd_trace(a) -> int:
                           "prompt": m.prompt, "text": trace.text, "tokens": trace.tokens,
                           "target_passes": c.target_passes, "commits": c.commits,
                           "accepted_lengths": [len(p.commits) for p in trace.passes],
+                          "walk_ends": trace.walk_ends(),
                           "identity_guaranteed": m.identity_guaranteed, "version": trace.version}, ensure_ascii=False))
     else:
+        ends = trace.walk_ends()
         print(f"{a.file}: spotviz trace v{trace.version} | {m.model} | {m.mode} | drafter {m.drafter} | seed {m.seed} | "
               f"{c.generated_tokens} tokens | {c.target_passes} target passes | {c.commits} commits"
+              + (" | walks stopped: " + ", ".join(f"{k} {n}" for k, n in ends.items()) if ends else "")
               + ("" if m.identity_guaranteed else " | identity not guaranteed on this device/dtype"))
     return 0
 

@@ -65,6 +65,7 @@ def test_decode_trace_out(capsys, tiny_full_dir, tmp_path):
     assert trace.tokens == obj["tokens"] and trace.text == obj["text"]
     assert trace.counters.target_passes == obj["target_passes"]
     assert [len(p.commits) for p in trace.passes] == obj["accepted_lengths"]
+    assert obj["walk_ends"] == trace.walk_ends() == {}  # (the standard decoder walks no tree)
 
 
 def test_decode_plain_text(capsys, tiny_block_dir):
@@ -206,6 +207,8 @@ def test_trace_html_page_and_baseline_checks(capsys, tiny_block_dir, tmp_path):
     page = tmp_path / "run.html"
     code, out, err = run_main(capsys, "trace", str(spot), "--html", str(page), "--baseline", str(std))
     assert code == 0 and "target passes" in out and "wrote" in err
+    ends = Trace.load(spot).walk_ends()  # the summary says why the walks stopped, as the trace counts them
+    assert ends and ("walks stopped: " + ", ".join(f"{k} {n}" for k, n in ends.items())) in out
     html = page.read_text(encoding="utf-8")
     assert 'id="sv-timeline"' in html and 'data-view="tree"' in html and "identical to the standard decoder" in html
     code, _, err = run_main(capsys, "trace", str(spot), "--baseline", str(std))

@@ -5,6 +5,7 @@ same decisions (position, token, decision step) in the same order, whatever the 
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import shutil
@@ -1377,32 +1378,32 @@ def test_walk_end_says_why_each_walk_stopped(T, targets, random_drafter):
     seen = set()
     for kind in ("block", "random"):
         target = targets[kind]
-        for mode, tau, budgets in (("exact", 0.9, (2, 4, 16)), ("threshold", 0.5, (4, 16))):
-            for budget in budgets:
-                for i, prompt in enumerate(PROMPTS[:3]):
-                    c = cfg(mode, tau=tau, T=T, seed=i, gen=40, budget=budget)
-                    run = decode_spot(target, prompt, c, make_proposer("spot+partner", random_drafter))
-                    check_against_standard(run, decode_standard(target, prompt, c), budget)
-                    trees = [p for p in run.passes if len(p.tree) > 1]
-                    assert all(p.walk_end == "" for p in run.passes if len(p.tree) <= 1)
-                    for p in trees:
-                        why = p.walk_end
-                        assert why in WALK_ENDS
-                        seen.add(why)
-                        bonus = sorted(x.position for x in p.commits if not x.drafted)
-                        stop = p.accepted_path[-1]
-                        kids = [n for n in p.tree if n.parent == stop]
-                        if why == "end":
-                            assert not bonus
-                        elif why == "window":
-                            assert bonus and min(bonus) >= p.window[1]
-                        else:
-                            assert bonus and max(bonus) < p.window[1] + (p.window[1] - p.window[0])
-                        if why == "position":
-                            assert all(sorted(n.positions) != bonus for n in kids)
-                        if budget == 2 and mode == "exact" and bonus and max(bonus) < p.window[1]:
-                            assert why == ("budget" if stop == 1 else why)
-                            assert stop == 1 or why in ("position", "token")
-                    assert sum(run.walk_ends().values()) == len(trees)
-                    assert Trace.from_json(run.to_json()).walk_ends() == run.walk_ends()
+        for mode, tau, budgets, kinds in (("exact", 0.9, (2, 4, 16), ("spot+partner",)),
+                                          ("exact", 0.9, (2,), ("training-free",)),  # (one guess without a shortcut)
+                                          ("threshold", 0.5, (4, 16), ("spot+partner",))):
+            for budget, kind_of, (i, prompt) in itertools.product(budgets, kinds, enumerate(PROMPTS[:3])):
+                c = cfg(mode, tau=tau, T=T, seed=i, gen=40, budget=budget)
+                run = decode_spot(target, prompt, c, make_proposer(kind_of, random_drafter))
+                check_against_standard(run, decode_standard(target, prompt, c), budget)
+                trees = [p for p in run.passes if len(p.tree) > 1]
+                assert all(p.walk_end == "" for p in run.passes if len(p.tree) <= 1)
+                for p in trees:
+                    why = p.walk_end
+                    assert why in WALK_ENDS
+                    seen.add(why)
+                    bonus = sorted(x.position for x in p.commits if not x.drafted)
+                    stop = p.accepted_path[-1]
+                    kids = [n for n in p.tree if n.parent == stop]
+                    if why == "end":
+                        assert not bonus
+                    elif why == "window":
+                        assert bonus and min(bonus) >= p.window[1]
+                    else:
+                        assert bonus and max(bonus) < p.window[1] + (p.window[1] - p.window[0])
+                    if why == "position":
+                        assert all(sorted(n.positions) != bonus for n in kids)
+                    if budget == 2 and mode == "exact" and bonus and max(bonus) < p.window[1]:  # (whichever proposer)
+                        assert why == ("budget" if stop == 1 else why) and (stop == 1 or why in ("position", "token"))
+                assert sum(run.walk_ends().values()) == len(trees)
+                assert Trace.from_json(run.to_json()).walk_ends() == run.walk_ends()
     assert {"budget", "position", "window"} <= seen

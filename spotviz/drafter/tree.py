@@ -319,7 +319,8 @@ def one_guess_tree(view: RootView, proposer: Proposer, policy, masked: np.ndarra
     there, without its machinery (tests/test_spot.py checks the two agree). s1's candidates: the target's decision as
     a certain edge where a pass of the window already evaluated s1, else the proposer's first_child, else (no
     shortcut) its children from the per-pass context; the first of the likeliest is kept unless it is below
-    min_path_prob or the policy stops, and the policy is told what grow_tree tells it."""
+    min_path_prob or the policy stops, and the policy is told what grow_tree tells it. s1's proposals are that one
+    guess alone (what a walk that stops at s1 is compared with: verify.walk_end)."""
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     props = None
     if view.known is not None:
@@ -331,11 +332,14 @@ def one_guess_tree(view: RootView, proposer: Proposer, policy, masked: np.ndarra
         props = proposer.first_child(view, masked.copy())
     if props is None:
         props = proposer.children(proposer.prepare(view, max_depth=1), view, root, masked.copy())
-    root.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
+    props = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
     policy.begin(int(masked.sum()))
     nodes = [root]
-    if root.proposals:
-        offsets, tokens, p = max(root.proposals, key=lambda c: c[2])  # (max keeps the first of equal maxima)
+    if props:
+        offsets, tokens, p = max(props, key=lambda c: c[2])  # (max keeps the first of equal maxima)
+        # s1's guesses are its one guess, whichever way it was found (first_child computes no others), so the reason a
+        # walk stops at budget 2 reads alike for every proposer (verify.walk_end)
+        root.proposals = [(offsets, tokens, p)]
         if p >= min_path_prob and not policy.stop(p):
             state = frozenset(zip(offsets, tokens))
             nodes.append(DraftNode(1, 0, 1, offsets, tokens, p, p, offsets, state=state, added_prob=p))

@@ -574,6 +574,27 @@ def test_a_cost_curve_measured_on_a_busy_machine_serves_only_its_process(tiny_bl
     assert cost.machine_busy((0.0, 0.0, 5.0)) is False  # (wall time did not advance: unknown)
 
 
+def test_a_curve_belongs_to_the_target_it_was_measured_for(tiny_block_target, monkeypatch):
+    """The in-process memo holds a target's curve while the target lives: a freed target's curve goes with it, so a
+    new target object (which may reuse the freed one's id) measures its own instead of being served another's."""
+    import gc
+
+    monkeypatch.setattr(cost, "_cacheable", lambda target: False)
+    calls = []
+    real = cost.measure
+    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
+    t = eager_twin(tiny_block_target)
+    cost.cost_curve(t)
+    cost.cost_curve(t)
+    assert len(calls) == 1 and t in cost._MEMO
+    held = len(cost._MEMO)
+    del t
+    gc.collect()
+    assert len(cost._MEMO) == held - 1
+    cost.cost_curve(eager_twin(tiny_block_target))
+    assert len(calls) == 2
+
+
 # ------------------------------------------------------------------------------------ one run description
 def test_start_event_then_passes_then_trace(tiny_block_target, tiny_prompt, random_drafter):
     for cfg in (DecodeConfig(seed=1, gen_length=16), DecodeConfig(seed=1, gen_length=16, drafter="training-free",

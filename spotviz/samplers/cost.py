@@ -99,6 +99,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -114,7 +115,9 @@ SPELL_AGREE = 0.1  # the one-state timings on either side of a size's agree with
 SPELL_TRIES = 4  # times a size is timed at most, until they agree
 DEAREST = 8.0  # sizes are measured up to the first whose forward costs more than this many one-state forwards
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
-_MEMO: dict = {}
+# target -> {curve key: its curve} in this process; weak, so that a freed target's curves go with it (a new target
+# object may reuse a freed one's id, and must not be served a curve it never measured)
+_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
 MEMORY_VERSION = 2  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
 # per-size corrections are shapes against the load, session 34)
@@ -367,14 +370,14 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
         return replace(simulated, calls=0)
     key = curve_key(target)
     path = cache_dir() / "cost" / f"{key.replace('/', '_')}.json"
-    memo_key = (key, id(target))
+    memo = _MEMO.setdefault(target, {})
     if not remeasure:
-        if memo_key in _MEMO:
-            return replace(_MEMO[memo_key], calls=0)
+        if key in memo:
+            return replace(memo[key], calls=0)
         if _cacheable(target) and path.is_file():
             try:
                 curve = replace(CostCurve(**json.loads(path.read_text())), calls=0)
-                _MEMO[memo_key] = curve
+                memo[key] = curve
                 return curve
             except (ValueError, TypeError, OSError):
                 pass  # unreadable cache: measure again
@@ -384,7 +387,7 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
                         f"and thread count; cached afterwards) ...")
     since = cpu_snapshot()
     curve = measure(target, log=log)
-    _MEMO[memo_key] = curve
+    memo[key] = curve
     if not _cacheable(target):
         return curve
     why = ""

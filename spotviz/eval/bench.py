@@ -251,13 +251,14 @@ def _fmt(r: BenchRow) -> str:
             f" (ceiling {r.ceiling:.2f}x)"
             f" (per prompt: median {r.wall_ratio_median:.2f}x, worst {r.wall_ratio_min:.2f}x)  {r.tokens_per_s:6.1f} tok/s"
             f"  accepted {r.mean_accepted_length:.2f}  identical {100 * r.identical:.0f}%  {r.note}"
-            + (f"  walks stopped: {_ends(r)}" if r.walk_ends else ""))
+            + ("  walks stopped: " + " · ".join(f"{k} {v:.0f}%" for k, v in _end_shares(r).items())
+               if r.walk_ends else ""))
 
 
-def _ends(r: BenchRow) -> str:
-    """`reason share` for each reason the row's walks stopped for, in WALK_ENDS order ("" if it drafted no tree)."""
+def _end_shares(r: BenchRow) -> dict[str, float]:
+    """{reason: % of the row's tree passes} for each reason its walks stopped for, in WALK_ENDS order."""
     n = sum(r.walk_ends.values())
-    return " · ".join(f"{k} {100 * c / n:.0f}%" for k, c in r.walk_ends.items()) if n else ""
+    return {k: 100 * c / n for k, c in r.walk_ends.items()} if n else {}
 
 
 def to_markdown(res: BenchResult) -> str:
@@ -309,9 +310,9 @@ def to_markdown(res: BenchResult) -> str:
                   "| drafter | mode | T | budget | tree passes | " + " | ".join(WALK_ENDS) + " | note |",
                   "|---|---|---|---|---|" + "---|" * len(WALK_ENDS) + "---|"]
         for r in ends:
-            n = sum(r.walk_ends.values())
-            lines.append(f"| {r.drafter} | {r.mode} | {r.temperature:g} | {r.budget} | {n} | "
-                         + " | ".join(f"{100 * r.walk_ends.get(k, 0) / n:.0f}%" for k in WALK_ENDS) + f" | {r.note} |")
+            shares = _end_shares(r)
+            lines.append(f"| {r.drafter} | {r.mode} | {r.temperature:g} | {r.budget} | {sum(r.walk_ends.values())} | "
+                         + " | ".join(f"{shares.get(k, 0):.0f}%" for k in WALK_ENDS) + f" | {r.note} |")
     return "\n".join(lines) + "\n"
 
 

@@ -116,13 +116,11 @@ def walk_end(stop: DraftNode, v: Verified, lo: int, bonus_made: bool) -> str:
     `bonus_made`: the pass still made a decision after a stop whose own decision is None (the next window's first)."""
     if v.decisions[stop.id] is None:
         return "window" if bonus_made else "end"
-    offsets, tokens = decision_key(v, stop.id, lo)
-    guesses = [(tuple(o), tuple(t)) for o, t, _ in stop.proposals]
-    if not guesses or (offsets, tuple(tokens)) in guesses:
+    key = decision_key(v, stop.id, lo)
+    guesses = [(o, t) for o, t, _ in stop.proposals]  # (tuples, as the tree builder keeps them)
+    if not guesses or key in guesses:
         return "budget"
-    if any(set(o) == set(offsets) for o, _ in guesses):
-        return "token"
-    return "position"
+    return "token" if any(set(o) == set(key[0]) for o, _ in guesses) else "position"
 
 
 def found_state(states: dict, n: DraftNode, key: tuple) -> int | None:

@@ -48,6 +48,9 @@ LAYOUT_CSS = """
 #sv-head-line h1 { margin: 0; font-size: 22px; }
 #sv-run-row { gap: 8px; }
 #sv-explainer .html-container { padding-top: 2px; }
+/* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it
+   appeared once in about ten Stops of a live run (a cancelled event), with no error to report */
+#sv-status .error { display: none !important; }
 #sv-download td.filename, #sv-download td.filename .stem { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; overflow-wrap: anywhere; max-width: none !important; }
 @media (max-width: 760px) {

@@ -7,7 +7,7 @@ hidden 2048, vocab 151936, blocks of 32), in bf16 and fp32; then SPOT's wall-clo
     python scripts/gpu_cost_curve.py --device cpu --models none --sdar-layers 2 --sdar-hidden 256 \
         --sdar-vocab 4096 --dtypes fp32 --sizes 1,2,4 --skip-bench          # a smoke run of the script itself
 
-The curve is samplers/cost.measure (the function `--budget auto` uses): per size, same-shape calls in a row
+The curve is samplers/forward_cost.measure (the function `--budget auto` uses): per size, same-shape calls in a row
 after a warm-up, the median of each round, the best of three rounds; on an accelerator in wall time after a
 device synchronisation. Random weights cost what trained ones do: a forward's time depends on shapes, not on
 values. Writes <out>/gpu-cost-curve.json and .md (and the bench tables of the embedded models, with every row's
@@ -59,7 +59,7 @@ def sdar_shaped(device, dtype, layers: int | None, hidden: int | None, vocab: in
 
 
 def curve_row(target, label: str, sizes=SIZES) -> dict:
-    from spotviz.samplers.cost import measure
+    from spotviz.samplers.forward_cost import measure
 
     t0 = time.perf_counter()
     curve = measure(target, sizes=sizes, fused_sizes=[n for n in FUSED if n <= max(sizes)])

@@ -49,12 +49,12 @@ COMPONENTS = [
     ("spotviz.samplers.common", "DecodeState.counters", "bookkeeping"),
     ("spotviz.samplers.common", "DecodeState.progress", "bookkeeping"),
     ("spotviz.samplers.common", "DecodeState.apply", "bookkeeping"),
-    ("spotviz.samplers.cost", "CostAwareBudget.draft_now", "budget policy"),
-    ("spotviz.samplers.cost", "CostAwareBudget.begin", "budget policy"),
-    ("spotviz.samplers.cost", "CostAwareBudget.add", "budget policy"),
-    ("spotviz.samplers.cost", "CostAwareBudget.stop", "budget policy"),
-    ("spotviz.samplers.cost", "CostAwareBudget.choose", "budget policy"),
-    ("spotviz.samplers.cost", "CostAwareBudget.observe", "budget policy"),
+    ("spotviz.samplers.auto_budget", "CostAwareBudget.draft_now", "budget policy"),
+    ("spotviz.samplers.auto_budget", "CostAwareBudget.begin", "budget policy"),
+    ("spotviz.samplers.auto_budget", "CostAwareBudget.add", "budget policy"),
+    ("spotviz.samplers.auto_budget", "CostAwareBudget.stop", "budget policy"),
+    ("spotviz.samplers.auto_budget", "CostAwareBudget.choose", "budget policy"),
+    ("spotviz.samplers.auto_budget", "CostAwareBudget.observe", "budget policy"),
 ]
 
 

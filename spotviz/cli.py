@@ -1,10 +1,13 @@
-"""Command line: decode, trace, bench, cost-curve, train-target, train-drafter.
+"""Command line: decode, trace, bench, cost-curve, train-target, train-drafter, accuracy.
 
-    python -m spotviz decode --prompt "ROMEO." [--model shakespeare-bd] [--drafter spot --budget 32] [--json]
+    python -m spotviz decode --prompt "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?"
+    python -m spotviz decode --prompt "ROMEO." --model shakespeare-bd --drafter spot --budget 32 [--json]
     python -m spotviz trace run.json [--json]      # check a trace file (as the app's Replay does) and summarise it
     python -m spotviz bench --n-prompts 2          # every decoder on held-out prompts (prints an estimate first)
     python -m spotviz cost-curve                   # (re)measure the forward cost f(N) that --budget auto uses
     python -m spotviz train-drafter --out DIR      # train the drafters of a model (never over assets/ unless --force)
+    python -m spotviz train-target --out DIR       # train an embedded target model (resumable)
+    python -m spotviz accuracy                     # answer accuracy of math-bd on held-out word problems
 
 Every command runs torch on --threads N threads (else $SPOTVIZ_THREADS, else 1; 0 = all cores). Errors are one
 `error: ...` line, exit code 2.
@@ -334,7 +337,7 @@ def cmd_accuracy(a) -> int:
 def cmd_cost_curve(a) -> int:
     """(Re)measure the target's forward cost curve f(N) (cached per model, device and CPU kernels, dtype, threads)."""
     from .registry import load_target
-    from .samplers.cost import _cacheable, cost_curve
+    from .samplers.forward_cost import cacheable, cost_curve
 
     target = load_target(a.model, device=a.device)
     curve = cost_curve(target, remeasure=True)
@@ -355,9 +358,9 @@ def cmd_cost_curve(a) -> int:
                 f"N={n}: {t / curve.seconds[0]:.2f}" for n, t in zip(curve.fused_sizes, curve.fused_seconds)))
         print("zero-overhead ceiling of a run = its commits per pass r over f(N)/f(1), the two-window forwards "
               "that both decoders make once per window counted at their width (bench prints it per row)")
-    if curve.cached:  # (otherwise the measurement said why, busy machine or unwritable folder, through cost.NOTICE)
+    if curve.cached:  # (otherwise the measurement said why, busy machine or unwritable folder, through forward_cost.NOTICE)
         print(f"cached under {os.path.dirname(curve.cached)}", file=sys.stderr)
-    elif not _cacheable(target):
+    elif not cacheable(target):
         print("not cached: a model folder's curve is measured in each process", file=sys.stderr)
     return 0
 
@@ -386,7 +389,7 @@ def main(argv=None) -> int:
     cc.add_argument("--json", action="store_true", help="print one JSON object")
     _add_threads(cc)
 
-    t = sub.add_parser("train-target", help="train an embedded masked-diffusion model (Shakespeare or Python code)")
+    t = sub.add_parser("train-target", help="train an embedded masked-diffusion model (word problems, Shakespeare or Python code)")
     t.add_argument("--out", required=True, metavar="DIR",
                    help="folder for the run: OUT/checkpoint (resumed when present) and OUT/final (the model)")
     t.add_argument("--force", action="store_true", help="allow --out inside assets/ (the shipped models)")
@@ -533,9 +536,9 @@ def main(argv=None) -> int:
             from .threads import set_threads
 
             a.threads = set_threads(a.threads)
-            from .samplers import cost
+            from .samplers import forward_cost
 
-            cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)
+            forward_cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)
         return handlers[a.cmd](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several

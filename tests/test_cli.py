@@ -257,17 +257,17 @@ def test_train_drafter_missing_trajectories_is_one_error_line(capsys, tmp_path):
 
 
 def test_cost_curve_command_prints_the_curve_and_says_whether_it_was_cached(capsys, tiny_block_dir, monkeypatch):
-    from spotviz.samplers import cost
+    from spotviz.samplers import forward_cost
 
-    real = cost.measure
-    monkeypatch.setattr(cost, "measure", lambda target, **k: real(target, sizes=(1, 2, 4), rounds=1, per_round=1))
+    real = forward_cost.measure
+    monkeypatch.setattr(forward_cost, "measure", lambda target, **k: real(target, sizes=(1, 2, 4), rounds=1, per_round=1))
     code, out, err = run_main(capsys, "cost-curve", "--model", str(tiny_block_dir), "--json")
     obj = json.loads(out)
     assert code == 0 and obj["sizes"] == [1, 2, 4] and obj["ratios"][0] == 1.0 and obj["clock"] == "thread"
     assert "model folder" in err  # (a folder's model may change under its name: never cached)
-    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: True)
     for busy, said in ((True, "not cached: the machine was busy"), (False, "cached under")):
-        monkeypatch.setattr(cost, "machine_busy", lambda since, busy=busy: busy)
+        monkeypatch.setattr(forward_cost, "machine_busy", lambda since, busy=busy: busy)
         code, out, err = run_main(capsys, "cost-curve", "--model", str(tiny_block_dir))
         assert code == 0 and "f(N)/f(1)" in out and said in err
 

@@ -21,9 +21,10 @@ from spotviz.drafter.tree import DraftNode, build_tree
 from spotviz import threads
 from spotviz.engine import DRAFTERS, decode, decode_stream, set_threads
 from spotviz.noise import GumbelNoise
-from spotviz.samplers import cost
+from spotviz.samplers import auto_budget, forward_cost
 from spotviz.samplers.common import DecodeConfig, DecodeError, Limits
-from spotviz.samplers.cost import CostAwareBudget, CostCurve, PassOutcome
+from spotviz.samplers.auto_budget import CostAwareBudget, PassOutcome
+from spotviz.samplers.forward_cost import CostCurve
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
 from spotviz.targets.embedded import EmbeddedTarget
@@ -384,42 +385,42 @@ def test_auto_pauses_each_tier_on_its_own_losses():
 
 
 def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_block_target, monkeypatch):
-    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
-    monkeypatch.setattr(cost, "_LEARNED", {})
+    monkeypatch.setattr(auto_budget, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(auto_budget, "_LEARNED", {})
     key = ("spot", "SpotProposer", 1, "exact", 0.0, 0.9, True)
-    first = cost.budget_policy("auto", tiny_block_target, key)
+    first = auto_budget.budget_policy("auto", tiny_block_target, key)
     first.accepted, first.expected, first.gate_accepted, first.gate_expected = 30.0, 120.0, 10.0, 80.0
     first.tree.pause, first.tree.backoff, first.tree.overhead, first.one_guess.overhead = 3, 16, 0.004, 0.001
-    cost.remember_policy(first, tiny_block_target, key)
-    again = cost.budget_policy("auto", tiny_block_target, key)
+    auto_budget.remember_policy(first, tiny_block_target, key)
+    again = auto_budget.budget_policy("auto", tiny_block_target, key)
     assert (again.tree.pause, again.tree.backoff, again.tree.overhead) == (3, 16, 0.004)
     assert again.one_guess.overhead == 0.001
     assert again.tree is not first.tree  # (a copy: the next run's changes do not reach back)
     # the calibrations carry over as ratios, with their weight capped so that they keep adapting
     assert again.accepted / again.expected == pytest.approx(0.25) and again.expected == pytest.approx(40.0)
     assert again.gate_accepted / again.gate_expected == pytest.approx(0.125)
-    other = cost.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another temperature
+    other = auto_budget.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another temperature
     assert other.tree.pause == 0 and other.accepted / other.expected == 1.0
 
 
 def test_auto_carries_the_curves_corrections_to_the_next_run(tiny_block_target, monkeypatch):
     """A run that saw three-state forwards cost twice what the cached curve says (a curve measured while something
     else shared the cores) starts the next run of its kind from that, not from the curve again."""
-    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
-    monkeypatch.setattr(cost, "_LEARNED", {})
+    monkeypatch.setattr(auto_budget, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(auto_budget, "_LEARNED", {})
     key = ("spot", "SpotProposer", 1, "exact", 0.0, 0.9, True)
-    first = cost.budget_policy("auto", tiny_block_target, key)
+    first = auto_budget.budget_policy("auto", tiny_block_target, key)
     f3 = first.f[3]
     for _ in range(6):
         first.observe(PassOutcome(3, 2 * f3, False))
         first.observe(PassOutcome(1, first.f[1], False))
     assert first.f_now[3] > 1.5 * f3
-    cost.remember_policy(first, tiny_block_target, key)
-    again = cost.budget_policy("auto", tiny_block_target, key)
+    auto_budget.remember_policy(first, tiny_block_target, key)
+    again = auto_budget.budget_policy("auto", tiny_block_target, key)
     assert again.f_now[3] == pytest.approx(first.f_now[3]) and again.f_at(3) == pytest.approx(first.f_now[3])
     assert again.load == pytest.approx(first.load) and again.ratio is not first.ratio
-    fresh = cost.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another kind: the curve
-    assert fresh.f_now[3] == pytest.approx(cost.CostAwareBudget.PRIOR_SHAPE * f3)  # (and the prior's shape)
+    fresh = auto_budget.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another kind: the curve
+    assert fresh.f_now[3] == pytest.approx(auto_budget.CostAwareBudget.PRIOR_SHAPE * f3)  # (and the prior's shape)
 
 
 @pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.3, 0.0),
@@ -427,9 +428,9 @@ def test_auto_carries_the_curves_corrections_to_the_next_run(tiny_block_target, 
 def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny_block_target, monkeypatch):
     # rows nearly free: auto sizes real trees (on the machine's real curve it may rightly choose none); the gate
     # (which on this untrained target rightly never drafts) drafts two passes in three, so both paths are taken
-    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.005, 1e-5))
+    monkeypatch.setattr(auto_budget, "cost_curve", lambda target, **k: curve(0.005, 1e-5))
     gate = itertools.cycle([True, True, False])
-    monkeypatch.setattr(cost.CostAwareBudget, "draft_now", lambda self, stale: next(gate))
+    monkeypatch.setattr(auto_budget.CostAwareBudget, "draft_now", lambda self, stale: next(gate))
     for r in range(3):
         c = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=40 + r, gen_length=32,
                          drafter=learned_drafter(mode))
@@ -446,7 +447,7 @@ def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny
 
 
 def test_auto_budget_degrades_to_standard_passes_when_rows_are_dear(random_drafter, tiny_block_target, monkeypatch):
-    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.005, 1.0))
+    monkeypatch.setattr(auto_budget, "cost_curve", lambda target, **k: curve(0.005, 1.0))
     c = DecodeConfig(seed=2, gen_length=32, drafter="spot")
     spot = decode_spot(tiny_block_target, PROMPTS[0], c, SpotProposer(random_drafter))
     std = decode_standard(tiny_block_target, PROMPTS[0], c)
@@ -461,7 +462,7 @@ def test_auto_pass_that_does_not_draft_is_the_standard_pass(T, random_drafter, t
     # its window (that pass evaluates the next window too: the fused pass, through the verifier)
     from spotviz.samplers import spot as spot_mod
 
-    monkeypatch.setattr(cost.CostAwareBudget, "draft_now", lambda self, stale: False)
+    monkeypatch.setattr(auto_budget.CostAwareBudget, "draft_now", lambda self, stale: False)
     calls = {"verify": 0, "build_tree": 0}
 
     def counted(name):
@@ -502,45 +503,45 @@ def test_zero_overhead_ceiling_is_commits_per_pass_over_the_pass_cost():
 
     standard = [rec(1, [i]) for i in range(6)]
     # exact mode: 3 commits per pass at N = 2 (1.5 standard passes each): 2x
-    assert cost.ceiling(standard, [rec(2, [0, 1, 2]), rec(2, [3, 4, 5])], f) == pytest.approx(2.0)
+    assert forward_cost.ceiling(standard, [rec(2, [0, 1, 2]), rec(2, [3, 4, 5])], f) == pytest.approx(2.0)
     # N = 3 interpolates (1.75); a forward over two windows costs f at that width (3.0 at N = 2), and the standard
     # decoder's pass that opens a window pays it too (2.0 at N = 1)
     standard = [rec(1, [i]) for i in range(6)] + [rec(1, [16], two_windows=True)]
-    assert cost.ceiling(standard, [rec(3, [0, 1, 2]), rec(2, [15, 16, 17, 18], two_windows=True)], f) \
+    assert forward_cost.ceiling(standard, [rec(3, [0, 1, 2]), rec(2, [15, 16, 17, 18], two_windows=True)], f) \
         == pytest.approx((6 + 2.0) / (1.75 + 3.0))
     assert f.ratios((1, 2, 4)) == pytest.approx({1: 1.0, 2: 1.5, 4: 2.0})
 
 
 def test_cost_curve_measured_once_and_cached_outside_the_repository(tiny_block_target, tmp_path, monkeypatch):
-    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
-    monkeypatch.setattr(cost, "machine_busy", lambda since: False)
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: True)
+    monkeypatch.setattr(forward_cost, "machine_busy", lambda since: False)
     calls = []
-    real = cost.measure
-    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), rounds=1, per_round=1))
+    real = forward_cost.measure
+    monkeypatch.setattr(forward_cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2, 4), rounds=1, per_round=1))
     t = eager_twin(tiny_block_target)
-    a = cost.cost_curve(t)
+    a = forward_cost.cost_curve(t)
     assert a.sizes == [1, 2, 4] and all(x > 0 for x in a.seconds) and a.clock == "thread"
     files = list((tmp_path / "cache" / "cost").glob("*.json"))
     assert len(files) == 1 and json.loads(files[0].read_text())["sizes"] == [1, 2, 4]
-    cost._MEMO.clear()
-    assert cost.cost_curve(t).seconds == a.seconds and len(calls) == 1  # read back from the cache
-    cost.cost_curve(t, remeasure=True)
+    forward_cost._MEMO.clear()
+    assert forward_cost.cost_curve(t).seconds == a.seconds and len(calls) == 1  # read back from the cache
+    forward_cost.cost_curve(t, remeasure=True)
     assert len(calls) == 2
 
 
 def test_a_cached_cost_curve_is_not_used_on_a_cpu_with_other_kernels(tiny_block_target, tmp_path, monkeypatch):
     """A cache folder carried to a machine whose CPU kernels differ (AVX-512 -> AVX2) measures the curve again;
     back on the first kind, its own curve is read from the cache."""
-    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
-    monkeypatch.setattr(cost, "machine_busy", lambda since: False)
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: True)
+    monkeypatch.setattr(forward_cost, "machine_busy", lambda since: False)
     calls = []
-    real = cost.measure
-    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
+    real = forward_cost.measure
+    monkeypatch.setattr(forward_cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
     t = eager_twin(tiny_block_target)
     for isa, measured in (("AVX512", 1), ("AVX2", 2), ("AVX512", 2)):
         monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda isa=isa: isa)
-        cost._MEMO.clear()
-        cost.cost_curve(t)
+        forward_cost._MEMO.clear()
+        forward_cost.cost_curve(t)
         assert len(calls) == measured, isa
     assert sorted(f.name.split("-cpu-")[1].split("-")[0] for f in (tmp_path / "cache" / "cost").glob("*.json")) \
         == ["avx2", "avx512"]
@@ -549,29 +550,29 @@ def test_a_cached_cost_curve_is_not_used_on_a_cpu_with_other_kernels(tiny_block_
 def test_a_cost_curve_measured_on_a_busy_machine_serves_only_its_process(tiny_block_target, tmp_path, monkeypatch):
     """Measured while other processes used a core's worth of CPU (half the cores this process leaves free), a curve
     is kept in memory, not in the cache: the next process measures it again; on a quiet machine it is cached."""
-    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: True)
     calls = []
-    real = cost.measure
-    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
-    monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
+    real = forward_cost.measure
+    monkeypatch.setattr(forward_cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
+    monkeypatch.setattr(forward_cost.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     t = eager_twin(tiny_block_target)
     folder = tmp_path / "cache" / "cost"
     snaps = iter([])
-    monkeypatch.setattr(cost, "cpu_snapshot", lambda: next(snaps))
+    monkeypatch.setattr(forward_cost, "cpu_snapshot", lambda: next(snaps))
     # (machine busy seconds, this process's seconds, wall): 10 s of wall, this process 10 s of CPU, the others 9 s
     snaps = iter([(100.0, 5.0, 50.0), (119.0, 15.0, 60.0)])
-    cost.cost_curve(t)
+    forward_cost.cost_curve(t)
     assert not list(folder.glob("*.json")) and len(calls) == 1
-    cost.cost_curve(t)  # (this process: from memory)
+    forward_cost.cost_curve(t)  # (this process: from memory)
     assert len(calls) == 1
-    cost._MEMO.clear()  # a new process, on a quiet machine (the others: 1 s in 10)
+    forward_cost._MEMO.clear()  # a new process, on a quiet machine (the others: 1 s in 10)
     snaps = iter([(200.0, 20.0, 70.0), (211.0, 30.0, 80.0)])
-    cost.cost_curve(t)
+    forward_cost.cost_curve(t)
     assert len(calls) == 2 and len(list(folder.glob("*.json"))) == 1
-    assert cost.machine_busy(None) is False  # unknown (no /proc/stat): as quiet
+    assert forward_cost.machine_busy(None) is False  # unknown (no /proc/stat): as quiet
     snaps = iter([(9.0, 1.0, 5.0)])
-    assert cost.machine_busy((0.0, 0.0, 5.0)) is False  # (wall time did not advance: unknown)
+    assert forward_cost.machine_busy((0.0, 0.0, 5.0)) is False  # (wall time did not advance: unknown)
 
 
 def test_a_curve_belongs_to_the_target_it_was_measured_for(tiny_block_target, monkeypatch):
@@ -579,19 +580,19 @@ def test_a_curve_belongs_to_the_target_it_was_measured_for(tiny_block_target, mo
     new target object (which may reuse the freed one's id) measures its own instead of being served another's."""
     import gc
 
-    monkeypatch.setattr(cost, "_cacheable", lambda target: False)
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: False)
     calls = []
-    real = cost.measure
-    monkeypatch.setattr(cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
+    real = forward_cost.measure
+    monkeypatch.setattr(forward_cost, "measure", lambda target, **k: calls.append(1) or real(target, sizes=(1, 2), rounds=1, per_round=1))
     t = eager_twin(tiny_block_target)
-    cost.cost_curve(t)
-    cost.cost_curve(t)
-    assert len(calls) == 1 and t in cost._MEMO
-    held = len(cost._MEMO)
+    forward_cost.cost_curve(t)
+    forward_cost.cost_curve(t)
+    assert len(calls) == 1 and t in forward_cost._MEMO
+    held = len(forward_cost._MEMO)
     del t
     gc.collect()
-    assert len(cost._MEMO) == held - 1
-    cost.cost_curve(eager_twin(tiny_block_target))
+    assert len(forward_cost._MEMO) == held - 1
+    forward_cost.cost_curve(eager_twin(tiny_block_target))
     assert len(calls) == 2
 
 
@@ -708,28 +709,28 @@ def test_decide_skips_finished_rows_and_decides_the_others_as_alone(mode, temper
 def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_target, monkeypatch):
     """A command-line decode is a process of its own: what an `auto` run learned is also kept beside the cached cost
     curve and starts the next process's run of that kind; a damaged file is ignored, a model folder keeps none."""
-    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
-    monkeypatch.setattr(cost, "_LEARNED", {})
-    monkeypatch.setattr(cost, "_cacheable", lambda target: True)  # (as a named model's curve is)
+    monkeypatch.setattr(auto_budget, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(auto_budget, "_LEARNED", {})
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: True)  # (as a named model's curve is)
     key = ("spot", "SpotProposer", "exact", 1.0, 0.9, True, True)
-    first = cost.budget_policy("auto", tiny_block_target, key, instance=7)
+    first = auto_budget.budget_policy("auto", tiny_block_target, key, instance=7)
     first.tree.pause, first.tree.overhead, first.load = 5, 0.004, 1.3
     first.ratio[3], first.seen[3] = 2.0, 4
-    cost.remember_policy(first, tiny_block_target, key, instance=7)
-    path = cost.memory_file(tiny_block_target, key)
-    assert path.is_file() and path.parent.parent == cost.cache_dir()
-    cost._LEARNED.clear()  # a new process
-    again = cost.budget_policy("auto", tiny_block_target, key, instance=8)
+    auto_budget.remember_policy(first, tiny_block_target, key, instance=7)
+    path = auto_budget.memory_file(tiny_block_target, key)
+    assert path.is_file() and path.parent.parent == forward_cost.cache_dir()
+    auto_budget._LEARNED.clear()  # a new process
+    again = auto_budget.budget_policy("auto", tiny_block_target, key, instance=8)
     assert (again.tree.pause, again.tree.overhead, again.load) == (5, 0.004, 1.3)
     assert again.f_at(3) == pytest.approx(1.3 * 2.0 * again.f[3])  # (the load times the size's shape)
-    other = cost.budget_policy("auto", tiny_block_target, key[:3] + (0.0,) + key[4:])  # another temperature
+    other = auto_budget.budget_policy("auto", tiny_block_target, key[:3] + (0.0,) + key[4:])  # another temperature
     assert other.tree.pause == 0 and other.load == 1.0
     for damaged in ("{", '{"version": 2, "learned": {"load": "x"}}', json.dumps({"version": 99, "learned": {}})):
         path.write_text(damaged)
-        fresh = cost.budget_policy("auto", tiny_block_target, key)
+        fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
         assert fresh.tree.pause == 0 and fresh.load == 1.0  # the priors
-    monkeypatch.setattr(cost, "_cacheable", lambda target: False)  # a model folder: nothing kept on disk
-    assert cost.memory_file(tiny_block_target, key) is None
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: False)  # a model folder: nothing kept on disk
+    assert auto_budget.memory_file(tiny_block_target, key) is None
 
 
 def test_auto_memory_files_survive_runs_ending_at_once_in_several_threads(tiny_block_target, monkeypatch):
@@ -740,9 +741,9 @@ def test_auto_memory_files_survive_runs_ending_at_once_in_several_threads(tiny_b
     import time
     from pathlib import Path
 
-    monkeypatch.setattr(cost, "cost_curve", lambda target, **k: curve(0.010, 0.002))
-    monkeypatch.setattr(cost, "_LEARNED", {})
-    monkeypatch.setattr(cost, "_cacheable", lambda target: True)
+    monkeypatch.setattr(auto_budget, "cost_curve", lambda target, **k: curve(0.010, 0.002))
+    monkeypatch.setattr(auto_budget, "_LEARNED", {})
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: True)
 
     def slow_write(self, data, *a, **k):  # a write that another thread can interleave with
         with open(self, "w") as f:
@@ -761,13 +762,13 @@ def test_auto_memory_files_survive_runs_ending_at_once_in_several_threads(tiny_b
 
     monkeypatch.setattr(os, "replace", recording_replace)
     key = ("spot", "SpotProposer", "exact", 0.0, 0.9, True, True)
-    policies = [cost.budget_policy("auto", tiny_block_target, key) for _ in range(6)]
+    policies = [auto_budget.budget_policy("auto", tiny_block_target, key) for _ in range(6)]
     for i, p in enumerate(policies):  # a signature at both ends of the file: the load first, the tree's pause last
         p.load, p.tree.pause = float(i + 1), i + 1
 
     def end(p):
         for _ in range(15):
-            cost.remember_policy(p, tiny_block_target, key)
+            auto_budget.remember_policy(p, tiny_block_target, key)
 
     threads = [threading.Thread(target=end, args=(p,)) for p in policies]
     for t in threads:
@@ -776,10 +777,10 @@ def test_auto_memory_files_survive_runs_ending_at_once_in_several_threads(tiny_b
         t.join()
     learned = [json.loads(text)["learned"] for text in renamed]  # (a mix of two half files is not one run's)
     assert len(learned) == 6 * 15 and all(m["load"] == m["tree"]["pause"] for m in learned)
-    cost._LEARNED.clear()  # the next process
-    again = cost.budget_policy("auto", tiny_block_target, key)
+    auto_budget._LEARNED.clear()  # the next process
+    again = auto_budget.budget_policy("auto", tiny_block_target, key)
     assert again.tree.pause in range(1, 7) and again.load == again.tree.pause  # one run's memory, whole
-    assert not list(cost.memory_file(tiny_block_target, key).parent.glob("*.tmp"))
+    assert not list(auto_budget.memory_file(tiny_block_target, key).parent.glob("*.tmp"))
 
 
 def test_auto_counts_the_slower_standard_pass_after_a_drafted_one_as_drafting_work():

@@ -9,9 +9,9 @@ import random
 import pytest
 import torch
 
-from spotviz.samplers import cost, simulated
+from spotviz.samplers import forward_cost, simulated
 from spotviz.samplers.common import DecodeConfig
-from spotviz.samplers.cost import CostCurve
+from spotviz.samplers.forward_cost import CostCurve
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
 from spotviz.samplers.simulated import SimulatedCost, load_curve
@@ -85,10 +85,10 @@ def test_decodes_through_the_simulated_target_are_the_targets_own_timed_on_the_v
 
 
 def test_auto_plans_with_the_simulated_curve_not_this_machines(tiny_block_target, monkeypatch):
-    monkeypatch.setattr(cost, "measure", lambda *a, **k: pytest.fail("the simulated curve is not measured"))
+    monkeypatch.setattr(forward_cost, "measure", lambda *a, **k: pytest.fail("the simulated curve is not measured"))
     sim = SimulatedCost(tiny_block_target, FLAT)
-    assert cost.cost_curve(sim).seconds == FLAT.seconds
-    assert cost.pass_clock(sim) == ("simulated", sim.clock)
+    assert forward_cost.cost_curve(sim).seconds == FLAT.seconds
+    assert forward_cost.pass_clock(sim) == ("simulated", sim.clock)
     run = decode_spot(sim, PROMPTS[1], DecodeConfig(seed=3, gen_length=32, drafter="training-free"))
     assert run.meta.budget_auto and run.meta.cost_curve == FLAT.as_pairs()
 
@@ -140,7 +140,7 @@ def test_cost_curve_keeps_its_shape_while_the_machines_speed_changes_in_spells(t
     true = CostCurve("t", list(sizes), [0.1 * (1 + 0.3 * (n - 1)) for n in sizes], fused_sizes=list(fused),
                      fused_seconds=[0.21 * (1 + 0.3 * (n - 1)) for n in fused])  # (virtual seconds: the
     # clock's own microseconds between calls are then nothing beside them)
-    got = cost.measure(_Spells(tiny_block_target, true, seed), sizes=sizes, fused_sizes=fused)
+    got = forward_cost.measure(_Spells(tiny_block_target, true, seed), sizes=sizes, fused_sizes=fused)
     assert got.ratios(sizes) == pytest.approx(true.ratios(sizes), rel=0.02)
     assert [s / got.seconds[0] for s in got.fused_seconds] == pytest.approx(
         [s / true.seconds[0] for s in true.fused_seconds], rel=0.02)
@@ -151,13 +151,13 @@ def test_cost_curve_keeps_its_shape_while_the_machines_speed_changes_in_spells(t
 def test_cost_curve_stops_at_the_first_size_dearer_than_any_tree_can_pay_and_extends_linearly(tiny_block_target):
     """A compute-bound curve (linear in N) is measured up to the first size whose forward costs more than DEAREST
     one-state forwards, and extended from there as it goes on; a flat (GPU-like) curve is measured at every size."""
-    sizes = cost.SIZES
+    sizes = forward_cost.SIZES
     linear = CostCurve("t", list(sizes), [0.1 * (1 + 0.5 * (n - 1)) for n in sizes], fused_sizes=[1, 2, 4, 8, 16, 32],
                        fused_seconds=[0.2 * (1 + 0.5 * (n - 1)) for n in (1, 2, 4, 8, 16, 32)])
-    got = cost.measure(SimulatedCost(tiny_block_target, linear), rounds=1)  # (one round: no median to hide a slip)
+    got = forward_cost.measure(SimulatedCost(tiny_block_target, linear), rounds=1)  # (one round: no median to hide a slip)
     assert got.sizes == [1, 2, 3, 4, 5, 6, 8, 10, 12, 16] and got.fused_sizes == [1, 2, 4, 8, 16]  # 8.5x; 2 x 8.5x
     assert got.table(64)[64] == pytest.approx(linear.table(64)[64], rel=0.02)
     assert got.table(32, fused=True)[32] == pytest.approx(linear.table(32, fused=True)[32], rel=0.02)
     assert got.fused_seconds == pytest.approx(linear.fused_seconds[:5], rel=0.02)  # (one state over two windows too)
-    flat = cost.measure(SimulatedCost(tiny_block_target, FLAT))
-    assert flat.sizes == list(sizes) and flat.fused_sizes == list(cost.FUSED_SIZES)
+    flat = forward_cost.measure(SimulatedCost(tiny_block_target, FLAT))
+    assert flat.sizes == list(sizes) and flat.fused_sizes == list(forward_cost.FUSED_SIZES)

@@ -115,7 +115,7 @@ class Proposer:
 
 class FixedBudget:
     """A budget policy: how many nodes a pass's tree may have, and which best-first prefix it keeps. This one is a
-    fixed node count: every pass drafts, and the tree keeps every node grown. (samplers/cost.CostAwareBudget is
+    fixed node count: every pass drafts, and the tree keeps every node grown. (samplers/auto_budget.CostAwareBudget is
     the cost-aware one, `--budget auto`.) The tree builder calls begin(), then add(path_prob) for every node after
     s1 while stop(next_p) is False, then choose(); the decoder asks draft_now() before a pass and reports it with
     observe()."""
@@ -142,14 +142,13 @@ class FixedBudget:
         return n_nodes
 
     def observe(self, outcome) -> None:
-        """After a pass: what it cost and what it accepted (samplers/cost.PassOutcome)."""
+        """After a pass: what it cost and what it accepted (samplers/auto_budget.PassOutcome)."""
 
 
 def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float = 0.0) -> list[DraftNode]:
     """Best-first tree (by path probability) of at most `budget` nodes rooted at s1.
 
-    budget: a node count, or a budget policy (samplers/cost.py: FixedBudget, or CostAwareBudget, which stops
-    growing when no larger tree can pay for its forward and keeps the best-first prefix with the most expected
+    budget: a node count, or a budget policy (FixedBudget, or samplers/auto_budget.CostAwareBudget, which stops growing when no larger tree can pay for its forward and keeps the best-first prefix with the most expected
     commits per second). min_path_prob > 0 stops growing once the best candidate's path probability (its chance
     of being accepted) falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer
     states. Nodes are in best-first order (non-increasing path probability), so every prefix of the list is a

@@ -24,7 +24,7 @@ from ..drafter.store import DRAFTER_DIR
 from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import EMBEDDED, load_target
 from ..samplers.common import AUTO, DecodeConfig
-from ..samplers.cost import ceiling, cost_curve
+from ..samplers.forward_cost import ceiling, cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
 from ..samplers.simulated import SimulatedCost, load_curve
@@ -86,7 +86,7 @@ def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: N
     speculative decode of the first prompt warms the row up: the first time a pass shape meets the target, its
     batch invariance is checked with extra one-row forwards (targets/invariance.py), which would otherwise land in
     the first prompt's timing (with budget auto it is also a first run to learn from, as an earlier run in the
-    process would be: samplers/cost.py)."""
+    process would be: samplers/auto_budget.py)."""
     traces, base = [], []
     if proposer is not None and prompts:
         decode_spot(target, prompts[0], cfg, proposer)

@@ -19,7 +19,7 @@ MAX_PROMPT_CHARS = 20_000
 BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_BUDGET = 256
 MAX_TEMPERATURE = 10.0  # the highest any run may use (the app allows less: its Limits)
-AUTO = "auto"  # budget chosen per pass from the target's cost curve (samplers/cost.py)
+AUTO = "auto"  # budget chosen per pass from the target's cost curve (samplers/auto_budget.py)
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class DecodeState:
         self.setup_s = 0.0  # one-time work before the first pass: loading the drafter, measuring the cost curve
         self.checks_s = 0.0  # batch-shape checks (targets/invariance.check_pass): once per shape, not decoding
         self._checks_counted = 0.0  # (the part of checks_s already taken out of a pass's wall_s)
-        self.clock = self.wall  # times the policy observes (auto: samplers/cost.pass_clock, the curve's clock)
+        self.clock = self.wall  # times the policy observes (auto: samplers/forward_cost.pass_clock, the curve's clock)
         self.end = self.total_len  # one past the last position decoded so far
         self.stats = SpecDecodingStats()
 

@@ -9,8 +9,8 @@ the curve's cost for it,
 
 where the width a call computes is hi - (the cache's length) for a block-causal target and hi - lo otherwise.
 Everything outside the forward (drafter, tree, decisions, bookkeeping) is charged what it costs on this CPU.
-Decoders time their passes and runs on the target's clock (DecodeState.wall and samplers/cost.pass_clock), and
-`--budget auto` plans with the curve itself (samplers/cost.cost_curve), so a run through this target answers:
+Decoders time their passes and runs on the target's clock (DecodeState.wall and samplers/forward_cost.pass_clock), and
+`--budget auto` plans with the curve itself (samplers/forward_cost.cost_curve), so a run through this target answers:
 with this machine's drafter and bookkeeping and that device's forward, what would each decoder's wall-clock be?
 It is a model of the device, not a measurement on it: its host CPU, its launch latencies and transfers, and a
 forward's dependence on the context's length (the curve is measured at one context) are not in it. The curves
@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from ..targets.base import DiffusionTarget, ForwardOutput, PrefixCache
-from .cost import CostCurve
+from .forward_cost import CostCurve
 
 
 class SimulatedCost(DiffusionTarget):
@@ -94,7 +94,7 @@ class SimulatedCost(DiffusionTarget):
 
 
 def load_curve(path: str | Path, model: str) -> CostCurve:
-    """A cost curve to simulate, from a JSON file: a cached curve (samplers/cost.py's file, CostCurve's fields) or
+    """A cost curve to simulate, from a JSON file: a cached curve (samplers/forward_cost.py's file, CostCurve's fields) or
     a scripts/gpu_cost_curve.py result (docs/gpu-h200.json), whose curve for `model` is taken. ValueError with the
     reason if the file holds none."""
     p = Path(path)

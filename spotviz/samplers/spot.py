@@ -4,7 +4,7 @@ Loop (DESIGN.md section 3), starting from a root r whose logits are known from t
 1. the decision d(r) is free and certain: s1 = r + d(r) (it is the previous pass's bonus decision);
 2. a proposer drafts a tree rooted at s1 from r's output distributions (budget = states per pass, s1 included;
    with budget "auto", the size that maximises expected commits per second, or no tree at all when drafting
-   does not pay: samplers/cost.py; such a pass is the standard decoder's pass and nothing more, plain_pass);
+   does not pay: samplers/auto_budget.py; such a pass is the standard decoder's pass and nothing more, plain_pass);
 3. one batched target pass evaluates every node; if a node completes the window, the same pass also evaluates
    the next window (the fused pass), so a new block starts without a pass of its own; the next-window
    distributions of such a node below the stop become the next root's ahead view, from which the next tree may
@@ -27,7 +27,8 @@ from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
 from ..trace import TreeNode
 from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
-from .cost import CostAwareBudget, PassOutcome, budget_policy, pass_clock, remember_policy
+from .auto_budget import CostAwareBudget, PassOutcome, budget_policy, remember_policy
+from .forward_cost import pass_clock
 from .standard import standard_pass, standard_step
 from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify, walk_end
 

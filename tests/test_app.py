@@ -236,6 +236,51 @@ def test_switching_the_model_updates_banner_prompt_and_menu(app):
         ctx.models.remove("python-code")
 
 
+def test_a_run_cut_at_the_length_limit_says_so(client, tiny_prompt, tiny_block_target):
+    from spotviz.trace import Trace
+
+    out = client.predict(**_run_args(tiny_prompt, "training-free", gen=8))
+    trace = Trace.load(next(f for f in out[2] if f.endswith(".json")))
+    cut = len(trace.tokens) >= 8  # (no end of text within 8 tokens)
+    assert ("cut at the length limit (8 tokens)" in out[0]) == cut, out[0]
+    assert f"{trace.counters.commits} slots committed in {trace.counters.target_passes} target passes" in out[0]
+
+
+def test_switching_the_model_replaces_a_recorded_examples_prompt_and_keeps_the_visitors_own(app, tiny_prompt):
+    """The example on screen filled the prompt box; another model gets its own first prompt instead of the
+    example's (a Python model on a word problem writes nonsense), while a prompt the visitor typed stays."""
+    from spotviz.ui.inputs import CODE_PROMPTS
+
+    demo = app[0]
+    on_model = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn
+    ctx = on_model.__self__.ctx
+    assert tiny_prompt in ctx.example_prompts()  # (read from the example traces' headers)
+    ctx.models.append("python-code")
+    try:
+        _, prompt, _ = on_model("python-code", tiny_prompt)
+        assert prompt == CODE_PROMPTS[0]
+        _, prompt, _ = on_model("python-code", tiny_prompt + " and more")
+        assert not isinstance(prompt, str)  # (gr.skip: the visitor's own text)
+    finally:
+        ctx.models.remove("python-code")
+
+
+def test_the_length_slider_keeps_the_visitors_length_across_a_long_prompt(app, tiny_block_target):
+    """A long prompt lowers the length to what the context leaves (and the slider's note says so); a short one
+    gives the length the visitor chose back; the slider never offers less than a quarter of the context."""
+    demo = app[0]
+    cap = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "cap_length").fn
+    ctx_len = tiny_block_target.info.max_length
+    short, long_ = "ROMEO.\n", "ROMEO.\n" + "O Romeo, wherefore art thou Romeo? " * 40
+    top = cap(short, TINY, 24, None)["maximum"]
+    wanted = top - 8
+    low = cap(long_, TINY, wanted, wanted)
+    assert low["maximum"] < wanted and low["value"] == low["maximum"] >= ctx_len // 4 - 8
+    assert "lowered to" in low["info"] and str(wanted) in low["info"]
+    back = cap(short, TINY, low["value"], wanted)
+    assert back["value"] == wanted and "lowered" not in back["info"]
+
+
 def test_live_token_texts_are_the_traces_mask_and_end_of_text_marks(tiny_block_target, tiny_prompt):
     """A streaming run names tokens as its trace does: "[MASK]", and one mark "∎" for end of text (a stopped run
     shows only the live strings, so they must not fall back to the raw tag)."""

@@ -357,6 +357,58 @@ def test_streaming_is_incremental_and_stop_ends_a_live_run_but_not_a_finished_on
     assert status(pg) == done and ex(pg)["state"] == "done"
 
 
+def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, tiny_prompt):
+    """Stop before the run's first line: the previous run stays on screen (its lines are dropped if they come).
+    Stop during the drafter's run: the standard decoder's lane says it did not run, the race and commit-order axes
+    fit the passes received, and the headline counts what was received."""
+    pg = page
+    wait_example(pg)
+    before = ex(pg)["session"]
+    pg.fill("#sv-prompt textarea", tiny_prompt)
+    select(pg, "sv-model", SLOW)  # 0.15 s per pass
+    select(pg, "sv-drafter", "training-free")
+    set_number(pg, "sv-gen-length", 56)
+    # (a Stop between Run and the run's first line, as the page sees it: the start hook, then the stop hook)
+    pg.evaluate("() => { window.__svStart(); window.__svStop(); }")
+    assert "before its first pass" in wait_status(pg, "Stopped", timeout=5_000)
+    assert ex(pg)["session"] == before and ex(pg)["state"] != "starting"
+    pg.click("#sv-run")
+    pg.wait_for_function(f"() => {{ const r = document.querySelector('{EXPLAINER}');"
+                         " return r.dataset.state === 'live' && +r.dataset.npasses >= 3; }", timeout=60_000)
+    pg.click("#sv-stop")
+    text = wait_status(pg, "Stopped after", timeout=5_000)
+    assert "Standard decoder: not run" in text, text
+    pg.wait_for_timeout(1000)
+    n = int(ex(pg)["npasses"])
+    assert "not run" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=base]")
+    assert "received" in pg.inner_text(f"{EXPLAINER} .sve-headline")
+    xr = pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-plot[data-view=race]').layout.xaxis.range[1]")
+    rows = pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-plot[data-view=order]').layout.yaxis.range[0]")
+    assert xr <= n + 1 and rows <= n + 1, (xr, rows, n)  # (while it streamed: the longest run, 56 passes)
+
+
+def test_the_length_slider_gives_back_the_chosen_length_after_a_long_prompt(page, tiny_block_target):
+    pg = page
+    wait_example(pg)
+    select(pg, "sv-model", TINY)
+    pg.fill("#sv-prompt textarea", "ROMEO.\n")
+    pg.locator("#sv-prompt textarea").blur()
+    pg.wait_for_timeout(600)
+    top = int(pg.get_attribute("#sv-gen-length input[type=range]", "max"))
+    chosen = top - 8
+    set_number(pg, "sv-gen-length", chosen)
+    pg.fill("#sv-prompt textarea", "ROMEO.\n" + "O Romeo, wherefore art thou Romeo? " * 20)
+    pg.locator("#sv-prompt textarea").blur()
+    pg.wait_for_function("() => +document.querySelector('#sv-gen-length input[type=range]').max < " + str(chosen),
+                         timeout=5_000)
+    assert "lowered to" in pg.inner_text("#sv-gen-length")
+    pg.fill("#sv-prompt textarea", "ROMEO.\n")
+    pg.locator("#sv-prompt textarea").blur()
+    pg.wait_for_function("() => +document.querySelector('#sv-gen-length input[type=number]').value === " + str(chosen),
+                         timeout=5_000)
+    assert "lowered" not in pg.inner_text("#sv-gen-length")
+
+
 def test_a_live_run_is_watchable_its_lanes_are_laid_out_first_and_it_rests_on_a_drafted_pass(page, tiny_prompt):
     pg = page
     wait_example(pg)

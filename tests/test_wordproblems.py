@@ -495,3 +495,23 @@ def test_training_corpus_mixes_in_a_share_of_stories_and_leaves_the_default_draw
     with pytest.raises(ValueError, match="math corpus only"):
         train_target(TrainTargetConfig(out=str(tmp_path / "bad"), corpus="python", stories=0.1, max_steps=1),
                      log=lambda *a, **k: None)
+
+
+def test_the_apps_word_problems_to_try_are_answered_by_the_shipped_model():
+    """The app's prompt menu for math-bd promises problems the default model can do: each greedy answer ends with
+    the right `The answer is N.`, and SPOT writes exactly the standard decoder's text."""
+    from spotviz.engine import decode
+    from spotviz.eval.answers import parse_answer
+    from spotviz.registry import DEFAULT_MODEL, load_target
+    from spotviz.samplers.common import DecodeConfig
+    from spotviz.ui.inputs import MATH_PROMPTS, prompts_for
+
+    assert prompts_for(DEFAULT_MODEL) == MATH_PROMPTS == prompts_for("JetLM/SDAR-1.7B-Chat")
+    target = load_target(DEFAULT_MODEL)
+    answers = [72, 13, 76, 164, 8, 2]  # worked out by hand, in the menu's order
+    for q, answer in zip(MATH_PROMPTS, answers, strict=True):
+        standard = decode(target, q, DecodeConfig(gen_length=128))
+        spot = decode(target, q, DecodeConfig(gen_length=128, drafter="spot", budget=16))
+        assert parse_answer(standard.text) == answer and standard.text.rstrip().endswith(f"The answer is {answer}."), \
+            (q, standard.text)
+        assert spot.tokens == standard.tokens

@@ -5,8 +5,10 @@ Handlers receive the run's settings once, as a validated DecodeConfig (inputs.pa
 object on (runner, session, downloads)."""
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gradio as gr
 
@@ -25,7 +27,11 @@ from .session import LiveSession
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
             "prune", "race")  # the run's inputs, in the order of the /run endpoint
 RUN_OUTPUTS = ("status", "explainer", "files")
-SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS  # an example or a replay also sets the controls
+SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length",)  # an example or a replay sets the controls
+
+
+MIN_ROOM = 64  # the length slider never offers less (a longer prompt loses its beginning instead): AppContext.gen_cap
+GEN_INFO = "at most the model's context minus the prompt"
 
 
 def status_html(message: str, kind: str = "info") -> str:
@@ -87,17 +93,33 @@ class AppContext:
     examples: list[dict]
     files: TraceFiles
     demo: gr.Blocks | None = None
+    _example_prompts: dict | None = field(default=None, repr=False)
 
     def gen_cap(self, model: str, prompt: str) -> int:
         """The longest generation the model's context leaves room for after `prompt` (and the app's limit); at
-        least GEN_STEP: a longer prompt loses its beginning (the engine keeps its end) and the run says so."""
+        least MIN_ROOM (a quarter of the context at most): a prompt too long for that loses its beginning (the
+        engine keeps its end) and the run says so, rather than an answer cut to a few tokens."""
         try:
             target = self.store.get(model)
             n_prompt = len(target.encode(prompt)) if isinstance(prompt, str) and prompt.strip() else 1
-            room = int(target.info.max_length) - max(n_prompt, 1)
+            context = int(target.info.max_length)
+            room = context - max(n_prompt, 1)
         except Exception:  # noqa: BLE001 - an unknown or broken model: keep the app's limit
             return self.gen_limit
-        return max(GEN_STEP, min(self.gen_limit, room))
+        return max(GEN_STEP, min(self.gen_limit, max(room, min(MIN_ROOM, context // 4))))
+
+    def example_prompts(self) -> dict[str, str]:
+        """The recorded examples' prompts and their models (read once from the traces' headers)."""
+        if self._example_prompts is None:
+            found = {}
+            for e in self.examples:
+                try:
+                    meta = json.loads(Path(e["main"]).read_text(encoding="utf-8"))["meta"]
+                    found[str(meta["prompt"])] = str(meta["model"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+            self._example_prompts = found
+        return self._example_prompts
 
     def gen_top(self, model: str, prompt: str) -> int:
         """The length slider's maximum: gen_cap rounded down to the slider's step, and above the slider's minimum
@@ -111,7 +133,8 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
     model = meta.model if meta.model in ctx.models else ctx.default_model
     top = ctx.gen_top(model, meta.prompt)  # the recorded length, if the model that will run has room for it
     out = {"prompt": meta.prompt, "mode": meta.mode, "temperature": min(meta.temperature, TEMPERATURE_MAX),
-           "seed": meta.seed, "gen_length": gr.update(value=min(meta.gen_length, top), maximum=top),
+           "seed": meta.seed, "gen_length": gr.update(value=min(meta.gen_length, top), maximum=top, info=GEN_INFO),
+           "wanted_length": meta.gen_length,
            "drafter": meta.drafter if meta.drafter in DRAFTER_ORDER else gr.skip(), "coupled": meta.coupled_noise,
            "prune": meta.min_path_prob, "race": race,
            "model": meta.model if meta.model in ctx.models else gr.skip(),
@@ -232,17 +255,31 @@ class Handlers:
         c = controls_of(run_meta, self.ctx, bool(shown.get("race")))
         return [c.get(n, gr.skip()) for n in CONTROLS]
 
-    def cap_length(self, prompt, model, gen_length):
-        """The length slider's maximum: the context minus the prompt (and at most the app's limit)."""
+    def chosen_length(self, value):
+        """The generation length the visitor chose (a raw slider value, at most the app's limit), kept for
+        cap_length; anything else: no change."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 1:
+            return int(min(value, self.ctx.gen_limit))
+        return gr.skip()
+
+    def cap_length(self, prompt, model, gen_length, wanted=None):
+        """The length slider's maximum: the context minus the prompt (and at most the app's limit). Its value is the
+        length the visitor last chose (`wanted`, else the slider's value), lowered to the maximum while the prompt
+        leaves less room and restored when it leaves more; the slider's note says when it was lowered."""
         top = self.ctx.gen_top(model, prompt)
-        value = gen_length if isinstance(gen_length, (int, float)) and gen_length <= top else top
-        return gr.update(maximum=top, value=value)
+        want = next((v for v in (wanted, gen_length) if isinstance(v, (int, float)) and not isinstance(v, bool)), top)
+        if want <= top:
+            return gr.update(maximum=top, value=want, info=GEN_INFO)
+        return gr.update(maximum=top, value=top,
+                         info=f"lowered to {top}, the most this model's context leaves after this prompt (you chose "
+                              f"{int(want)}: a shorter prompt gives it back)")
 
     def on_model(self, model, prompt):
-        """A new model: its banner, its prompts to try and, if the prompt is one of another model's prompts to try,
-        this model's first one."""
+        """A new model: its banner, its prompts to try and, if the prompt is one of another model's prompts to try
+        or recorded examples, this model's first one."""
         prompts = prompts_for(model)
-        others = {p for m in self.ctx.models for p in prompts_for(m)} - set(prompts)
+        others = ({p for m in self.ctx.models for p in prompts_for(m)}
+                  | {p for p, m in self.ctx.example_prompts().items() if m != model}) - set(prompts)
         new_prompt = prompts[0] if (not isinstance(prompt, str) or not prompt.strip() or prompt in others) \
             else gr.skip()
         return (banner_for(self.ctx.store, model), new_prompt, gr.update(choices=prompts, value=None))

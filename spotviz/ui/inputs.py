@@ -17,6 +17,18 @@ from ..samplers.common import AUTO
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
 CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class Stack:\n", "def quicksort(items):\n",
                 "import os\n\n\ndef main():\n"]
+# word problems the default model answers right (GSM8K's first problem, the issue's marbles, and four of the generator's
+# training families: a three-step chain, two goods, eating and giving, saving up); its held-out families it mostly
+# does not (README, Results)
+MATH_PROMPTS = ["Natalia sold 48 clips in April and half as many clips in May. How many clips did Natalia sell in all?",
+                "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?",
+                "Sofia has 26 toy cars. Priya has 12 more toy cars than Sofia. Ella has twice as many toy cars as "
+                "Priya. How many toy cars does Ella have?",
+                "One cake costs $20 and one hat costs $14. Jack buys 4 cakes and 6 hats. How much does Jack spend in "
+                "total?",
+                "Layla has 34 apples. She eats 19 and gives 7 to a friend. How many apples does Layla have left?",
+                "Ava wants a ball that costs $42. She has $14 and saves $14 each week. How many weeks does Ava need "
+                "to save?"]
 DRAFTER_ORDER = [d for d in ("spot", "spot-sets", "training-free", "calibrated", "none") if d in DRAFTERS]
 DRAFTER_HELP = {
     "spot": "SPOT: the learned drafter predicts the commit order, hedged by the calibrated template (exact mode)",
@@ -31,9 +43,14 @@ GEN_STEP = 8
 
 
 def prompts_for(model: str) -> list[str]:
-    """Prompts to try with `model`: code for a code model (its name says python or code), else play text."""
+    """Prompts to try with `model`: code for a code model (its name says python or code), word problems for a math
+    model and for a published chat model (a hub name: SPOT's own demo is a GSM8K problem), else play text."""
     name = str(model).lower()
-    return CODE_PROMPTS if "python" in name or "code" in name else PROMPT_EXAMPLES
+    if "python" in name or "code" in name:
+        return CODE_PROMPTS
+    if "math" in name or "/" in name and not name.startswith(("/", ".")):
+        return MATH_PROMPTS
+    return PROMPT_EXAMPLES
 
 
 def _number(name: str, v, whole: bool = False):

@@ -17,7 +17,7 @@ from ..trace import MAX_TRACE_BYTES
 from .examples import list_examples
 from .explainer import Explainer
 from .files import TraceFiles
-from .handlers import CONTROLS, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers, startup_banner, status_html
+from .handlers import CONTROLS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers, startup_banner, status_html
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, RACE_BASELINES, TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, register_store
 
@@ -29,6 +29,10 @@ STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") a
 MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 START_JS = "(...a) => { window.__svStart && window.__svStart(); return a; }"
+# after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
+SHOW_JS = """() => { const e = document.querySelector('#sv-status'); if (!e) return;
+  const top = e.getBoundingClientRect().top;
+  if (top < 0 || top > window.innerHeight * 0.6) e.scrollIntoView({behavior: 'smooth', block: 'start'}); }"""
 
 HEADER = """
 <div class="sv-header"><b>spotviz</b> <span>lossless speculative decoding for diffusion language models: a small
@@ -130,7 +134,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                           label="Drafter", info=DRAFTER_HELP.get("spot", ""), elem_id="sv-drafter")
                     gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
                                            label="Generation length (tokens)", elem_id="sv-gen-length",
-                                           info="at most the model's context minus the prompt")
+                                           info=GEN_INFO)
+                    wanted_length = gr.State(None)  # the length the visitor last chose (cap_length restores it)
                     budget = gr.Dropdown(budgets, value=AUTO, elem_id="sv-budget",
                                          label="Tree budget (states checked per pass)",
                                          info="auto: chosen per pass from the model's measured cost per state")
@@ -174,7 +179,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         ui = {"status": status, "explainer": explainer, "files": files_out, "shown": shown, "prompt": prompt,
               "model": model, "mode": mode, "tau": tau, "temperature": temperature, "seed": seed,
               "gen_length": gen_length, "drafter": drafter, "budget": budget, "coupled": coupled, "prune": prune,
-              "race": race}
+              "race": race, "wanted_length": wanted_length}
         outs = lambda names: [ui[n] for n in names]  # noqa: E731
         inputs = outs(CONTROLS)
         run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",
@@ -184,19 +189,25 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                        None, [stop_note], cancels=[run_ev], api_name="stop", queue=False,
                        js="() => { window.__svStop && window.__svStop(); }")
         run_this.click(h.fill, [shown], inputs, api_name=False, queue=False).then(
+            h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False, preprocess=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
         upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,
-                      concurrency_id="replay", show_progress="minimal")
+                      concurrency_id="replay", show_progress="minimal").then(None, js=SHOW_JS, queue=False)
         example_btn.click(h.example, [example_dd], outs(SHOW_OUTPUTS), api_name="example", concurrency_limit=4,
-                          concurrency_id="replay", show_progress="hidden")
+                          concurrency_id="replay", show_progress="hidden").then(None, js=SHOW_JS, queue=False)
         mode.change(h.on_mode, [mode, drafter], [tau, drafter], api_name=False, queue=False)
         drafter.change(h.on_drafter, [drafter, mode], [drafter, mode, budget], api_name=False, queue=False)
+        # the length slider: capped to what the prompt leaves, back to the visitor's choice when it leaves more
+        capping = [prompt, model, gen_length, wanted_length]
         prompt_pick.input(lambda p: p if p else gr.skip(), [prompt_pick], [prompt], api_name=False, queue=False).then(
-            h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
+            h.cap_length, capping, [gen_length], api_name=False, queue=False)
         model.input(h.on_model, [model, prompt], [model_banner, prompt, prompt_pick], api_name=False).then(
-            h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
-        prompt.blur(h.cap_length, [prompt, model, gen_length], [gen_length], api_name=False, queue=False)
+            h.cap_length, capping, [gen_length], api_name=False, queue=False)
+        prompt.blur(h.cap_length, capping, [gen_length], api_name=False, queue=False)
+        # (raw values: a number typed above the maximum reaches here before Gradio clamps it, and its preprocessing
+        # would refuse it with HTTP 500; the page says it was lowered)
+        gen_length.input(h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False, preprocess=False)
         if ctx.examples:
             demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden")

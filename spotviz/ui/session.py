@@ -114,8 +114,11 @@ class LiveSession:
             self._add([{**status_line(text, "err"), "final": True}])
             return text
         c = shown.counters
-        text = (f"Done: {c.generated_tokens} tokens of text in {c.target_passes} target passes "
-                f"({c.mean_accepted_length:.2f} slots committed per pass)")
+        text = (f"Done: {c.generated_tokens} tokens of text; {c.commits} slots committed in {c.target_passes} target "
+                f"passes ({c.mean_accepted_length:.2f} per pass)")
+        if c.generated_tokens >= shown.meta.gen_length:
+            text += (f"; the text was cut at the length limit ({shown.meta.gen_length} tokens) before it ended: a "
+                     "longer generation length lets it finish")
         race = self.race
         if race:
             text += "; " + ", ".join(f"{drafter_name(t.meta.drafter)} {t.counters.target_passes}" for t in race)

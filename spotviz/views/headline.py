@@ -98,7 +98,8 @@ def wall_sentence(sum_: dict, device: str) -> str:
         return ("On a CPU a batched pass costs more the more states it checks; on a GPU it costs about one "
                 "plain pass, so passes saved become time saved there.")
     where = "measured on this machine" if cost["source"] == "measured" else "timed in this run"
-    lead = (f"Here a pass checking {cost['states']} states costs {cost['ratio']:.1f} plain passes ({where})")
+    lead = (f"Here a pass checking {cost['states']} states (this run's mean) costs {cost['ratio']:.1f} plain passes "
+            f"({where})")
     if cost.get("ceiling") is not None:
         lead += f", so {sum_['ratio']:.2f}× fewer passes allow at most {cost['ceiling']:.2f}× the speed"
     return lead + "; on a GPU that batch costs about one pass, so passes saved become time saved."
@@ -125,7 +126,8 @@ def summary(main, base=None, race: list | None = None) -> dict:
             ceiling = (out["cost"] or {}).get("ceiling")
             setup = float(getattr(main.meta, "outside_s", 0.0) or 0.0)
             kpis.append({"big": f"{out['wall_ratio']:.2f}× wall-clock",
-                         "small": f"{c.wall_s:.2f} s vs {b.wall_s:.2f} s"
+                         "small": f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
+                                  "(one timing each)"
                                   + (f" · at most {ceiling:.2f}× on this hardware" if ceiling is not None else "")
                                   + (f" · {setup:.2f} s of first-run set-up and exactness checks not counted"
                                      if setup >= 0.05 else ""),

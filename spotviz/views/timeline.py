@@ -110,9 +110,11 @@ def _detail(token_text, positions, tokens) -> str:
 def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     """The draft tree of one pass, laid out on a grid (column = depth, row = leaf order) fitted to this pass.
 
-    Nodes: [id, parent, column, row, label, hover, flag, slots, merged] with flag 1 = on the accepted path,
+    Nodes: [id, parent, column, row, label, hover, flag, slots, merged, kind] with flag 1 = on the accepted path,
     0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on the
-    canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges).
+    canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges); kind = how
+    the edge into the node was made: "" drafted, "k" certain, "n" likely, "f" an undrafted step (drawn as diamonds,
+    triangles and hexagons).
     `bonus`: the target's own decision where the walk stopped (drawn one column right of that node);
     `expect`: the slots of the drafter's most likely path (its expected next commits); `known`: how many edges are
     certain (the target's decision at a state an earlier pass already evaluated); `near`: how many are likely edges
@@ -153,8 +155,9 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
             hover += (f" · the same state is reached by {len(merged) + 1} drafted orders (dotted edges): "
                       "it is verified once")
         hover += " · accepted" if n.id in on_path else " · rejected"
+        kind = "" if root else "f" if n.found else "k" if n.known else "n" if n.near else ""
         nodes.append([n.id, n.parent if not root else -1, x, y, label, hover, int(n.id in on_path),
-                      slots[n.id], merged])
+                      slots[n.id], merged, kind])
     bonus = [c for c in rec.commits if not c.drafted]
     stop = path[-1]
     out = {"nodes": nodes, "rows": leaves, "cols": max(n.depth for n in rec.tree) + 1, "stop": stop,

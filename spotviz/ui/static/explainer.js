@@ -18,6 +18,7 @@
   'use strict';
   const MIN_PAINT_MS = 120, MAX_PAINT_GAP_MS = 1500, PAINT_SHARE = 5, LIVE_STEP_MS = 110, LIVE_WATCH_MS = 8000;
   const PLAY_TREE_MS = 450, PLAY_TAIL_MS = 300;   // per pass at 1x: while trees change, then the rest
+  const MASKED = '·';   // a masked slot: a grey box with a faint dot (one character wide, as every slot)
 
   function setStatus(text, kind) {   // the app's status line (#sv-status) belongs to Gradio: written on Stop and
     // for a clamped length only
@@ -41,6 +42,8 @@
     let S = null, consumed = 0, head = '', K = 0, follow = true;
     let playing = false, playTimer = null, paintQueued = false, lastPaint = 0, paintTimer = null, liveTimer = null;
     let ignoreId = null;   // a stopped session: later lines are ignored
+    let incoming = null;   // the session the lines now arriving belong to
+    let dropLive = false;  // Stop came before the run's first line: its session is dropped when it arrives
     let lanes = new Map(), drawn = {}, tableFor = null;
 
     function span(cls, text) { const d = document.createElement('span'); d.className = cls; if (text != null) d.textContent = text; return d; }
@@ -57,8 +60,13 @@
       for (const role of S.order) lane(role);
     }
     function ingest(line) {
-      if (line.t === 'session') { newSession(line); return; }
-      if (!S || (ignoreId !== null && S.id === ignoreId)) return;
+      if (line.t === 'session') {
+        incoming = line.id || '';
+        if (dropLive && line.source === 'live') { dropLive = false; ignoreId = incoming; return; }
+        if (ignoreId !== null && incoming === ignoreId) return;
+        newSession(line); return;
+      }
+      if (!S || (ignoreId !== null && incoming === ignoreId)) return;
       const what = SV.ingest(S, line);
       if (what === 'run') buildLane(line.r);
       else if (what === 'end') fixSlots(line.r);
@@ -154,7 +162,14 @@
       playing = false; clearTimeout(playTimer); playTimer = null;
       root.dataset.playing = '0'; playBtn.textContent = '▶ Play';
     }
-    function togglePlay() { if (playing) stopPlay(); else startPlay(); }
+    // A live run the slider follows (while it streams, and while it catches up after the run ended) moves on its
+    // own: the button then says Pause, and pausing stops following (Play, or the last pass, picks it up again).
+    function following() { return !!(S && S.source === 'live' && follow && !playing && K < SV.total(S)); }
+    function togglePlay() {
+      if (playing) stopPlay();
+      else if (following()) { follow = false; clearTimeout(liveTimer); liveTimer = null; liveAwait = false; schedule(); }
+      else startPlay();
+    }
     playBtn.addEventListener('click', togglePlay);
     prevBtn.addEventListener('click', () => { stopPlay(); setK(K - 1, true); });
     nextBtn.addEventListener('click', () => { stopPlay(); setK(K + 1, true); });
@@ -229,6 +244,7 @@
       L.count = span('sve-count', ''); L.head.appendChild(L.count);
       const b = document.createElement('b'); b.textContent = who; b.style.color = R.meta ? SV.runColor(R.meta) : '';
       L.head.appendChild(b); L.head.appendChild(document.createTextNode(' — ' + how));
+      L.head.title = who + ' — ' + how;
     }
     function buildLane(role) {
       const R = S.runs.get(role), m = R.meta, L = lane(role);
@@ -239,7 +255,7 @@
       frag.appendChild(span('sve-prompt', m.prompt));
       L.slots = [];
       for (let i = 0; i < m.gen; i++) {
-        const s = span('sve-s m g', '▯');
+        const s = span('sve-s m g', MASKED);
         s.dataset.pos = String(m.start + i);
         frag.appendChild(s); L.slots.push(s);
       }
@@ -255,7 +271,7 @@
       if (!R.final || !L) return;
       L.slots.forEach((s, i) => {
         const f = R.final[i];
-        if (f == null) { s.classList.add('g'); return; }
+        if (f == null) { s.classList.add('g'); s.classList.toggle('gone', R.end != null && i >= R.end); return; }   // (never decoded: after the end of text)
         s.classList.remove('g');
         const c = R.cells.get(R.meta.start + i);
         s.textContent = f === '' ? '∅' : f;
@@ -273,7 +289,7 @@
         if (!R.final) { s.textContent = c.text === '' ? '∅' : c.text; s.title = slotTip(pos, c); }
       } else {
         s.classList.remove('d', 't'); s.classList.add('m');
-        if (!R.final) { s.classList.add('g'); s.textContent = '▯'; s.title = 'slot ' + pos + ': masked'; }
+        if (!R.final) { s.classList.add('g'); s.textContent = MASKED; s.title = 'slot ' + pos + ': masked'; }
         else if (R.final[i] == null) s.classList.add('g');
       }
       s.classList.toggle('now', !!(c && c.k === k - 1));
@@ -299,8 +315,16 @@
       const n = SV.committedAt(R, kk);
       const finished = R.done && k >= R.passes.length;
       L.count.textContent = (finished ? '✓ ' : '') + 'pass ' + kk + (R.done ? ' / ' + R.passes.length : '');
-      L.foot.textContent = (finished ? 'finished: ' : '') + n + ' of ' + R.meta.gen + ' slots committed after ' +
-        SV.plural(kk, 'target pass', 'target passes') + (kk ? ' (' + (n / kk).toFixed(2) + ' per pass)' : '');
+      const rate = kk ? ' (' + (n / kk).toFixed(2) + ' per pass)' : '';
+      if (finished && R.end != null) {
+        L.foot.textContent = 'finished after ' + SV.plural(kk, 'target pass', 'target passes') + ': ' +
+          (R.end >= R.meta.gen ? 'cut at the length limit (' + R.meta.gen + ' tokens) before the text ended; '
+                               : SV.plural(R.end, 'token') + ' of text, then end-of-text; ') +
+          n + ' slots committed' + rate;
+      } else {
+        L.foot.textContent = n + ' of ' + R.meta.gen + ' slots committed after ' +
+          SV.plural(kk, 'target pass', 'target passes') + rate;
+      }
     }
     function highlight(slots, on) {
       const R = SV.main(S), L = R && lanes.get(R.role);
@@ -334,6 +358,8 @@
       const R = SV.main(S), drafted = SV.drafted(R);
       $('.sve-tree-panel').hidden = !drafted;
       $('.sve-depth-panel').hidden = !drafted;
+      const of = S.order.length > 2 && R && R.meta ? '(' + SV.runTitle(S, R)[0] + ' lane)' : '';   // a race: whose views
+      for (const e of root.querySelectorAll('.sve-of')) e.textContent = of;
       whyEl.textContent = drafted ? why(R, K) : '';
       figQueue = VIEWS.map(([name]) => name).filter((name) => !plots[name].closest('.sve-panel').hidden);
       if (!figBusy) { figBusy = true; requestAnimationFrame(nextFigure); }
@@ -369,8 +395,15 @@
       if (drawn[name] === want) return false;
       drawn[name] = want;
       const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});
-      window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
+      const drawnFig = window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
       if (name === 'tree') {
+        const box = div.parentNode;   // (a wide tree scrolls: keep where its walk stopped in view, once drawn)
+        Promise.resolve(drawnFig).then(() => {
+          if (fig.focus != null && box.scrollWidth > box.clientWidth + 1 &&
+              (fig.focus < box.scrollLeft + 40 || fig.focus > box.scrollLeft + box.clientWidth - 60)) {
+            box.scrollLeft = Math.max(0, fig.focus - box.clientWidth * 0.6);
+          }
+        });
         treeCap.textContent = fig.caption ? '— ' + fig.caption : '';
         root.dataset.treePass = String(fig.shown);
         hookTree(div);
@@ -385,7 +418,7 @@
       if (SV.hasTree(nxt)) {
         const right = R.why && R.why[k] ? R.why[k].length : null;
         out.push('Next pass: the drafter expects ' + SV.plural(nxt.tree.expect.length, 'slot') + ' (dashed)' + (right === null ? '.'
-          : right ? '; ' + SV.plural(right, 'slot') + ' still masked already hold their final token in the previous pass\'s predictions (purple) — that is why guessing works.'
+          : right ? '; ' + SV.plural(right, 'slot') + ' still masked already ' + (right === 1 ? 'holds its' : 'hold their') + ' final token in the previous pass\'s predictions (purple) — that is why guessing works.'
           : '; none of its drafts holds a final token yet.'));
       }
       return out.join(' ');
@@ -409,7 +442,8 @@
         for (const role of S.order) {
           const R = S.runs.get(role);
           if (!R.meta) continue;
-          bits.push(SV.runTitle(S, R)[0] + ' ' + (R.done ? 'finished in ' + R.passes.length : 'pass ' + R.passes.length));
+          bits.push(SV.runTitle(S, R)[0] + ' ' + (R.done ? 'finished in ' + SV.plural(R.passes.length, 'pass', 'passes')
+                                                   : SV.plural(R.passes.length, 'pass', 'passes') + ' received'));
         }
         headEl.appendChild(kpi(S.state === 'live' ? 'Decoding…' : 'Passes', bits.join(' · '), 'plain'));
       }
@@ -437,7 +471,7 @@
       t.appendChild(row('target passes (NFE)', 'calls of the diffusion model; NFE = number of function evaluations, the cost measure of the paper', v((c) => c.passes)));
       t.appendChild(row('slots committed', 'every filled slot, also those after the end-of-text token', v((c) => c.commits)));
       t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
-      t.appendChild(row('commits per pass', 'the mean accepted length: 1 for the standard decoder in exact mode', v((c) => c.mal.toFixed(2))));
+      t.appendChild(row('commits per pass', 'the mean accepted length: 1 for the standard decoder in exact mode', v((c) => (c.passes ? c.commits / c.passes : c.mal).toFixed(2))));   // (as the lanes count it)
       t.appendChild(row('drafted states checked', 'tree nodes verified, over all passes', v((c) => c.drafted)));
       t.appendChild(row('drafts accepted', 'drafted decisions that equalled the model\'s own', v((c) => c.accepted)));
       if (runs.some((R) => R.counters.ends && Object.keys(R.counters.ends).length)) {
@@ -457,6 +491,7 @@
       scrub.max = String(n); scrub.value = String(K);
       posEl.textContent = 'pass ' + K + ' / ' + n;
       prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
+      if (!playing) playBtn.textContent = following() ? '❚❚ Pause' : '▶ Play';
       for (const role of S.order) paintLane(role, K);
       paintFigures();
       paintHeadline();
@@ -470,6 +505,7 @@
     window.__svStart = () => {
       stopPlay();
       before = S ? S.state : 'idle';
+      dropLive = false;
       if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
       root.dataset.state = 'starting';
       setStatus('Starting… (the first run loads the model)', 'info');
@@ -488,7 +524,15 @@
     };
     // Stop: a live run ends where it is; a finished run (its "Done … identical") is left as it is.
     window.__svStop = () => {
-      if (root.dataset.state === 'starting') { root.dataset.state = 'stopped'; if (S) S.state = 'stopped'; setStatus('Stopped.', 'info'); return; }
+      if (root.dataset.state === 'starting' && !(S && S.source === 'live' && S.state === 'live')) {
+        // no line of the run has arrived: the views keep the previous run, and the run's lines still on their way
+        // are dropped
+        dropLive = true;
+        if (S) S.state = before;
+        root.dataset.state = 'stopped';
+        setStatus('Stopped before its first pass arrived: the views still show the previous run. Run starts over.', 'info');
+        return;
+      }
       if (!S || S.source !== 'live' || S.state !== 'live') return;
       stopPlay();
       ignoreId = S.id;      // lines still on their way are dropped: the page ends in the state shown now
@@ -496,8 +540,11 @@
       clearTimeout(liveTimer); liveTimer = null;
       const bits = S.order.map((r) => S.runs.get(r)).filter((R) => R.meta && !R.done);
       const R = bits[0] || SV.main(S);
-      const text = 'Stopped after pass ' + R.passes.length + ' of the ' + SV.runTitle(S, R)[0] +
-        ' run. The views show the passes decoded before Stop; Run starts over.';
+      const unrun = S.order.map((r) => S.runs.get(r)).filter((X) => !X.meta);
+      for (const X of unrun) { const L = lanes.get(X.role); if (L) { writeHead(X, L); L.text.textContent = 'not run: Stop came before its turn'; } }
+      const text = 'Stopped after pass ' + R.passes.length + ' of the ' + SV.runTitle(S, R)[0] + ' run' +
+        (unrun.length ? ' (' + unrun.map((X) => SV.runTitle(S, X)[0]).join(', ') + ': not run)' : '') +
+        '. The views show the passes decoded before Stop; Run starts over.';
       clearTimeout(paintTimer); paintQueued = false;
       follow = true; K = SV.total(S); drawn = {}; paint(); setStatus(text, 'info');
     };

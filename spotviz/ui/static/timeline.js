@@ -104,7 +104,7 @@
   SV.committedAt = (R, k) => R.pts[Math.min(k, R.pts.length - 1)] || 0;
   SV.runTitle = function (S, R) {
     const m = R.meta;
-    if (!m) return [S.titles[R.role] || R.role, 'waiting for its turn…'];
+    if (!m) return [S.titles[R.role] || R.role, S.state === 'stopped' ? 'not run' : 'waiting for its turn…'];
     const who = R.role === 'base' || m.drafter === 'none' ? 'Standard decoder' : SV.drafterName(m.drafter);
     const how = m.drafter === 'none' ? (m.mode === 'threshold' ? 'threshold ' + m.tau : 'one decision per pass')
       : ('tree budget ' + (m.auto ? 'auto' : m.budget) + (m.mode === 'threshold' ? ' · threshold ' + m.tau : '') +

@@ -1,6 +1,7 @@
 // Commit order: when each slot was committed. x = slot, y = target pass (pass 1 on top); a cell per commit of
 // passes 1..k, blue where the model decided it itself, green where a drafted decision was accepted; the pass on
-// screen is outlined. The axes stay fixed while a run streams (rows for the longest run an exact decode can take).
+// screen is outlined. The axes stay fixed while a run streams (rows for the longest run an exact decode can take); a finished or
+// stopped run's fit its passes.
 (function () {
   'use strict';
   const SV = window.SV, C = SV.COLORS;
@@ -12,7 +13,7 @@
     let rows = 1, lo = 0, hi = 1;
     if (R && R.meta) {
       const m = R.meta;
-      rows = R.done ? Math.max(R.passes.length, 1) : Math.max(R.passes.length, m.mode === 'exact' ? m.gen : 16);
+      rows = S.state !== 'live' ? Math.max(R.passes.length, 1) : Math.max(R.passes.length, m.mode === 'exact' ? m.gen : 16);
       lo = m.start - 0.5; hi = m.start + m.gen - 0.5;
       const n = Math.min(k, R.passes.length);
       for (let i = 0; i < n; i++) {

@@ -1,6 +1,6 @@
 // The race: slots committed after each target pass, one line per run (the standard decoder, each drafter), solid
 // up to the pass on screen with a dot on it, the whole run faint behind; the gap along the x axis is the passes
-// saved. The x axis is fixed while a run streams.
+// saved. The x axis is fixed while a run streams (to the longest run it can be); afterwards it fits the runs.
 (function () {
   'use strict';
   const SV = window.SV, C = SV.COLORS;
@@ -8,7 +8,7 @@
   SV.views.race = function (S, k, o) {
     const data = [];
     let xmax = 1, ymax = 1;
-    const live = [...S.runs.values()].some((R) => R.meta && !R.done) || S.state === 'live';
+    const live = S.state === 'live';   // (a stopped or failed run's axes fit what arrived)
     for (const R of S.runs.values()) {
       if (R.meta) {
         ymax = Math.max(ymax, R.meta.gen);
@@ -32,7 +32,8 @@
                line: {color: C.mark, width: 1, dash: 'dot'}, showlegend: false});
     const layout = SV.layout({width: o.width || 300, height: o.height || 190}, {
       margin: {l: 40, r: 8, t: 4, b: 30}, showlegend: true,
-      legend: {x: 0.99, y: 0.02, xanchor: 'right', yanchor: 'bottom', bgcolor: 'rgba(255,255,255,0.8)', font: {size: 10}},
+      // (top, a little right of the y axis: above the standard decoder's slow line, right of the drafters' steep ones)
+      legend: {x: 0.2, y: 0.99, xanchor: 'left', yanchor: 'top', bgcolor: 'rgba(255,255,255,0.8)', font: {size: 10}},
       xaxis: {range: [0, xmax + 0.5], fixedrange: true, zeroline: false, title: {text: 'target passes', standoff: 2},
               tickfont: {size: 10}},
       yaxis: {range: [0, ymax * 1.04], fixedrange: true, zeroline: false, title: {text: 'slots', standoff: 2},

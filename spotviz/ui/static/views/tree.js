@@ -9,6 +9,9 @@
   'use strict';
   const SV = window.SV, C = SV.COLORS;
   const LABEL_CHARS = 14, COL_PX = 128, ROW_PX = 26;
+  // the node's marker says how the edge into it was made (the caption names them): drafted, certain, likely, or an
+  // undrafted step of the walk
+  const SYMBOL = {'': 'circle', k: 'diamond', n: 'triangle-right', f: 'hexagon'};
 
   function caption(R, tp, k) {
     const p = tp.p;
@@ -26,20 +29,22 @@
       ' = ' + SV.plural(commits, 'commit');
     if (p.stop) s += ' · the walk stopped: ' + p.stop;
     if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
-    if (p.tree.known) s += ' · ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';
-    if (p.tree.near) s += ' · ' + SV.plural(p.tree.near, 'likely edge') + ': its decision at a computed state a commit or two short';
-    if (p.tree.found) s += ' · ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway: the target’s decision led to a state drafted in another order';
+    if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';
+    if (p.tree.near) s += ' · ▶ ' + SV.plural(p.tree.near, 'likely edge') + ': its decision at a computed state a commit or two short';
+    if (p.tree.found) s += ' · ⬢ ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway: the target’s decision led to a state drafted in another order';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
     return s;
   }
+
+  function without(o, key) { const c = Object.assign({}, o); delete c[key]; return c; }
 
   SV.views.tree = function (S, k, o) {
     const R = SV.main(S);
     const tp = SV.treePass(R, k), p = tp.p;
     const t = p && p.tree;
     const ex = {r: [[], []], a: [[], []], m: [[], []]};
-    const nodes = {r: {x: [], y: [], text: [], hovertext: [], customdata: []},
-                   a: {x: [], y: [], text: [], hovertext: [], customdata: []}};
+    const nodes = {r: {x: [], y: [], text: [], hovertext: [], customdata: [], symbol: []},
+                   a: {x: [], y: [], text: [], hovertext: [], customdata: [], symbol: []}};
     const root = {x: [], y: [], text: [], hovertext: [], customdata: []};
     const bonusEdge = {x: [], y: []}, bonus = {x: [], y: [], text: [], hovertext: [], customdata: []};
     let cols = 1, rows = 1;
@@ -59,6 +64,7 @@
         }
         const tgt = n[6] ? nodes.a : nodes.r;
         tgt.x.push(n[2]); tgt.y.push(y); tgt.text.push(SV.esc(SV.clip(n[4], LABEL_CHARS)));
+        tgt.symbol.push(SYMBOL[n[9] || ''] || 'circle');
         tgt.hovertext.push(SV.esc(n[5] + (n[0] === t.stop ? ' · the walk stopped here' : ''))); tgt.customdata.push(n[0]);
       }
       cols = t.cols; rows = t.rows + top;
@@ -86,10 +92,11 @@
       {type: 'scatter', mode: 'lines', name: 'accepted path', x: ex.a[0], y: ex.a[1], hoverinfo: 'skip',
        line: {color: C.draft, width: 3.5}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'middle right',
-       marker: {color: C.reject, size: 8}, textfont: text('#666'), hoverinfo: 'text', cliponaxis: false}, nodes.r),
+       marker: {color: C.reject, size: 8, symbol: nodes.r.symbol}, textfont: text('#666'), hoverinfo: 'text',
+       cliponaxis: false}, without(nodes.r, 'symbol')),
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'accepted', textposition: 'middle right',
-       marker: {color: C.draft, size: 11, line: {color: '#0b4a24', width: 1}}, textfont: text('#0b4a24'),
-       hoverinfo: 'text', cliponaxis: false}, nodes.a),
+       marker: {color: C.draft, size: 11, symbol: nodes.a.symbol, line: {color: '#0b4a24', width: 1}},
+       textfont: text('#0b4a24'), hoverinfo: 'text', cliponaxis: false}, without(nodes.a, 'symbol')),
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'root', textposition: 'middle right',
        marker: {color: C.root, size: 11, symbol: 'square'}, textfont: text(C.root), hoverinfo: 'text',
        cliponaxis: false}, root),
@@ -110,6 +117,10 @@
     });
     // (a tree wider than its box scrolls; the caption says so, since a resting scroll bar may be hidden)
     const wide = t && width > (o.width || 400) + 1 ? ' · the tree is wider than its box: scroll it sideways' : '';
-    return {data: data, layout: layout, caption: caption(R, tp, k) + wide, shown: p ? tp.k : 0};
+    // where the walk stopped (the bonus star, else the stop node), in pixels from the figure's left edge: a tree
+    // wider than its box is scrolled to show it
+    const fx = bonus.x.length ? bonus.x[0] : (t ? (t.nodes.find((n) => n[0] === t.stop) || [0, 0, 0])[2] : null);
+    const focus = fx == null ? null : 14 + (fx + 0.35) / (cols + 0.25) * (width - 24);
+    return {data: data, layout: layout, caption: caption(R, tp, k) + wide, shown: p ? tp.k : 0, focus: focus};
   };
 })();

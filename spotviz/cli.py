@@ -123,22 +123,36 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     _add_threads(p)
 
 
+FLAGS = {"gen_length": "--gen-length", "min_path_prob": "--min-path-prob", "temperature": "--temperature",
+         "seed": "--seed", "budget": "--budget", "threshold": "--threshold"}  # DecodeConfig's fields as flags
+
+
+def _as_flags(e: Exception) -> Exception:
+    """A DecodeError that names a DecodeConfig field, worded with the command line's flag instead."""
+    msg = str(e)
+    field = next((f for f in FLAGS if msg.startswith(f + " ")), None)
+    return ValueError(FLAGS[field] + msg[len(field):]) if field else e
+
+
 def cmd_decode(a) -> int:
     from .engine import DRAFTERS, decode
     from .registry import load_target
-    from .samplers.common import DecodeConfig
+    from .samplers.common import DecodeConfig, DecodeError
 
     if a.drafter not in DRAFTERS:
         raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
     if not a.prompt.strip():
         raise ValueError("--prompt is empty: give some text to continue")
     _writable(a.trace_out, "--trace-out")
-    cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
-                       gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
-                       coupled_noise=not a.no_coupled_noise, cross_window=not a.no_cross_window,
-                       min_path_prob=a.min_path_prob)
-    target = load_target(a.model, device=a.device)
-    trace = decode(target, a.prompt, cfg)
+    try:
+        cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
+                           gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
+                           coupled_noise=not a.no_coupled_noise, cross_window=not a.no_cross_window,
+                           min_path_prob=a.min_path_prob)
+        target = load_target(a.model, device=a.device)
+        trace = decode(target, a.prompt, cfg)
+    except DecodeError as e:
+        raise _as_flags(e) from None
     if a.trace_out:
         trace.save(a.trace_out)
     c = trace.counters
@@ -178,6 +192,12 @@ def cmd_trace(a) -> int:
         from .views.report import report_html
 
         baseline = Trace.load(a.baseline) if a.baseline else None
+        if baseline is not None:
+            from .views import same_run
+
+            if not same_run(trace, baseline):
+                raise ValueError(f"--baseline {a.baseline} decoded another run than {a.file} (model, prompt, seed, "
+                                 "mode, threshold, temperature and generation length must match): nothing to compare")
         Path(a.html).write_text(report_html(trace, baseline), encoding="utf-8")
         print(f"wrote {a.html}", file=sys.stderr)
     if a.json:
@@ -323,6 +343,12 @@ def cmd_accuracy(a) -> int:
         raise ValueError(f"--per-family must be at least 1, got {a.per_family}")
     _writable(a.out, "--out", mkdir=True)
     target = load_target(a.model)
+    from .embedded.prompts import trained_corpus
+
+    corpus = trained_corpus(target)
+    if corpus not in (None, "math"):  # (a published model has no record: it may well answer word problems)
+        raise ValueError(f"accuracy measures word-problem models; {a.model} was trained on the {corpus} corpus "
+                         "(a model trained with train-target --corpus math, e.g. math-bd, or a published chat model)")
     res = answer_accuracy(target, heldout_problems(a.per_family, a.seed), a.gen_length,
                           log=lambda m: print(m, file=sys.stderr))
     if a.out:

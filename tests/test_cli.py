@@ -213,6 +213,21 @@ def test_trace_html_page_and_baseline_checks(capsys, tiny_block_dir, tmp_path):
     assert 'id="sv-timeline"' in html and 'data-view="tree"' in html and "identical to the standard decoder" in html
     code, _, err = run_main(capsys, "trace", str(spot), "--baseline", str(std))
     assert code == 2 and err.strip() == "error: --baseline is used only with --html"
+    other = tmp_path / "other.json"  # a standard run of another prompt: nothing to compare with
+    code, _, _ = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "JULIET.", "--gen-length", "12",
+                          "--trace-out", str(other))
+    code, _, err = run_main(capsys, "trace", str(spot), "--html", str(tmp_path / "x.html"), "--baseline", str(other))
+    assert code == 2 and err.startswith(f"error: --baseline {other} decoded another run") and not (tmp_path / "x.html").exists()
+
+
+def test_decode_errors_name_the_flags_and_accuracy_refuses_a_model_of_another_corpus(capsys, tiny_block_dir):
+    for args, flag in ((["--gen-length", "-5"], "--gen-length"), (["--temperature", "-1"], "--temperature"),
+                       (["--min-path-prob", "2"], "--min-path-prob")):
+        code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", *args)
+        assert code == 2 and out == "" and error_line(err).startswith(f"error: {flag} must be "), err
+    code, out, err = run_main(capsys, "accuracy", "--model", str(tiny_block_dir), "--per-family", "1")
+    assert code == 2 and out == "" and "accuracy measures word-problem models" in error_line(err)
+    assert "shakespeare corpus" in error_line(err)
 
 
 def test_train_drafter_bad_topk_is_one_error_line(capsys, tmp_path):

@@ -238,9 +238,10 @@ CASES = [
     Case("prompt-longer-than-context", "decode", ["--prompt", LONG_PROMPT], {"prompt": LONG_PROMPT},
          "prompt was longer than the context", expect="truncated"),
     # generation length
-    Case("gen-length-zero", "decode", ["--gen-length", "0"], {"gen_length": 0}, "gen_length must be between 1"),
+    Case("gen-length-zero", "decode", ["--gen-length", "0"], {"gen_length": 0},
+         ("--gen-length must be between 1", "gen_length must be between 1")),
     Case("gen-length-too-long", "decode", ["--gen-length", "5000"], {"gen_length": 5000},
-         "gen_length must be between 1"),
+         ("--gen-length must be between 1", "gen_length must be between 1")),
     Case("gen-length-over-context", "decode", ["--gen-length", "64"], {"gen_length": 64}, "context of 64 tokens"),
     Case("gen-length-not-a-number", "decode", ["--gen-length", "many"], {"gen_length": "many"},
          ("invalid int value", "generation length must be a whole number")),

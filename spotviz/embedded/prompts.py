@@ -124,18 +124,23 @@ def math_heldout_questions() -> list[str]:
             for p in generate(n, split, seed=1)]
 
 
+def trained_corpus(target) -> str | None:
+    """The corpus an embedded target was trained on, from its folder's training.json (None where the target has no
+    such record: a published model, a folder without one)."""
+    src = getattr(getattr(target, "info", None), "source", None) or getattr(target, "source", None)
+    if not src:
+        return None
+    try:
+        corpus = json.loads((Path(src) / "training.json").read_text()).get("config", {}).get("corpus", "shakespeare")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return corpus if isinstance(corpus, str) else None
+
+
 def corpus_of(target) -> str:
     """The corpus an embedded target was trained on (from its training.json); "shakespeare" when unknown."""
-    src = getattr(getattr(target, "info", None), "source", None) or getattr(target, "source", None)
-    if src:
-        f = Path(src) / "training.json"
-        try:
-            corpus = json.loads(f.read_text()).get("config", {}).get("corpus", "shakespeare")
-        except (OSError, ValueError, AttributeError):
-            corpus = "shakespeare"
-        if corpus in HELDOUT_FILES:
-            return corpus
-    return "shakespeare"
+    corpus = trained_corpus(target)
+    return corpus if corpus in HELDOUT_FILES else "shakespeare"
 
 
 def heldout_prompts(target=None) -> list[str]:

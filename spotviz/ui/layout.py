@@ -55,6 +55,9 @@ LAYOUT_CSS = """
 /* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it
    appeared once in about ten Stops of a live run (a cancelled event), with no error to report */
 #sv-status .error { display: none !important; }
+/* a download's whole name, its extension right after it (Gradio puts the extension in a column of its own) */
+#sv-download td.filename { display: table-cell !important; }
+#sv-download td.filename .stem, #sv-download td.filename .ext { display: inline !important; }
 #sv-download td.filename, #sv-download td.filename .stem { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; overflow-wrap: anywhere; max-width: none !important; }
 @media (max-width: 760px) {

@@ -236,6 +236,24 @@ def test_switching_the_model_updates_banner_prompt_and_menu(app):
         ctx.models.remove("python-code")
 
 
+def test_an_example_of_another_model_brings_its_banner_and_prompt_menu(app, example_dir):
+    """Showing a recorded example switches the model menu; the model's banner and its prompts to try follow (they
+    stayed the previous model's, so a prompt picked next went to the wrong kind of model)."""
+    from dataclasses import replace
+
+    from spotviz.ui.examples import list_examples, load_example
+    from spotviz.ui.handlers import controls_of
+    from spotviz.ui.inputs import prompts_for
+
+    demo = app[0]
+    h = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    main, _ = load_example(list_examples(example_dir)[0])
+    c = controls_of(replace(main.meta, model="broken-model"), h.ctx)
+    assert "not available" in c["model_banner"] and "broken-model" in c["model_banner"]
+    assert c["prompt_pick"]["choices"] == prompts_for("broken-model") and c["prompt_pick"]["value"] is None
+    assert "Model ready" in controls_of(replace(main.meta, model=TINY), h.ctx)["model_banner"]
+
+
 def test_a_run_cut_at_the_length_limit_says_so(client, tiny_prompt, tiny_block_target):
     from spotviz.trace import Trace
 

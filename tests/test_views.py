@@ -213,7 +213,7 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6
     assert "at most 1.60× on this hardware" in s["kpis"][1]["small"] and "not counted" not in s["kpis"][1]["small"]
     spot.meta.outside_s = 1.234  # a first run's one-time work (drafter load, shape checks): named, not charged
-    assert "1.23 s of first-run set-up and exactness checks not counted" in summary(spot, base)["kpis"][1]["small"]
+    assert "1.23 s of one-time set-up and exactness checks not counted" in summary(spot, base)["kpis"][1]["small"]
     spot.meta.outside_s = 0.0
     # forwards over two windows (each decoder makes one per window) count at their own curve's width
     spot.meta.cost_curve_two_windows = [[1, 0.02], [8, 0.09]]
@@ -277,3 +277,24 @@ def test_report_page_escapes_labels():
     assert "<b>model" not in head and "<script>p()" not in page and EVIL not in page and EVIL_IMG not in page
     assert "&lt;b&gt;model&lt;/b&gt;" in head and "<" not in timeline_blob.split(">", 1)[1]
     assert "\\u003cscript\\u003ealert(1)" in timeline_blob  # token text travels as JSON, unescaped by JSON.parse
+
+
+def test_headline_rounds_as_the_canvases_do_and_explains_a_threshold_run_with_nothing_to_draft():
+    from spotviz.views.headline import times
+
+    assert [times(37 / 8), times(1.005), times(2.0), times(4.855)] == ["4.63", "1.00", "2.00", "4.86"]
+    spot = _tree_trace()
+    base = _standard_trace(8, tokens=list(spot.tokens))
+    base.meta.gen_length = spot.meta.gen_length
+    assert "(2.67× fewer)" in summary(spot, base)["kpis"][0]["small"]  # 8 / 3
+    # at T > 0 identical output is per seed: the line says so
+    hot = _tree_trace(temperature=1.0)
+    base_hot = _standard_trace(8, tokens=list(hot.tokens), temperature=1.0)
+    base_hot.meta.gen_length = hot.meta.gen_length
+    assert "with the same seed" in summary(hot, base_hot)["kpis"][-1]["small"]
+    assert "same seed" not in summary(spot, base)["kpis"][-1]["small"]
+    # a threshold run whose passes drafted nothing (every window filled in one pass) says why
+    flat = _standard_trace(4, mode="threshold", threshold=0.9)
+    flat.meta.drafter = "spot-sets"
+    s = summary(flat, _standard_trace(4, tokens=list(flat.tokens), mode="threshold", threshold=0.9))
+    assert s["note"].startswith("Nothing was drafted: at tau 0.9 the threshold decoder filled every window")

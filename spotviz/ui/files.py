@@ -40,8 +40,8 @@ class TraceFiles:
 
     def write(self, traces: list[Trace], page: bool = False) -> list[str]:
         """Save the traces (the shown run first, the standard run last, a race's other drafters between); with
-        `page`, also the run's standalone page (for a live run; examples and replays skip it, so showing them
-        costs no rendering)."""
+        `page`, also the run's standalone page (about 10 ms to render: live runs, examples and replays all offer
+        it, as the download box says)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         self.cleanup()
         sub = self.folder / uuid.uuid4().hex[:6]

@@ -27,7 +27,8 @@ from .session import LiveSession
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
             "prune", "race")  # the run's inputs, in the order of the /run endpoint
 RUN_OUTPUTS = ("status", "explainer", "files")
-SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length",)  # an example or a replay sets the controls
+# an example or a replay sets the controls, and the model's banner and prompt menu with them
+SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
 
 
 MIN_ROOM = 64  # the length slider never offers less (a longer prompt loses its beginning instead): AppContext.gen_cap
@@ -141,6 +142,9 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
            "tau": gr.update(value=meta.threshold, visible=meta.mode == "threshold")}
     budget = AUTO if meta.budget_auto else meta.budget
     out["budget"] = budget if budget in ctx.budgets else gr.skip()
+    if meta.model in ctx.models:  # (the menu's model changes: its banner and its prompts to try follow)
+        out["model_banner"] = banner_for(ctx.store, meta.model)
+        out["prompt_pick"] = gr.update(choices=prompts_for(meta.model), value=None)
     return out
 
 
@@ -201,7 +205,7 @@ class Handlers:
         return Outputs(status=status_html(message, "ok"),
                        explainer=timeline(main, base, race=race, session=uuid.uuid4().hex[:10], play=play,
                                           source=source),
-                       files=ctx.files.write([t for t in (main, *(race or []), base) if t is not None]),
+                       files=ctx.files.write([t for t in (main, *(race or []), base) if t is not None], page=True),
                        shown={"main": main.meta.__dict__.copy(), "race": bool(race)},
                        controls=controls_of(main.meta, ctx, bool(race))).values(SHOW_OUTPUTS)
 

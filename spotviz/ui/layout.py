@@ -149,7 +149,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                     elem_id="sv-tau")
                     temperature = gr.Slider(0.0, TEMPERATURE_MAX, value=0.0, step=0.05, label="Temperature",
                                             elem_id="sv-temperature")
-                    seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed")
+                    seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed",
+                                     info="at T > 0 the seed fixes the sampling noise; SPOT and the standard decoder "
+                                          "share it, so each seed gives one text, the same for both")
                     model = gr.Dropdown(models, value=default_model, label="Model", elem_id="sv-model",
                                         allow_custom_value=False)
                     model_banner = gr.HTML(banner, js_on_load=None, css_template=APP_CSS, elem_id="sv-model-banner")
@@ -182,7 +184,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         ui = {"status": status, "explainer": explainer, "files": files_out, "shown": shown, "prompt": prompt,
               "model": model, "mode": mode, "tau": tau, "temperature": temperature, "seed": seed,
               "gen_length": gen_length, "drafter": drafter, "budget": budget, "coupled": coupled, "prune": prune,
-              "race": race, "wanted_length": wanted_length}
+              "race": race, "wanted_length": wanted_length, "model_banner": model_banner, "prompt_pick": prompt_pick}
         outs = lambda names: [ui[n] for n in names]  # noqa: E731
         inputs = outs(CONTROLS)
         run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",

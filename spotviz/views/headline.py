@@ -17,6 +17,8 @@ of its tree passes over the standard run's.
 """
 from __future__ import annotations
 
+import math
+
 SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "threshold", "temperature", "gen_length")
 
 
@@ -30,6 +32,12 @@ def identical_output(trace, baseline) -> bool | None:
     if baseline is None or not same_run(trace, baseline):
         return None
     return list(trace.tokens) == list(baseline.tokens)
+
+
+def times(r: float) -> str:
+    """A ratio as the page writes it: two decimals, halves rounded up (as the canvases' JavaScript rounds them,
+    so that 37 / 8 reads 4.63 everywhere)."""
+    return f"{math.floor(r * 100 + 0.5) / 100:.2f}"
 
 
 def drafter_name(drafter: str) -> str:
@@ -101,7 +109,7 @@ def wall_sentence(sum_: dict, device: str) -> str:
     lead = (f"Here a pass checking {cost['states']} states (this run's mean) costs {cost['ratio']:.1f} plain passes "
             f"({where})")
     if cost.get("ceiling") is not None:
-        lead += f", so {sum_['ratio']:.2f}× fewer passes allow at most {cost['ceiling']:.2f}× the speed"
+        lead += f", so {times(sum_['ratio'])}× fewer passes allow at most {cost['ceiling']:.2f}× the speed"
     return lead + "; on a GPU that batch costs about one pass, so passes saved become time saved."
 
 
@@ -120,7 +128,7 @@ def summary(main, base=None, race: list | None = None) -> dict:
                     "wall_ratio": round(b.wall_s / c.wall_s, 3) if c.wall_s > 0 else None,
                     "identical": identical_output(main, base), "cost": cost_of_trees(main, base)})
         kpis.append({"big": f"{out['saved']} target passes saved",
-                     "small": f"{c.target_passes} instead of {b.target_passes} ({out['ratio']:.2f}× fewer)",
+                     "small": f"{c.target_passes} instead of {b.target_passes} ({times(out['ratio'])}× fewer)",
                      "tone": "good" if out["saved"] > 0 else "warn"})
         if out["wall_ratio"] is not None:
             ceiling = (out["cost"] or {}).get("ceiling")
@@ -129,19 +137,25 @@ def summary(main, base=None, race: list | None = None) -> dict:
                          "small": f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
                                   "(one timing each)"
                                   + (f" · at most {ceiling:.2f}× on this hardware" if ceiling is not None else "")
-                                  + (f" · {setup:.2f} s of first-run set-up and exactness checks not counted"
+                                  + (f" · {setup:.2f} s of one-time set-up and exactness checks not counted"
                                      if setup >= 0.05 else ""),
                          "tone": "good" if out["wall_ratio"] >= 1 else "warn"})
         if out["identical"] is not None:
             ok = out["identical"]
             small = ("lossless: the same tokens as the standard decoder" if ok else
                      "not the standard decoder's tokens")
+            if ok and main.meta.temperature > 0:
+                small += " with the same seed (the same sampling noise)"
             if not out["guaranteed"]:
                 small = ("the same tokens this time; " if ok else "") + ("this model's batched passes are not "
                                                                         "bit-exact, so identity is not guaranteed")
             kpis.append({"big": "✓ identical output" if ok else "✗ output differs", "small": small,
                          "tone": "good" if ok else "bad"})
         out["note"] = wall_sentence(out, main.meta.device)
+        if main.meta.mode == "threshold" and not drafted_passes(main):
+            out["note"] = (f"Nothing was drafted: at tau {main.meta.threshold:g} the threshold decoder filled every "
+                           "window in one pass, so no pass left a slot to guess. A stricter tau (e.g. 0.99) "
+                           "leaves room for SPOT-Sets. " + out["note"])
     off = auto_off(main)
     if off:
         out["auto_off"] = off

@@ -179,7 +179,9 @@
       window.__svKeys = true;
       document.addEventListener('keydown', (e) => {
         const t = e.target, tag = t && t.tagName;
-        if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || (t && t.isContentEditable)) return;
+        const scrubber = tag === 'INPUT' && t.classList.contains('sve-scrub');   // (its arrows are its own; Space plays)
+        if ((tag === 'INPUT' && !(scrubber && e.key === ' ')) || tag === 'TEXTAREA' || tag === 'SELECT' ||
+            (t && t.isContentEditable)) return;
         if (e.key === ' ' && (tag === 'BUTTON' || tag === 'SUMMARY' || tag === 'A')) return;   // their own click
         if (window.__svKey) window.__svKey(e);
       });
@@ -414,7 +416,7 @@
     function why(R, k) {
       const out = [];
       const tp = SV.treePass(R, k);
-      if (SV.hasTree(tp.p)) out.push('Pass ' + tp.k + ' accepted ' + SV.plural(tp.p.tree.depth, 'drafted decision') + ' (dark bars).');
+      if (SV.hasTree(tp.p)) out.push('Pass ' + tp.k + ' accepted ' + SV.plural(tp.p.tree.depth, R.meta.mode === 'threshold' ? 'drafted set' : 'drafted decision') + ' (dark bars).');
       const nxt = k < R.passes.length ? R.passes[k] : null;
       if (SV.hasTree(nxt)) {
         const right = R.why && R.why[k] ? R.why[k].length : null;
@@ -469,18 +471,19 @@
       for (const R of runs) { const th = document.createElement('th'); th.textContent = SV.runTitle(S, R)[0]; hd.appendChild(th); }
       t.appendChild(hd);
       const v = (f) => runs.map((R) => f(R.counters));
-      t.appendChild(row('target passes (NFE)', 'calls of the diffusion model; NFE = number of function evaluations, the cost measure of the paper', v((c) => c.passes)));
+      t.appendChild(row('target passes (NFE)', 'calls of the diffusion model; NFE = number of function evaluations, the cost measure of the SPOT paper', v((c) => c.passes)));
       t.appendChild(row('slots committed', 'every filled slot, also those after the end-of-text token', v((c) => c.commits)));
       t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
-      t.appendChild(row('commits per pass', 'the mean accepted length: 1 for the standard decoder in exact mode', v((c) => (c.passes ? c.commits / c.passes : c.mal).toFixed(2))));   // (as the lanes count it)
+      t.appendChild(row('commits per pass', 'slots filled per call of the model (the mean accepted length): 1 for the standard decoder in exact mode', v((c) => (c.passes ? c.commits / c.passes : c.mal).toFixed(2))));   // (as the lanes count it)
       t.appendChild(row('drafted states checked', 'tree nodes verified, over all passes', v((c) => c.drafted)));
       t.appendChild(row('drafts accepted', 'drafted decisions that equalled the model\'s own', v((c) => c.accepted)));
       if (runs.some((R) => R.counters.ends && Object.keys(R.counters.ends).length)) {
-        t.appendChild(row('where the walks stopped', 'per tree pass: window = it completed the window, no guess past it; budget = the model\'s decision was a guess the tree had no room for; position = no guess named that slot; token = right slot, other token; end = text complete',
-          v((c) => Object.entries(c.ends || {}).map(([k, n]) => k + ' ' + n).join(' · ') || '-')));
+        const ENDS = {window: 'window done', budget: 'tree too small', position: 'no guess for that slot', token: 'wrong token', end: 'text finished'};
+        t.appendChild(row('why acceptance stopped', 'per checked tree, where the model stopped following the drafted guesses: window done = it finished the block of slots being decoded and the tree held no guess past it; tree too small = its decision was a guess the budget had no room for; no guess for that slot; wrong token = the right slot with another token; text finished',
+          v((c) => Object.entries(c.ends || {}).map(([k, n]) => (ENDS[k] || k) + ' ' + n).join(' · ') || '-')));
       }
       t.appendChild(row('wall-clock (s)', null, v((c) => c.wall.toFixed(3))));
-      t.appendChild(row('tokens per second', null, v((c) => c.tps.toFixed(1))));
+      t.appendChild(row('tokens per second', 'on this machine (the wall-clock line above says what the hardware allows)', v((c) => c.tps.toFixed(1))));
       tableEl.appendChild(t);
     }
 

@@ -24,9 +24,15 @@
         ' It committed ' + SV.plural(commits, 'slot') + ' by itself.';
     }
     let s = 'Pass ' + tp.k + ': ' + p.states + ' states verified in one batched pass' +
-      (R.meta.auto ? ' (budget auto chose ' + p.states + ')' : (p.budget && p.budget !== p.states ? ' (of ' + p.budget + ' allowed)' : '')) +
-      ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted + ' + (p.tree.bonus ? '1 own decision' : '0') +
-      ' = ' + SV.plural(commits, 'commit');
+      (R.meta.auto ? ' (budget auto chose ' + p.states + ')' : (p.budget && p.budget !== p.states ? ' (of ' + p.budget + ' allowed)' : ''));
+    if (R.meta.mode === 'threshold') {   // a decision commits a set: count sets and slots apart
+      s += ' · accepted depth ' + p.tree.depth + ' → ' + SV.plural(p.tree.depth, 'drafted set') + ' (' + SV.plural(acc, 'slot') +
+        ') + ' + (p.tree.bonus ? 'the model’s own set (' + SV.plural(commits - acc, 'slot') + ')' : 'no own set') +
+        ' = ' + SV.plural(commits, 'commit');
+    } else {
+      s += ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted + ' + (p.tree.bonus ? '1 own decision' : '0') +
+        ' = ' + SV.plural(commits, 'commit');
+    }
     if (p.stop) s += ' · the walk stopped: ' + p.stop;
     if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
     if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';

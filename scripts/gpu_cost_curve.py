@@ -8,7 +8,8 @@ hidden 2048, vocab 151936, blocks of 32), in bf16 and fp32; then SPOT's wall-clo
         --sdar-vocab 4096 --dtypes fp32 --sizes 1,2,4 --skip-bench          # a smoke run of the script itself
 
 The curve is samplers/forward_cost.measure (the function `--budget auto` uses): per size, same-shape calls in a row
-after a warm-up, the median of each round, the best of three rounds; on an accelerator in wall time after a
+after a warm-up, their median, each size between two timings of one state that agree, f(N)/f(1) the median over
+three rounds; on an accelerator in wall time after a
 device synchronisation. Random weights cost what trained ones do: a forward's time depends on shapes, not on
 values. Writes <out>/gpu-cost-curve.json and .md (and the bench tables of the embedded models, with every row's
 zero-overhead ceiling beside the measured wall ratio).

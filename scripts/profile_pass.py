@@ -7,7 +7,8 @@ and counted exclusively (a component's time excludes the components it calls). A
 the decoder spends producing it (one step of the stream), so "overhead" = total - target forward. The target's
 forwards are grouped by their batch size N (fused passes, which also evaluate the next window, apart): their mean
 over the standard decoder's is f(N)/f(1) as real decodes see it, the figure `cost-curve` must match.
-Components are wrapped by name where the code defines them; a name the code no longer has is skipped.
+Components are wrapped by name where the code looks them up; a name the code no longer has stops the script
+(so a renamed function is never silently left out of the table).
 """
 from __future__ import annotations
 
@@ -28,17 +29,14 @@ import torch  # noqa: E402
 
 # (module, attribute, label): each wrapped where it is looked up. Several names may share a label.
 COMPONENTS = [
-    ("spotviz.drafter.model", "NumpyDrafter.__call__", "drafter forward"),
     ("spotviz.drafter.numpy_forward", "NumpyDrafter.__call__", "drafter forward"),
     ("spotviz.drafter.proposers.spot", "np_position_features", "features"),
     ("spotviz.drafter.proposers.common", "coupled_candidates", "drafter context"),
     ("spotviz.drafter.proposers.common", "Context.__init__", "drafter context"),
-    ("spotviz.samplers.spot", "masked_log_softmax", "root log-probs"),
     ("spotviz.samplers.spot", "build_tree", "tree build"),
     ("spotviz.samplers.spot", "node_states", "node states"),
     ("spotviz.samplers.verify", "decide", "decide"),
     ("spotviz.samplers.standard", "decide", "decide"),
-    ("spotviz.samplers.spot", "decide", "decide"),
     ("spotviz.samplers.spot", "accept_walk", "accept walk + bonus"),
     ("spotviz.samplers.spot", "bonus", "accept walk + bonus"),
     ("spotviz.samplers.spot", "tree_record", "trace record"),
@@ -87,18 +85,13 @@ class Profiler:
 
     def install(self):
         for mod_name, attr, label in COMPONENTS:
-            try:
-                mod = importlib.import_module(mod_name)
-            except ImportError:
-                continue
+            mod = importlib.import_module(mod_name)
             owner, name = mod, attr
             if "." in attr:
                 cls, name = attr.split(".")
                 owner = getattr(mod, cls, None)
-                if owner is None or name not in vars(owner):
-                    continue
-            elif not hasattr(mod, attr):
-                continue
+            if owner is None or ("." in attr and name not in vars(owner)) or not hasattr(owner, name):
+                raise SystemExit(f"profile_pass: {mod_name}.{attr} no longer exists: update COMPONENTS")
             setattr(owner, name, self.wrap(getattr(owner, name), label))
 
 
@@ -244,7 +237,7 @@ def main(argv=None):
           + "  ".join(f"N={n}: {r:.2f}" for n, r in ratios.items()))
     results["f1_ms"] = 1000 * f1_mean
     results["ratios_in_decodes"] = {str(n): r for n, r in ratios.items()}
-    labels = ["drafter forward", "features", "drafter context", "root log-probs", "tree build", "node states",
+    labels = ["drafter forward", "features", "drafter context", "tree build", "node states",
               "decide", "accept walk + bonus", "trace record", "known states", "bookkeeping", "budget policy"]
     print()
     print(f"| configuration | passes | drafted passes | mean states | forward | " + " | ".join(labels)

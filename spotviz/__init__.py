@@ -2,5 +2,5 @@
 
 Importing the package is cheap (no torch, no transformers): the command line's --help answers at once. The
 embedded architecture registers itself with the transformers Auto classes when spotviz.embedded.modeling is
-imported, which every loader of a model does (registry.load_embedded, targets.embedded, targets.published)."""
+imported, which every loader of a model does (registry.load_embedded, targets.embedded, targets.families)."""
 __version__ = "0.1.0"

@@ -160,6 +160,32 @@ def test_inference_pointer_is_the_training_pointer(T, random_drafter, tiny_block
         np.testing.assert_allclose(got, train[dpt].numpy(), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_inference_set_inclusion_and_keep_are_the_training_ones(T, random_drafter, tiny_block_target):
+    """The numpy set-inclusion probabilities (SPOT-Sets) and the keep head along a path equal the training
+    objectives' (losses.set_inclusion, losses.keep_logits) for the same window."""
+    from spotviz.drafter.losses import keep_logits, set_inclusion
+    from spotviz.drafter.numpy_forward import np_set_inclusion, np_sigmoid
+
+    view = _view(tiny_block_target, PROMPTS[2], T=T)
+    feats = np_position_features(view)
+    prop = SpotProposer(random_drafter)
+    ctx = prop.prepare(view, max_depth=8)
+    logc = ctx.logc[:4]
+    fast = prop.fast(feats)  # (every head)
+    with torch.no_grad():
+        out = random_drafter(torch.from_numpy(feats)[None])
+        train = set_inclusion(out, torch.from_numpy(logc).float()[None], 0.9)[0].numpy()
+    np.testing.assert_allclose(np_set_inclusion(fast, logc, 0.9), train, rtol=1e-4, atol=1e-6)
+    order = [int(j) for j in np.flatnonzero(view.masked.numpy())[:3]]  # a path: each position's keep given the ones before
+    with torch.no_grad():
+        want = torch.sigmoid(keep_logits(out, torch.tensor([order])))[0].numpy()
+    for d, j in enumerate(order):
+        node = DraftNode(d + 1, 0, d, (), (), 1.0, 1.0, path=tuple(order[:d]))
+        got = np_sigmoid(ctx.keep_base + prop._path_terms(ctx, node)[1])[j]
+        assert got == pytest.approx(float(want[d]), rel=1e-4, abs=1e-6)
+
+
 # ------------------------------------------------------------------------------------ auto budget
 def curve(f1: float, per_row: float, fixed: float = 0.0) -> CostCurve:
     sizes = [1, 2, 4, 8, 16, 32, 64]

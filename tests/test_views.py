@@ -298,3 +298,20 @@ def test_headline_rounds_as_the_canvases_do_and_explains_a_threshold_run_with_no
     flat.meta.drafter = "spot-sets"
     s = summary(flat, _standard_trace(4, tokens=list(flat.tokens), mode="threshold", threshold=0.9))
     assert s["note"].startswith("Nothing was drafted: at tau 0.9 the threshold decoder filled every window")
+
+
+def test_the_headlines_ceiling_is_the_benchs(real_traces):
+    """The app's headline (views, which may not import the engine) and the bench (samplers/forward_cost) compute the
+    zero-overhead ceiling each in their own layer; on the same runs and curve they agree."""
+    import copy
+
+    from spotviz.samplers.forward_cost import CostCurve, ceiling
+    from spotviz.views.headline import cost_of_trees
+
+    spot, base = real_traces
+    curve = CostCurve("k", [1, 2, 4, 8, 16], [0.010, 0.013, 0.021, 0.036, 0.065],
+                      fused_sizes=[1, 2, 4, 8], fused_seconds=[0.018, 0.024, 0.039, 0.068])
+    main = copy.deepcopy(spot)
+    main.meta.cost_curve, main.meta.cost_curve_two_windows = curve.as_pairs(), curve.as_pairs(fused=True)
+    assert any(p.two_windows for p in main.passes + base.passes)  # (both widths priced)
+    assert cost_of_trees(main, base)["ceiling"] == round(ceiling(base.passes, main.passes, curve), 2)

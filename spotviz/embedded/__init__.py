@@ -1,1 +1,2 @@
-"""The embedded models spotviz trains and ships: corpora, tokenizer, architecture, training, prompt sets."""
+"""The embedded models spotviz trains and ships: corpora (Shakespeare, Python, generated word
+problems and stories), tokenizer, architecture, prompt sets (training: spotviz/training)."""

@@ -22,7 +22,7 @@ Held out for evaluation, never trained on:
   text (so the same question is never both trained on and tested).
 
 The prompt template the model is trained with, and that a target applies to a bare question, is
-``PROMPT_TEMPLATE``: ``Question: {question}\\nAnswer:``.
+``CHAT_TEMPLATE`` (a chat template, as a published model's): ``Question: {question}\\nAnswer:``.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard
 from ..samplers.simulated import SimulatedCost, load_curve
 from ..trace import WALK_ENDS, walk_end_counts
-from .progress import Progress, duration, unit_seconds
+from .progress import EtaProgress, duration, unit_seconds
 from .quality import DISTINCT_MIN, RUN_MAX, TOP_SHARE_MAX, greedy_quality
 from .stats import stale_agreement, window_bound
 
@@ -192,7 +192,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     unit_s = unit_seconds(target, prompts[0], gen_length)
     log(f"estimate: ~{duration(units * unit_s)} for about {units:.0f} standard-decode equivalents of {gen_length} "
         f"tokens (one takes {unit_s:.1f} s here; large trees make it longer); progress and ETA follow")
-    progress = Progress(units, f"bench {model}", units * unit_s)
+    progress = EtaProgress(units, f"bench {model}", units * unit_s)
 
     def row_done(row: BenchRow) -> None:
         res.rows.append(row)

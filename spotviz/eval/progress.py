@@ -2,7 +2,7 @@
 
 Work is counted in *decode units*: one standard decode of the run's prompt length = 1. A command adds up its plan
 in these units, times one standard decode to price a unit on this machine (`unit_seconds`), prints the
-estimate, then ticks a `Progress` after each piece of work: a tqdm bar on a terminal, and an ETA string for its
+estimate, then ticks an `EtaProgress` after each piece of work: a tqdm bar on a terminal, and an ETA string for its
 own log lines (so a log file shows the remaining time too).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-class Progress:
+class EtaProgress:
     """Units done out of a planned total; `eta()` extrapolates from the measured rate (the estimate until then)."""
 
     def __init__(self, total: float, desc: str, estimate_s: float | None = None):

@@ -43,7 +43,7 @@ at 2 nodes before anything is drafted.
 
 The gate's estimate for a tier can be off in a way s_g cannot see: G(N) is the chain of stale confidences, but the
 tree the drafter then grows is sized by its own path probabilities, and on math-bd a pass the gate sent to a larger
-tree for G(3) or G(4) often ends with a one-guess tree after the drafter's forward (~2 ms here) was paid. So each
+tree for G(3) or G(4) often ends with a one-guess tree after the drafter's forward (with its features, 1.5-2 ms: drafter/proposers/spot.py) was paid. So each
 tier also keeps the running mean (step 0.2) of what its passes made of the gate's estimate: the pass's decisions per
 second over the rate the gate estimated for it (each pass's ratio clipped to 0.25-2; fused passes, which the
 estimate does not price, not counted), and the gate weighs each tier's estimated rate by its ratio over the better

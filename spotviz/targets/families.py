@@ -11,8 +11,7 @@ LLaDA's checkpoint names its tensors the OLMo way (model.transformer.blocks.N.q_
 to LLaMA's on load (LLADA_KEY_MAPPING). Remote code runs only as a fallback, only for the repositories in
 REMOTE_CODE_ALLOWED, and only where the stock mapping cannot represent the checkpoint.
 
-(LLaDA's checkpoint names its tensors the OLMo way (model.transformer.blocks.N.q_proj, ...); they are renamed to
-LLaMA's on load (LLADA_KEY_MAPPING).) Every loader takes (folder, config, repo, dtype, name) and returns the torch
+Every loader takes (folder, config, repo, dtype, name) and returns the torch
 model; the files are checked and opened by targets/hub.py.
 """
 from __future__ import annotations
@@ -31,7 +30,6 @@ from .hub import from_pretrained, load_remote_code_model
 LLADA_MASK_ID = 126336
 DREAM_MASK_ID = 151666
 SDAR_MASK_TOKEN = "<|MASK|>"
-BLOCK_SIZE_KEYS = ("block_size", "block_length", "bd_size")  # config keys that carry a block-diffusion size
 BLOCK_SIZE_KEYS = ("block_size", "block_length", "bd_size")  # config keys that carry a block-diffusion size
 
 # LLaDA (OLMo naming) -> LlamaForCausalLM, as regex -> replacement over checkpoint keys.

@@ -68,7 +68,7 @@ class DrafterTrainConfig:
 def collect(target, prompts: list[str], mode: str, temperature: float, threshold: float, gen_length: int,
             seed: int = 0, log=print, topk: int = TOPK, progress=None) -> dict:
     """Per-pass drafter inputs and labels from standard-decoder trajectories (tensors stacked over passes).
-    `progress` (eval/progress.Progress) is ticked once per prompt."""
+    `progress` (eval/progress.EtaProgress) is ticked once per prompt."""
     W = target.info.block_size
     feats, logcs, valid, orders, keeps, seconds, sets, depth_valid = [], [], [], [], [], [], [], []
     t0 = time.time()
@@ -440,7 +440,7 @@ def validation_prompts(cfg: DrafterTrainConfig, target, n: int, n_pool: int) -> 
 
 def collect_all(cfg: DrafterTrainConfig, target, topk: dict, log=print) -> dict:
     """{mode: trajectories} for both modes, every temperature of `cfg` (on one process or cfg.jobs workers)."""
-    from ..eval.progress import Progress, duration, unit_seconds
+    from ..eval.progress import EtaProgress, duration, unit_seconds
 
     n_sets = cfg.threshold_prompts or cfg.n_prompts
     pool = prompt_pool(cfg, target)
@@ -451,7 +451,7 @@ def collect_all(cfg: DrafterTrainConfig, target, topk: dict, log=print) -> dict:
     expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t) / cfg.jobs
     log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(expected)} "
         f"(one takes {unit_s:.1f} s here, {unit_t:.1f} s in threshold mode); progress and ETA follow")
-    progress = Progress(decodes, "collect trajectories", expected)
+    progress = EtaProgress(decodes, "collect trajectories", expected)
     workers = None
     if cfg.jobs > 1:  # spawned workers (a fork would inherit torch's thread pools)
         import multiprocessing as mp

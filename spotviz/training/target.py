@@ -1,4 +1,5 @@
-"""Train an embedded masked-diffusion target model on Shakespeare or Python code (resumable, CPU-friendly).
+"""Train an embedded masked-diffusion target model on word problems, Shakespeare or Python code (resumable,
+CPU-friendly; --device cuda on a GPU).
 
     python -m spotviz train-target --corpus shakespeare --attention block --out runs/shakespeare-bd --minutes 90
     python -m spotviz train-target --corpus python --vocab-size 2048 --out runs/python-bd --minutes 90

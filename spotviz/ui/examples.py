@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from ..paths import ASSETS
-from ..trace import Trace, TraceError
+from ..trace import Trace
 
 TRACE_DIR = ASSETS / "traces"
 
@@ -40,17 +40,4 @@ def list_examples(folder: str | Path | None = None) -> list[dict]:
 def load_example(entry: dict) -> tuple[Trace, Trace | None]:
     main = Trace.load(entry["main"])
     base = Trace.load(entry["baseline"]) if entry.get("baseline") else None
-    return main, base
-
-
-def pair_traces(traces: list[Trace]) -> tuple[Trace, Trace | None]:
-    """From uploaded traces, the one to show and the standard run to compare it with (if any)."""
-    from ..views import same_run
-
-    if not traces:
-        raise TraceError("no trace file given")
-    drafted = [t for t in traces if t.meta.drafter != "none"]
-    standard = [t for t in traces if t.meta.drafter == "none"]
-    main = drafted[0] if drafted else traces[0]
-    base = next((t for t in standard if t is not main and same_run(main, t)), None)
     return main, base

@@ -11,7 +11,6 @@ import uuid
 from pathlib import Path
 
 from ..trace import Trace, TraceError
-from .examples import pair_traces
 
 
 def safe_name(text: str, keep: str = "-_.") -> str:
@@ -87,3 +86,16 @@ def load_uploads(paths) -> tuple[Trace, Trace | None, list[Trace]]:
     main, base = pair_traces(traces)
     race = [t for t in traces if t is not main and t is not base and t.meta.drafter != "none"]
     return main, base, race
+
+
+def pair_traces(traces: list[Trace]) -> tuple[Trace, Trace | None]:
+    """From uploaded traces, the one to show and the standard run to compare it with (if any)."""
+    from ..views import same_run
+
+    if not traces:
+        raise TraceError("no trace file given")
+    drafted = [t for t in traces if t.meta.drafter != "none"]
+    standard = [t for t in traces if t.meta.drafter == "none"]
+    main = drafted[0] if drafted else traces[0]
+    base = next((t for t in standard if t is not main and same_run(main, t)), None)
+    return main, base

@@ -11,6 +11,10 @@ A run is a header line, then one line per pass, then a closing line:
     {"t": "sum",  ...}                                            the comparison with the standard decoder
                                                                   (views/headline.py)
 
+and a session's lines open with {"t": "session", "id", "source", "play", "runs"} (a new session: a Run press,
+an example, a replay, a page); {"t": "status", "text", "kind"} lines carry the app's status (the last one,
+"final": true, ends a live session).
+
 `role` is "main" (the chosen drafter), "base" (the standard decoder on the same prompt and seed) or, in a race,
 the other drafters' names. A session line may list the runs to come ("runs": [[role, title], ...]) so the
 page lays out every lane before the first pass. The lines

@@ -15,7 +15,8 @@ problems, budget 16).
 Two experts as one proposal. Candidates of K proposers with weights w_k (summing to 1) become one list with
 P(edge) = sum_k w_k P_k(edge): an edge both propose gets both shares, an edge one proposes keeps its share. The
 tree's best-first growth then spends the budget on whichever expert's alternatives are likelier. The SPOT
-proposer hedges its learned heads with a training-free partner this way (proposers/spot.py; tree.mix_candidates)."""
+proposer hedges its learned heads with a baseline partner this way: the calibrated template in exact mode, the
+stale threshold rule for SPOT-Sets (proposers/spot.py; tree.mix_candidates)."""
 from __future__ import annotations
 
 import numpy as np

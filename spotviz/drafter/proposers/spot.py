@@ -19,7 +19,8 @@ and at budget 4 (exact): alone 2.24x / 2.25x, calibrated 2.16x / 2.24x, w = 0.5:
 
 A one-guess tree is the partner's. At budget 2 the tree holds s1 and one drafted node: the likeliest first
 decision, which the mixture and its partner almost always agree on, so the drafter's forward (with its features,
-~1.5 ms a pass on this CPU, a quarter of a target pass) would buy nothing there; the proposer hands such trees to
+1.5-2 ms a pass on these CPUs, a third of a target pass: drafter forward 1.0, features 0.3, context 0.3 ms on
+math-bd, session 37) would buy nothing there; the proposer hands such trees to
 its partner. Measured on math-bd (40 validation problems drawn like the bench's with another seed, 128 tokens,
 release 10, passes; the standard decoder 1,492):
 
@@ -88,7 +89,7 @@ class SpotProposer(Proposer):
     def pointer(self, ctx, node: DraftNode, remaining: np.ndarray) -> np.ndarray:
         """P(the decision at `node` commits position j), [W]: the learned pointer (depth scores + coupled-token
         and stale-rank terms + the pairwise terms of the path) mixed with the stale-confidence order. The same
-        distribution as model.teacher_forced_pointer at training time (tests/test_engine_fast.py checks it)."""
+        distribution as losses.teacher_forced_pointer at training time (tests/test_engine_fast.py checks it)."""
         d = ctx.d(node)
         dd = min(d, ctx.base.shape[0] - 1)
         pair, _ = self._path_terms(ctx, node)

@@ -384,7 +384,7 @@ def cmd_cost_curve(a) -> int:
                 f"N={n}: {t / curve.seconds[0]:.2f}" for n, t in zip(curve.fused_sizes, curve.fused_seconds)))
         print("zero-overhead ceiling of a run = its commits per pass r over f(N)/f(1), the two-window forwards "
               "that both decoders make once per window counted at their width (bench prints it per row)")
-    if curve.cached:  # (otherwise the measurement said why, busy machine or unwritable folder, through forward_cost.NOTICE)
+    if curve.cached:  # (otherwise the measurement said why, busy machine or unwritable folder: forward_cost.NOTICE)
         print(f"cached under {os.path.dirname(curve.cached)}", file=sys.stderr)
     elif not cacheable(target):
         print("not cached: a model folder's curve is measured in each process", file=sys.stderr)
@@ -415,7 +415,8 @@ def main(argv=None) -> int:
     cc.add_argument("--json", action="store_true", help="print one JSON object")
     _add_threads(cc)
 
-    t = sub.add_parser("train-target", help="train an embedded masked-diffusion model (word problems, Shakespeare or Python code)")
+    t = sub.add_parser("train-target",
+                       help="train an embedded masked-diffusion model (word problems, Shakespeare or Python code)")
     t.add_argument("--out", required=True, metavar="DIR",
                    help="folder for the run: OUT/checkpoint (resumed when present) and OUT/final (the model)")
     t.add_argument("--force", action="store_true", help="allow --out inside assets/ (the shipped models)")

@@ -238,7 +238,8 @@ def test_switching_the_model_updates_banner_prompt_and_menu(app):
 
 def test_an_example_of_another_model_brings_its_banner_and_prompt_menu(app, example_dir):
     """Showing a recorded example switches the model menu; the model's banner and its prompts to try follow (they
-    stayed the previous model's, so a prompt picked next went to the wrong kind of model)."""
+    stayed the previous model's, so a prompt picked next went to the wrong kind of model). Showing it loads no
+    model: a model not loaded yet gets a banner that says its first Run loads it."""
     from dataclasses import replace
 
     from spotviz.ui.examples import list_examples, load_example
@@ -249,7 +250,8 @@ def test_an_example_of_another_model_brings_its_banner_and_prompt_menu(app, exam
     h = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
     main, _ = load_example(list_examples(example_dir)[0])
     c = controls_of(replace(main.meta, model="broken-model"), h.ctx)
-    assert "not available" in c["model_banner"] and "broken-model" in c["model_banner"]
+    assert "loaded by its first Run" in c["model_banner"] and "broken-model" in c["model_banner"]
+    assert not h.ctx.store.loaded("broken-model")
     assert c["prompt_pick"]["choices"] == prompts_for("broken-model") and c["prompt_pick"]["value"] is None
     assert "Model ready" in controls_of(replace(main.meta, model=TINY), h.ctx)["model_banner"]
 

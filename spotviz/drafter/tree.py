@@ -148,7 +148,8 @@ class FixedBudget:
 def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float = 0.0) -> list[DraftNode]:
     """Best-first tree (by path probability) of at most `budget` nodes rooted at s1.
 
-    budget: a node count, or a budget policy (FixedBudget, or samplers/auto_budget.CostAwareBudget, which stops growing when no larger tree can pay for its forward and keeps the best-first prefix with the most expected
+    budget: a node count, or a budget policy (FixedBudget, or samplers/auto_budget.CostAwareBudget, which stops
+    growing when no larger tree can pay for its forward and keeps the best-first prefix with the most expected
     commits per second). min_path_prob > 0 stops growing once the best candidate's path probability (its chance
     of being accepted) falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer
     states. Nodes are in best-first order (non-increasing path probability), so every prefix of the list is a

@@ -43,15 +43,16 @@ at 2 nodes before anything is drafted.
 
 The gate's estimate for a tier can be off in a way s_g cannot see: G(N) is the chain of stale confidences, but the
 tree the drafter then grows is sized by its own path probabilities, and on math-bd a pass the gate sent to a larger
-tree for G(3) or G(4) often ends with a one-guess tree after the drafter's forward (with its features, 1.5-2 ms: drafter/proposers/spot.py) was paid. So each
-tier also keeps the running mean (step 0.2) of what its passes made of the gate's estimate: the pass's decisions per
-second over the rate the gate estimated for it (each pass's ratio clipped to 0.25-2; fused passes, which the
-estimate does not price, not counted), and the gate weighs each tier's estimated rate by its ratio over the better
-tier's. That ratio only chooses between the tiers: whether to draft at all stays with the estimate and the realized
-check below (a ratio that also gated drafting could shut it off for good after a few slow first passes, as it did
-at T = 1 on a simulated GPU). Every drafted pass of one tier moves the other tier's ratio 0.5% back towards 1, so a
-tier that once did badly is tried again. On math-bd (10 problems, thread time, least of 3 runs per problem) `auto`
-went from 5-6% behind N = 2 to 1-1.6% behind (T = 0: 1.045x -> 1.07-1.09x, T = 1: 1.033x -> 1.08-1.10x).
+tree for G(3) or G(4) often ends with a one-guess tree after the drafter's forward (with its features, 1.5-2 ms:
+drafter/proposers/spot.py) was paid. So each tier also keeps the running mean (step 0.2) of what its passes made of
+the gate's estimate: the pass's decisions per second over the rate the gate estimated for it (each pass's ratio
+clipped to 0.25-2; fused passes, which the estimate does not price, not counted), and the gate weighs each tier's
+estimated rate by its ratio over the better tier's. That ratio only chooses between the tiers: whether to draft at
+all stays with the estimate and the realized check below (a ratio that also gated drafting could shut it off for
+good after a few slow first passes, as it did at T = 1 on a simulated GPU). Every drafted pass of one tier moves the
+other tier's ratio 0.5% back towards 1, so a tier that once did badly is tried again. On math-bd (10 problems,
+thread time, least of 3 runs per problem) `auto` went from 5-6% behind N = 2 to 1-1.6% behind (T = 0: 1.045x ->
+1.07-1.09x, T = 1: 1.033x -> 1.08-1.10x).
 
 Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
 costs only when drafting. So the realized time decides too (every time here is on pass_clock, the curve's clock): each

@@ -4,10 +4,10 @@ f(N) is the time of one target pass over N states of one window (measured once p
 and the instruction set of torch's kernels), dtype and thread count; cached in the user's cache folder, never in
 the repository). It is measured as real decodes see it: each size's calls in a row (a call after a different input
 shape costs more), the median of several calls after a warm-up at that shape, in thread CPU time on a CPU (a busy
-machine does not inflate it) and in wall time after a synchronisation elsewhere; each size between two timings of one
-state that agree, so a machine whose speed changes in spells does not bend the curve (measure). The fused pass (a node completes
-the window, so the pass also evaluates the next one: twice the width) has its own curve. Nothing is smoothed: the
-curve is what the hardware does.
+machine does not inflate it) and in wall time after a synchronisation elsewhere; each size between two timings of
+one state that agree, so a machine whose speed changes in spells does not bend the curve (measure). The fused pass
+(a node completes the window, so the pass also evaluates the next one: twice the width) has its own curve. Nothing
+is smoothed: the curve is what the hardware does.
 
 `budget: auto` (samplers/auto_budget.py) sizes each pass's tree with it; the bench prices runs with it (pass_cost,
 and ceiling: the zero-overhead wall-clock ceiling).

@@ -94,8 +94,8 @@ class SimulatedCost(DiffusionTarget):
 
 
 def load_curve(path: str | Path, model: str) -> CostCurve:
-    """A cost curve to simulate, from a JSON file: a cached curve (samplers/forward_cost.py's file, CostCurve's fields) or
-    a scripts/gpu_cost_curve.py result (docs/gpu-h200.json), whose curve for `model` is taken. ValueError with the
+    """A cost curve to simulate, from a JSON file: a cached curve (samplers/forward_cost.py's file, CostCurve's
+    fields) or a scripts/gpu_cost_curve.py result (docs/gpu-h200.json), whose curve for `model` is taken. ValueError with the
     reason if the file holds none."""
     p = Path(path)
     try:

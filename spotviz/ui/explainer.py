@@ -7,8 +7,8 @@ spotviz/ui/static/ (served by the app itself, never from a CDN): timeline.js bui
 lines, views/*.js draw the Plotly figures (one file per view: draft tree, race, acceptance per depth, commit
 order), explainer.js runs the scrubber, the token canvases and the headline, explainer.html/.css are the
 markup; views/common.js holds what the views share. plotly.js is the vendored basic bundle
-(static/vendor/plotly-basic.min.js; the installed `plotly` package's full bundle only where it is missing). The downloaded page (views/report.py) inlines the
-same files, so the app and the page draw every view with the same code.
+(static/vendor/plotly-basic.min.js; the installed `plotly` package's full bundle only where it is missing). The
+downloaded page (views/report.py) inlines the same files, so the app and the page draw every view with the same code.
 """
 from __future__ import annotations
 

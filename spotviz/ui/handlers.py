@@ -27,6 +27,7 @@ from .session import LiveSession
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
             "prune", "race")  # the run's inputs, in the order of the /run endpoint
 RUN_OUTPUTS = ("status", "explainer", "files")
+FILL_OUTPUTS = CONTROLS + ("wanted_length",)  # "Run this yourself" sets the controls before the run reads them
 # an example or a replay sets the controls, and the model's banner and prompt menu with them
 SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
 
@@ -143,7 +144,11 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
     budget = AUTO if meta.budget_auto else meta.budget
     out["budget"] = budget if budget in ctx.budgets else gr.skip()
     if meta.model in ctx.models:  # (the menu's model changes: its banner and its prompts to try follow)
-        out["model_banner"] = banner_for(ctx.store, meta.model)
+        # a replay needs no model, so showing one loads none (a published model takes minutes): the banner of a
+        # model not loaded yet says when it will be
+        out["model_banner"] = (banner_for(ctx.store, meta.model) if ctx.store.loaded(meta.model) else
+                               status_html(f"Model {meta.model}: loaded by its first Run (a replay needs no model).",
+                                           "info"))
         out["prompt_pick"] = gr.update(choices=prompts_for(meta.model), value=None)
     return out
 
@@ -246,18 +251,19 @@ class Handlers:
 
     # --------------------------------------------------------------------------------------------- controls
     def fill(self, shown):
-        """"Run this yourself": the controls of the run on screen (an example or a replay)."""
+        """"Run this yourself": the controls of the run on screen (an example or a replay), and its length as the
+        one the visitor chose (FILL_OUTPUTS)."""
         meta = (shown or {}).get("main") if isinstance(shown, dict) else None
         if not meta:
-            return [gr.skip()] * len(CONTROLS)
+            return [gr.skip()] * len(FILL_OUTPUTS)
         from ..trace import RunMeta
 
         try:
             run_meta = RunMeta(**meta)
         except TypeError:
-            return [gr.skip()] * len(CONTROLS)
+            return [gr.skip()] * len(FILL_OUTPUTS)
         c = controls_of(run_meta, self.ctx, bool(shown.get("race")))
-        return [c.get(n, gr.skip()) for n in CONTROLS]
+        return [c.get(n, gr.skip()) for n in FILL_OUTPUTS]
 
     def chosen_length(self, value):
         """The generation length the visitor chose (a raw slider value, at most the app's limit), kept for

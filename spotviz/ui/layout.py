@@ -17,7 +17,8 @@ from ..trace import MAX_TRACE_BYTES
 from .examples import list_examples
 from .explainer import Explainer
 from .files import TraceFiles
-from .handlers import CONTROLS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers, startup_banner, status_html
+from .handlers import (CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
+                       startup_banner, status_html)
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, RACE_BASELINES, TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, register_store
 
@@ -193,8 +194,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
                        None, [stop_note], cancels=[run_ev], api_name="stop", queue=False,
                        js="() => { window.__svStop && window.__svStop(); }")
-        run_this.click(h.fill, [shown], inputs, api_name=False, queue=False).then(
-            h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False, preprocess=False).then(
+        run_this.click(h.fill, [shown], outs(FILL_OUTPUTS), api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
         upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,

@@ -72,6 +72,11 @@ class ModelStore:
                     self._cache[name] = self.loader(name)
             return self._cache[name]
 
+    def loaded(self, name: str) -> bool:
+        """Whether `name` is loaded already (asking loads nothing)."""
+        with self._lock:
+            return name in self._cache
+
     def describe(self, name: str) -> str:
         """One line about a loaded model, or raises its load error."""
         t = self.get(name)

@@ -34,8 +34,9 @@
     // drafters finish); otherwise at the top, a little right of the y axis: above the standard decoder's slow line,
     // right of the drafters' steep ones
     const lanes = data.filter((d) => d.showlegend).length, below = (o.width || 300) < 480 && lanes > 2;
-    const layout = SV.layout({width: o.width || 300, height: (o.height || 190) + (below ? 16 * Math.ceil(lanes / 2) + 8 : 0)}, {
-      margin: {l: 40, r: 8, t: 4, b: below ? 30 + 16 * Math.ceil(lanes / 2) + 8 : 30}, showlegend: true,
+    const extra = below ? 16 * Math.ceil(lanes / 2) + 8 : 0;   // (two legend entries a row)
+    const layout = SV.layout({width: o.width || 300, height: (o.height || 190) + extra}, {
+      margin: {l: 40, r: 8, t: 4, b: 30 + extra}, showlegend: true,
       legend: below ? {orientation: 'h', x: 0, y: -0.22, xanchor: 'left', yanchor: 'top', font: {size: 10}}
                     : {x: 0.2, y: 0.99, xanchor: 'left', yanchor: 'top', bgcolor: 'rgba(255,255,255,0.8)', font: {size: 10}},
       xaxis: {range: [0, xmax + 0.5], fixedrange: true, zeroline: false, title: {text: 'target passes', standoff: 2},

@@ -859,6 +859,33 @@ def test_auto_prices_every_size_at_the_machines_speed_now_when_it_changes_in_spe
     assert p.f_now[1:3] == pytest.approx([p.f_at(1), p.f_at(2)])
 
 
+def test_auto_gate_that_lost_faith_after_a_few_unlucky_trees_drafts_again():
+    """A gate whose first trees accepted 2 edges of 9 expected (s_g = 0.36) stops drafting; only drafted passes
+    could correct that, so the evidence fades while nothing is drafted and drafting resumes within a few problems'
+    passes. A drafter that is never accepted is still tried only rarely after that."""
+    c = np.array([0.999, 0.99])  # (math-bd's stale confidences: one-guess trees pay while s_g > about 0.5)
+    p = CostAwareBudget(curve(0.0035, 0.0020), n_max=2)  # (f(2)/f(1) 1.57: AMD, session 38)
+    p.one_guess.overhead = p.tree.overhead = 0.0005
+    p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
+    assert p.draft_now(c)
+    p.gate_expected, p.gate_accepted = 11.0, 4.0  # (as one run on the AMD machine of session 38 left it)
+    assert not p.draft_now(c)
+    waited = 0
+    while not p.draft_now(c):
+        p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
+        waited += 1
+    assert 50 < waited < 250
+    probes, passes = 0, 2000
+    for _ in range(passes):  # never accepted: each probe adds 1 expected edge, none accepted
+        if p.draft_now(c):
+            probes += 1
+            p.begin(2), p.add(0.99), p.choose(2)
+            p.observe(PassOutcome(2, 0.0055, False, accepted_edges=0, overhead_s=0.0005, drafted=True))
+        else:
+            p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
+    assert probes < passes / 100  # (5 in 2,000 as written: one probe costs about half a pass)
+
+
 def test_auto_gives_a_size_priced_too_dear_by_a_few_slow_forwards_another_chance():
     """Two forwards of two states timed 60% slow (a spell's onset) price a one-guess tree out; unverified, that
     correction fades back to the cached curve, so drafting resumes and its forwards correct the price."""

@@ -29,8 +29,14 @@ already computed (c_(1) >= c_(2) >= ... over the positions still masked): the ch
 
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 
-with its own calibration s_g (accepted edges over the chain's expectation for the size verified). The pass
-drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its
+with its own calibration s_g (accepted edges over the chain's expectation for the size verified, starting from a
+prior of 1 that weighs two expected edges). Only drafted passes renew s_g, so while the gate drafts nothing, the
+evidence above the prior fades by GATE_FADE a pass: a few unlucky first trees (on math-bd at T = 0 on the AMD machine
+of session 38: 2 edges accepted of 9 expected, s_g = 0.36) would otherwise stop drafting for good, and the memory
+between runs (below) would carry that to every later run, where N = 2 ran 7% faster (1.08x against auto's 1.01x).
+With the fade the gate drafts again after about a hundred undrafted passes, and the passes it drafts then renew s_g;
+a drafter that is truly never accepted is then tried once in a few hundred passes (each failed probe adds to the
+evidence, and the realized check below pauses its tier), so the fade costs under half a percent there (tested). The pass drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its
 decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no
 drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own work
 has two tiers, each a running linear fit of what it was measured to cost against the tree's node count (c_N = the
@@ -186,7 +192,7 @@ class CostAwareBudget(FixedBudget):
         self.last = [0] * (n_max + 1)  # the pass at which each size was last seen (its correction's age)
         self.seen = [0] * (n_max + 1)
         self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
-        self.gate_expected = self.gate_accepted = 2.0  # chain calibration s_g (prior: 1)
+        self.gate_expected = self.gate_accepted = self.GATE_PRIOR  # chain calibration s_g (prior: 1)
         self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
@@ -353,6 +359,10 @@ class CostAwareBudget(FixedBudget):
                 other = self.tree if t is self.one_guess else self.one_guess
                 other.realized += self.REALIZED_DRIFT * (1.0 - other.realized)
         elif o.states == 1 and not o.fused:
+            # the gate's calibration fades back to its prior while nothing is drafted: evidence only drafted passes
+            # can renew would otherwise outlive the passes that gave it (module docstring)
+            self.gate_expected = self.GATE_PRIOR + (self.gate_expected - self.GATE_PRIOR) * self.GATE_FADE
+            self.gate_accepted = self.GATE_PRIOR + (self.gate_accepted - self.GATE_PRIOR) * self.GATE_FADE
             a = 0.1 if self.standard_seen else 1.0
             self.standard_over = (1 - a) * self.standard_over + a * o.overhead_s
             self.standard_commits = (1 - a) * self.standard_commits + a * commits
@@ -360,6 +370,8 @@ class CostAwareBudget(FixedBudget):
         self.last_expected = self.last_chain = self.gate_rate = 0.0
         self.budget, self.small = self.n_max, False
 
+    GATE_PRIOR = 2.0  # the chain calibration's prior: s_g = 1, weighing as much as two expected edges
+    GATE_FADE = 0.995  # per undrafted pass: how fast the evidence above that prior fades (module docstring)
     STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
     PRIOR_SHAPE = 0.9  # s_N before a size is seen: batches of states cost ~10% less against one state inside decodes
     # than the cached curve measures them in isolation (math-bd and python-bd at N = 2-8 on two machines,

@@ -49,7 +49,7 @@ def free_port() -> int:
 
 def pick_drafter(target, wanted: str) -> str:
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     order = ["spot", "training-free", "calibrated", "none"] if wanted == "auto" else [wanted]
     for d in order:

@@ -29,7 +29,7 @@ from spotviz.drafter.model import SpotDrafter  # noqa: E402
 from spotviz.drafter.registry import load_proposer  # noqa: E402
 from spotviz.embedded.prompts import heldout_prompts  # noqa: E402
 from spotviz.registry import load_target  # noqa: E402
-from spotviz.samplers.common import DecodeConfig  # noqa: E402
+from spotviz.samplers.config import DecodeConfig  # noqa: E402
 from spotviz.samplers.spot import decode_spot  # noqa: E402
 from spotviz.samplers.standard import decode_standard  # noqa: E402
 

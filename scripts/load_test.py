@@ -140,7 +140,7 @@ def run_args(prompt: str, seed: int, a, model: str = MODEL) -> dict:
 def reference(target, prompt: str, seed: int, a) -> dict:
     """Direct engine runs with the session's settings: {drafter: Trace}."""
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     out = {}
     for drafter in dict.fromkeys([a.drafter, "none"]):

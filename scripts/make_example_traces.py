@@ -54,7 +54,7 @@ EXAMPLES = [
 
 def decode_first(target, prompt: str, settings: dict, drafters: list[str], gen_length: int, budget: int):
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     errors = []
     for d in drafters:

@@ -19,7 +19,7 @@ from spotviz.engine import decode  # noqa: E402
 from spotviz.eval.quality import greedy_quality  # noqa: E402
 from spotviz.eval.stats import stale_agreement  # noqa: E402
 from spotviz.registry import load_target  # noqa: E402
-from spotviz.samplers.common import DecodeConfig  # noqa: E402
+from spotviz.samplers.config import DecodeConfig  # noqa: E402
 
 
 def main() -> None:

@@ -43,10 +43,10 @@ COMPONENTS = [
     ("spotviz.samplers.spot", "remember", "known states"),
     ("spotviz.samplers.spot", "window_memory", "known states"),
     ("spotviz.samplers.verify", "KnownStates.decision", "known states"),
-    ("spotviz.samplers.common", "DecodeState.add_pass", "bookkeeping"),
-    ("spotviz.samplers.common", "DecodeState.counters", "bookkeeping"),
-    ("spotviz.samplers.common", "DecodeState.progress", "bookkeeping"),
-    ("spotviz.samplers.common", "DecodeState.apply", "bookkeeping"),
+    ("spotviz.samplers.state", "DecodeState.add_pass", "bookkeeping"),
+    ("spotviz.samplers.state", "DecodeState.counters", "bookkeeping"),
+    ("spotviz.samplers.state", "DecodeState.progress", "bookkeeping"),
+    ("spotviz.samplers.state", "DecodeState.apply", "bookkeeping"),
     ("spotviz.samplers.auto_budget", "CostAwareBudget.draft_now", "budget policy"),
     ("spotviz.samplers.auto_budget", "CostAwareBudget.begin", "budget policy"),
     ("spotviz.samplers.auto_budget", "CostAwareBudget.add", "budget policy"),
@@ -162,7 +162,7 @@ def main(argv=None):
     from spotviz.engine import set_threads
     from spotviz.registry import load_target
     from spotviz.drafter.registry import load_proposer
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.samplers.spot import decode_spot_stream
     from spotviz.samplers.standard import decode_standard_stream
 

@@ -49,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _budget(s: str):
-    from .samplers.common import AUTO
+    from .samplers.config import AUTO
 
     if s == AUTO:
         return s
@@ -137,7 +137,7 @@ def _as_flags(e: Exception) -> Exception:
 def cmd_decode(a) -> int:
     from .engine import DRAFTERS, decode
     from .registry import load_target
-    from .samplers.common import DecodeConfig, DecodeError
+    from .samplers.config import DecodeConfig, DecodeError
 
     if a.drafter not in DRAFTERS:
         raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
@@ -552,7 +552,7 @@ def main(argv=None) -> int:
     handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
                 "bench": cmd_bench, "cost-curve": cmd_cost_curve, "accuracy": cmd_accuracy}
     from .registry import DEFAULT_MODEL, ModelLoadError
-    from .samplers.common import DecodeError
+    from .samplers.config import DecodeError
     from .trace import TraceError
 
     if hasattr(a, "model") and a.model is None:

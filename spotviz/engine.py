@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from .drafter.registry import PROPOSERS
-from .samplers.common import DecodeConfig, DecodeError, Progress, run_to_end
+from .samplers.config import DecodeConfig, DecodeError
+from .samplers.state import Progress, run_to_end
 from .targets.base import DiffusionTarget
 from .threads import THREADS_ENV, ensure_threads, set_threads  # noqa: F401  (part of this module's interface)
 

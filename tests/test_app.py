@@ -20,7 +20,7 @@ GEN = 24
 def example_dir(tmp_path_factory, tiny_block_target, tiny_prompt):
     """A trace folder with one example made by the engine (index.json + two traces)."""
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     d = tmp_path_factory.mktemp("traces")
     decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16, seed=3)).save(d / "ex-standard.json")
@@ -64,7 +64,7 @@ def _timeline(text: str) -> list[dict]:
 
 def test_streamed_run_matches_direct_engine_run(client, tiny_block_target, tiny_prompt):
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.trace import Trace
 
     drafter = "training-free"
@@ -304,7 +304,7 @@ def test_the_length_slider_keeps_the_visitors_length_across_a_long_prompt(app, t
 def test_live_token_texts_are_the_traces_mask_and_end_of_text_marks(tiny_block_target, tiny_prompt):
     """A streaming run names tokens as its trace does: "[MASK]", and one mark "∎" for end of text (a stopped run
     shows only the live strings, so they must not fall back to the raw tag)."""
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.ui.runner import _one_run
 
     info = tiny_block_target.info

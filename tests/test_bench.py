@@ -92,7 +92,7 @@ def test_bench_row_warms_up_before_timing(tiny_block_dir):
     from spotviz.drafter.registry import load_proposer
     from spotviz.eval.bench import _run
     from spotviz.registry import load_target
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     target = load_target(str(tiny_block_dir))
     prompts = ["the cat", "a dog"]

@@ -63,7 +63,7 @@ LISTENER_PROBE = """
 def trace_dir(tmp_path_factory, tiny_block_target, tiny_prompt):
     """The shipped example traces if there are any, else one made here with the engine."""
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.ui.examples import TRACE_DIR, list_examples
 
     if list_examples(TRACE_DIR):

@@ -8,7 +8,7 @@ import torch
 
 from spotviz.engine import decode, decode_stream
 from spotviz.noise import GumbelNoise
-from spotviz.samplers.common import DecodeConfig, DecodeError
+from spotviz.samplers.config import DecodeConfig, DecodeError
 from spotviz.targets.base import DiffusionTarget
 
 GEN = 40

@@ -16,7 +16,7 @@ from spotviz.drafter.model import DrafterConfig, SpotDrafter
 from spotviz.drafter.proposers import Calibrated, SpotProposer
 from spotviz.training.drafter import (CALIBRATED_PARAMETERS, MAX_DEPTH, calibrate_template, collect, evaluate_drafter,
                                    fit, remaining_masks)
-from spotviz.samplers.common import DecodeConfig
+from spotviz.samplers.config import DecodeConfig
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
 

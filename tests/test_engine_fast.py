@@ -22,7 +22,7 @@ from spotviz import threads
 from spotviz.engine import DRAFTERS, decode, decode_stream, set_threads
 from spotviz.noise import GumbelNoise
 from spotviz.samplers import auto_budget, forward_cost
-from spotviz.samplers.common import DecodeConfig, DecodeError, Limits
+from spotviz.samplers.config import DecodeConfig, DecodeError, Limits
 from spotviz.samplers.auto_budget import CostAwareBudget, PassOutcome
 from spotviz.samplers.forward_cost import CostCurve
 from spotviz.samplers.spot import decode_spot

@@ -16,7 +16,7 @@ import torch
 
 from spotviz.engine import decode
 from spotviz.registry import load_embedded
-from spotviz.samplers.common import DecodeConfig
+from spotviz.samplers.config import DecodeConfig
 from spotviz.targets.invariance import NOT_GUARANTEED, batch_invariance, ensure_batch_invariance
 
 RUNS = [(0.0, 0)] + [(1.0, seed) for seed in range(4)]  # (temperature, seed); at T=0 the seed does not matter

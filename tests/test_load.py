@@ -41,7 +41,7 @@ def test_load_test_refuses_non_loopback_addresses(load_test):
 def test_the_checker_notices_another_sessions_trace(load_test, tiny_block_target):
     """compare() must flag a trace that belongs to another request (so a mixed-up session cannot pass)."""
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     cfg = dict(temperature=1.0, gen_length=16, drafter="training-free", budget=8)
     mine = decode(tiny_block_target, load_test.session_prompt(1), DecodeConfig(seed=8, **cfg))

@@ -80,7 +80,7 @@ def files(tmp_path_factory, tiny_block_dir, tiny_block_target):
 
     from spotviz.drafter.model import DrafterConfig, SpotDrafter
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.trace import MAX_TRACE_BYTES
 
     root = tmp_path_factory.mktemp("bad")
@@ -423,7 +423,7 @@ def test_drafter_for_another_vocabulary_is_accepted_and_lossless(files, tiny_blo
     vocabulary transfers: the run is exactly the standard decoder's."""
     import spotviz.drafter.store as store
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     monkeypatch.setattr(store, "DRAFTER_DIR", files["drafter-other-vocab"])
     cfg = dict(gen_length=24, seed=4, temperature=1.0, budget=8)
@@ -649,7 +649,7 @@ def test_injected_default_that_fails_falls_back_to_the_next_model(tiny_block_tar
 def test_concurrent_runs_in_one_process_do_not_mix(client, app, tiny_block_target):
     """Two sessions at once on the same target (the app's concurrency is 1 on CPU; the load test covers 16+)."""
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.trace import Trace
 
     results = {}

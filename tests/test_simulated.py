@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from spotviz.samplers import forward_cost, simulated
-from spotviz.samplers.common import DecodeConfig
+from spotviz.samplers.config import DecodeConfig
 from spotviz.samplers.forward_cost import CostCurve
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard

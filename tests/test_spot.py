@@ -22,7 +22,7 @@ from spotviz.drafter.proposers import Calibrated, SpotProposer, TrainingFree
 from spotviz.drafter.registry import learned_drafter, load_proposer
 from spotviz.drafter.tree import Proposer, build_tree, node_states
 from spotviz.noise import GumbelNoise
-from spotviz.samplers.common import DecodeConfig, DecodeError
+from spotviz.samplers.config import DecodeConfig, DecodeError
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
 from spotviz.targets.base import DiffusionTarget

@@ -8,7 +8,7 @@ import pytest
 
 from spotviz import trace as trace_mod
 from spotviz.engine import decode
-from spotviz.samplers.common import DecodeConfig
+from spotviz.samplers.config import DecodeConfig
 from spotviz.trace import MAX_TRACE_BYTES, TRACE_FORMAT, TRACE_VERSION, Trace, TraceError
 
 

@@ -69,7 +69,7 @@ def _standard_trace(n: int = 6, tokens=None, **meta) -> Trace:
 @pytest.fixture(scope="module")
 def real_traces(tiny_block_target, tiny_prompt):
     from spotviz.engine import decode
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
 
     base = decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=24, seed=1))
     try:
@@ -145,7 +145,7 @@ def test_timeline_keeps_code_text_and_never_html():
 
 def test_live_session_lines_equal_the_replayed_trace(tiny_block_target, tiny_prompt):
     """The app's live session turns engine events into the same pass lines as the finished trace."""
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.ui.inputs import RunPlan
     from spotviz.ui.runner import ModelStore, decode_events, register_store
     from spotviz.ui.session import LiveSession

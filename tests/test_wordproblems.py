@@ -503,7 +503,7 @@ def test_the_apps_word_problems_to_try_are_answered_by_the_shipped_model():
     from spotviz.engine import decode
     from spotviz.eval.answers import parse_answer
     from spotviz.registry import DEFAULT_MODEL, load_target
-    from spotviz.samplers.common import DecodeConfig
+    from spotviz.samplers.config import DecodeConfig
     from spotviz.ui.inputs import MATH_PROMPTS, prompts_for
 
     assert prompts_for(DEFAULT_MODEL) == MATH_PROMPTS == prompts_for("JetLM/SDAR-1.7B-Chat")

@@ -113,15 +113,14 @@ class Proposer:
         return None
 
 
-class FixedBudget:
-    """A budget policy: how many nodes a pass's tree may have, and which best-first prefix it keeps. This one is a
-    fixed node count: every pass drafts, and the tree keeps every node grown. (samplers/auto_budget.CostAwareBudget is
-    the cost-aware one, `--budget auto`.) The tree builder calls begin(), then add(path_prob) for every node after
-    s1 while stop(next_p) is False, then choose(); the decoder asks draft_now() before a pass and reports it with
-    observe()."""
+class BudgetPolicy:
+    """How many nodes a pass's tree may have, and which best-first prefix it keeps: the decoder asks draft_now()
+    before a pass and reports the pass with observe(); the tree builder calls begin(), then add(path_prob) for every
+    node after s1 while stop(next_p) is False, then choose(). `budget` is this pass's cap on the node count. The
+    defaults here draft every pass and keep every node grown: FixedBudget below; samplers/auto_budget.CostAwareBudget
+    is the cost-aware policy (`--budget auto`)."""
 
-    def __init__(self, budget: int):
-        self.budget = int(budget)
+    budget: int
 
     def draft_now(self, stale_conf) -> bool:
         """Whether this pass drafts, given the stale confidences at the positions still masked in s1."""
@@ -145,10 +144,17 @@ class FixedBudget:
         """After a pass: what it cost and what it accepted (samplers/auto_budget.PassOutcome)."""
 
 
+class FixedBudget(BudgetPolicy):
+    """A fixed node count: every pass drafts, and the tree keeps every node grown."""
+
+    def __init__(self, budget: int):
+        self.budget = int(budget)
+
+
 def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float = 0.0) -> list[DraftNode]:
     """Best-first tree (by path probability) of at most `budget` nodes rooted at s1.
 
-    budget: a node count, or a budget policy (FixedBudget, or samplers/auto_budget.CostAwareBudget, which stops
+    budget: a node count, or a BudgetPolicy (FixedBudget, or samplers/auto_budget.CostAwareBudget, which stops
     growing when no larger tree can pay for its forward and keeps the best-first prefix with the most expected
     commits per second). min_path_prob > 0 stops growing once the best candidate's path probability (its chance
     of being accepted) falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer

@@ -69,7 +69,7 @@ def heldout_problems(per_family: int = 4, seed: int = 1) -> list[tuple[str, Prob
 
 def answer_accuracy(target, problems: list[tuple[str, Problem]], gen_length: int = 128, log=None) -> dict:
     """Greedy-decode each problem's bare question with the standard decoder; accuracy per split and family."""
-    from ..samplers.common import DecodeConfig
+    from ..samplers.config import DecodeConfig
     from ..samplers.standard import decode_standard
 
     rows = []

@@ -23,7 +23,7 @@ from ..drafter.registry import learned_drafter, load_proposer
 from ..drafter.store import DRAFTER_DIR
 from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import EMBEDDED, load_target
-from ..samplers.common import AUTO, DecodeConfig
+from ..samplers.config import AUTO, DecodeConfig
 from ..samplers.forward_cost import ceiling, cost_curve
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard

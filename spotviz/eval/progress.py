@@ -15,7 +15,7 @@ def unit_seconds(target, prompt: str, gen_length: int, mode: str = "exact") -> f
     """Seconds of one standard decode of `gen_length` tokens (in `mode`): a whole decode of `prompt`, timed after a
     short warm-up. Whole, not extrapolated from its first tokens: a decode that reaches end-of-text stops there
     (math-bd's answers end after ~30 of 128 tokens), so its first 16 tokens times 128 / 16 overstated it ~4x."""
-    from ..samplers.common import DecodeConfig
+    from ..samplers.config import DecodeConfig
     from ..samplers.standard import decode_standard
 
     decode_standard(target, prompt, DecodeConfig(gen_length=min(16, gen_length), mode=mode))  # first-call allocations

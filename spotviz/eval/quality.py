@@ -95,7 +95,7 @@ def summarise(rows: list[OutputQuality]) -> dict:
 
 def greedy_quality(target, prompts: list[str], gen_length: int = 128, python: bool | None = None) -> dict:
     """Decode every prompt greedily (exact mode, T=0) with the standard decoder and measure the outputs."""
-    from ..samplers.common import DecodeConfig
+    from ..samplers.config import DecodeConfig
     from ..samplers.standard import decode_standard
 
     if python is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..decision import masked_log_softmax
 from ..noise import GumbelNoise, gumbel_scores
-from ..samplers.common import DecodeConfig
+from ..samplers.config import DecodeConfig
 from ..samplers.standard import decode_standard_stream
 
 

@@ -1,2 +1,3 @@
-from .common import DecodeConfig, DecodeError, Progress
+from .config import DecodeConfig, DecodeError
+from .state import Progress
 from .standard import decode_standard, decode_standard_stream

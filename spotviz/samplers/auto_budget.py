@@ -88,7 +88,7 @@ command-line decode is a process of its own; on math-bd at T = 1 a run from the 
 decoder's speed, one from an earlier run's memory 1.04x: docs/wallclock.md). The corrections matter where the cached
 curve is off in shape, not only in scale (measured while another job shared the cores, say): each new run would
 otherwise trust it again at every size it has not yet seen twice.
-FixedBudget is the fixed node count: it always drafts and keeps every node it grows.
+FixedBudget (drafter/tree.py) is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..drafter.tree import ONE_GUESS, FixedBudget
+from ..drafter.tree import ONE_GUESS, BudgetPolicy, FixedBudget
 from . import forward_cost
 from .forward_cost import CostCurve, cost_curve, curve_key, write_cache_file
 
@@ -164,12 +164,12 @@ class Tier:
         self.cov = (1 - a) * (self.cov + a * dn * do)
 
 
-class CostAwareBudget(FixedBudget):
+class CostAwareBudget(BudgetPolicy):
     """`auto`: draft only when the stale confidences say it pays; keep the best-first prefix (N >= 2) with the
-    most expected commits per second (module docstring; the interface is drafter/tree.FixedBudget's)."""
+    most expected commits per second (module docstring; the interface is drafter/tree.BudgetPolicy)."""
 
     def __init__(self, curve: CostCurve, n_max: int = 64):
-        super().__init__(n_max)  # (self.budget: this pass's cap, n_max or ONE_GUESS; set by draft_now)
+        self.budget = n_max  # this pass's cap: n_max or ONE_GUESS (set by draft_now)
         self.n_max = n_max
         self.curve = curve
         self.f = curve.table(n_max)
@@ -413,7 +413,7 @@ class CostAwareBudget(FixedBudget):
             t.backoff = max(self.PAUSE, t.backoff // 2)
 
 
-def budget_policy(budget, target, memory: tuple | None = None, instance=None) -> FixedBudget:
+def budget_policy(budget, target, memory: tuple | None = None, instance=None) -> BudgetPolicy:
     """The run's tree sizing: the fixed budget, or the cost-aware one (auto) with the target's cost curve, starting
     from what the last run under the same `memory` key learned (end a run with `remember_policy`): in this process
     (with the same drafter `instance`), else in an earlier process (memory_file)."""
@@ -428,7 +428,7 @@ def budget_policy(budget, target, memory: tuple | None = None, instance=None) ->
     return policy
 
 
-def remember_policy(policy: FixedBudget, target, memory: tuple, instance=None) -> None:
+def remember_policy(policy: BudgetPolicy, target, memory: tuple, instance=None) -> None:
     """Keep what an `auto` run learned for the next run of the same target under the same key: in this process,
     and in the user cache for the next process (a command line run is one process each)."""
     if isinstance(policy, CostAwareBudget):

@@ -26,7 +26,8 @@ from ..drafter.tree import DraftNode, Proposer, build_tree, node_states
 from ..noise import IndependentNoise
 from ..targets.base import DiffusionTarget
 from ..trace import TreeNode
-from .common import DecodeConfig, DecodeState, Progress, run_to_end, trees_may_cross
+from .config import DecodeConfig, trees_may_cross
+from .state import DecodeState, Progress, run_to_end
 from .auto_budget import CostAwareBudget, PassOutcome, budget_policy, remember_policy
 from .forward_cost import pass_clock
 from .standard import standard_pass, standard_step

@@ -10,7 +10,8 @@ from typing import Iterator
 
 from ..decision import decide
 from ..targets.base import DiffusionTarget
-from .common import DecodeConfig, DecodeState, Progress, run_to_end
+from .config import DecodeConfig
+from .state import DecodeState, Progress, run_to_end
 
 
 def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, record_logits: bool = False,

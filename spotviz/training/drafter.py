@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..decision import masked_log_softmax
-from ..samplers.common import DecodeConfig
+from ..samplers.config import DecodeConfig
 from ..samplers.spot import decode_spot
 from ..samplers.standard import decode_standard_stream
 from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk, coupled_candidates, n_features,

@@ -13,7 +13,7 @@ from pathlib import Path
 import gradio as gr
 
 from ..registry import DEFAULT_MODEL, EMBEDDED
-from ..samplers.common import DecodeError
+from ..samplers.config import DecodeError
 from ..trace import Trace, TraceError
 from ..views.common import esc
 from ..views.timeline import timeline

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..engine import DRAFTERS
-from ..samplers.common import DecodeConfig, DecodeError, Limits
+from ..samplers.config import DecodeConfig, DecodeError, Limits
 
-from ..samplers.common import AUTO
+from ..samplers.config import AUTO
 
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
 CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class Stack:\n", "def quicksort(items):\n",
@@ -38,7 +38,7 @@ DRAFTER_HELP = {
     "none": "the standard decoder (one decision per pass)",
 }
 RACE_BASELINES = [d for d in ("training-free", "calibrated") if d in DRAFTERS]  # raced against SPOT
-TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, samplers.common.MAX_TEMPERATURE, is higher)
+TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, samplers.config.MAX_TEMPERATURE, is higher)
 GEN_STEP = 8
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 import gradio as gr
 
 from ..registry import DEFAULT_MODEL, EMBEDDED
-from ..samplers.common import BUDGETS, MAX_GEN_LENGTH
+from ..samplers.config import BUDGETS, MAX_GEN_LENGTH
 from ..trace import MAX_TRACE_BYTES
 from .examples import list_examples
 from .explainer import Explainer

@@ -134,7 +134,7 @@ def _one_run(target, prompt: str, cfg, run: str) -> Iterator[dict]:
 
 def _error(run: str, where: str, e: BaseException) -> dict:
     from ..registry import ModelLoadError
-    from ..samplers.common import DecodeError
+    from ..samplers.config import DecodeError
     from ..trace import TraceError
 
     if isinstance(e, (DecodeError, ModelLoadError, TraceError)):
@@ -154,7 +154,7 @@ def _error(run: str, where: str, e: BaseException) -> dict:
 def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dict]:
     """Decode `prompt` with every run of `plan` (inputs.RunPlan: its configs are validated already), one after
     another on the same prompt and seed; yield plain events (see the module docstring)."""
-    from ..samplers.common import encode_prompt
+    from ..samplers.config import encode_prompt
 
     try:
         target = _STORES[store_key].get(model)

@@ -31,21 +31,21 @@ already computed (c_(1) >= c_(2) >= ... over the positions still masked): the ch
 
 with its own calibration s_g (accepted edges over the chain's expectation for the size verified, starting from a
 prior of 1 that weighs two expected edges). Only drafted passes renew s_g, so while the gate drafts nothing, the
-evidence above the prior fades by GATE_FADE a pass: a few unlucky first trees (on math-bd at T = 0 on the AMD machine
-of session 38: 2 edges accepted of 9 expected, s_g = 0.36) would otherwise stop drafting for good, and the memory
-between runs (below) would carry that to every later run, where N = 2 ran 7% faster (1.08x against auto's 1.01x).
-With the fade the gate drafts again after about a hundred undrafted passes, and the passes it drafts then renew s_g;
-a drafter that is truly never accepted is then tried once in a few hundred passes (each failed probe adds to the
-evidence, and the realized check below pauses its tier), so the fade costs under half a percent there (tested). The pass drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its
-decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no
-drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own work
-has two tiers, each a running linear fit of what it was measured to cost against the tree's node count (c_N = the
-mean work + w (N - the mean node count), w from the running covariance of node count and work, 0 until the sizes
-spread: drafter features, node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that growth
-is what bounds the tree): c_2 for a one-guess tree (N = 2, which a
-proposer may draft more cheaply: the SPOT proposer hands it to its partner and skips the drafter's forward,
-drafter/proposers/spot.py) and c for a larger tree. When N = 2 is the best size under G, the pass's tree is capped
-at 2 nodes before anything is drafted.
+evidence above the prior fades by GATE_FADE a pass: a few unlucky first trees (on math-bd at T = 0 on the AMD
+machine of session 38: 2 edges accepted of 9 expected, s_g = 0.36) would otherwise stop drafting for good, and the
+memory between runs (below) would carry that to every later run, where N = 2 ran 7% faster (1.08x against auto's
+1.01x). With the fade the gate drafts again after about a hundred undrafted passes, and the passes it drafts then
+renew s_g; a drafter that is truly never accepted is then tried once in a few hundred passes (each failed probe adds
+to the evidence, and the realized check below pauses its tier), so the fade costs under half a percent there
+(tested). The pass drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's
+own work (its decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass,
+with no drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own
+work has two tiers, each a running linear fit of what it was measured to cost against the tree's node count (c_N =
+the mean work + w (N - the mean node count), w from the running covariance of node count and work, 0 until the sizes
+spread: drafter features, node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that
+growth is what bounds the tree): c_2 for a one-guess tree (N = 2, which a proposer may draft more cheaply: the SPOT
+proposer hands it to its partner and skips the drafter's forward, drafter/proposers/spot.py) and c for a larger
+tree. When N = 2 is the best size under G, the pass's tree is capped at 2 nodes before anything is drafted.
 
 The gate's estimate for a tier can be off in a way s_g cannot see: G(N) is the chain of stale confidences, but the
 tree the drafter then grows is sized by its own path probabilities, and on math-bd a pass the gate sent to a larger

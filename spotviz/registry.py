@@ -38,13 +38,12 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     hf_logging.disable_progress_bar()
     from .embedded import modeling  # noqa: F401  (Auto registration)
     from .targets.embedded import EmbeddedTarget
+    from .targets.hub import check_finite, refuse_pickles
 
     folder = Path(folder)
     name = name or folder.name
     device = pick_device(device)  # a bad device fails before anything is read
     if not (folder / "model.safetensors").is_file() and folder.is_dir():
-        from .targets.hub import refuse_pickles
-
         refuse_pickles(folder, name, " (model.safetensors is missing)")
     for f in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (folder / f).is_file():
@@ -76,9 +75,7 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
                            for k, v in problems.items())
         raise ModelLoadError(f"model {name!r}: model.safetensors does not match config.json ({detail}); "
                              f"the weight file is incomplete or from another model")
-    bad = next((n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
-    if bad is not None:
-        raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt (tensor {bad} has NaN or infinite values)")
+    check_finite(model, name, "model.safetensors")
     try:
         model = model.to(device)
     except (RuntimeError, AssertionError, ValueError) as e:  # out of memory, a device that went away
@@ -108,10 +105,14 @@ def load_target(name_or_path: str | None = None, device: str | None = None):
 
     if name in PUBLISHED:
         return load_published(name, device=device)
-    p = Path(name)
+    p = Path(name).expanduser()
     if p.is_dir():
         cfg = p / "config.json"
         if cfg.is_file() and '"spotviz-dlm"' in cfg.read_text(errors="replace"):
             return load_embedded(p, p.name, device)
         return load_published(str(p), device=device)
+    if p.exists() or "/" in name or "\\" in name or name.startswith((".", "~")):
+        # a path that is not a folder, or a Hub repo id ("org/name"): load_published says which (a file, a folder
+        # that does not exist, a repository not in the local cache)
+        return load_published(name, device=device)
     raise ModelLoadError(f"unknown model {name!r}; known models: {', '.join(known_models())}, or a local folder")

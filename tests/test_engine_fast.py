@@ -622,6 +622,19 @@ def test_a_curve_belongs_to_the_target_it_was_measured_for(tiny_block_target, mo
     assert len(calls) == 2
 
 
+def test_named_models_cache_their_curve_and_folders_do_not(tmp_path):
+    """Embedded and published short names and Hub repo ids are cached on disk (a published 8B model was measured
+    again in every process); a folder is not (its model may change under the same name)."""
+    from types import SimpleNamespace
+
+    def named(name):
+        return SimpleNamespace(info=SimpleNamespace(name=name))
+
+    assert forward_cost.cacheable(named("math-bd")) and forward_cost.cacheable(named("sdar-1.7b-chat"))
+    assert forward_cost.cacheable(named("JetLM/SDAR-1.7B-Chat"))
+    assert not forward_cost.cacheable(named(str(tmp_path))) and not forward_cost.cacheable(named("my-folder"))
+
+
 # ------------------------------------------------------------------------------------ one run description
 def test_start_event_then_passes_then_trace(tiny_block_target, tiny_prompt, random_drafter):
     for cfg in (DecodeConfig(seed=1, gen_length=16), DecodeConfig(seed=1, gen_length=16, drafter="training-free",

@@ -423,6 +423,20 @@ def test_dream_info_tokenizer_without_remote_code(dream, dream_dir):
     assert not list(dream_dir.glob("EXECUTED-*"))  # neither the model nor the DreamTokenizer code ran
 
 
+def test_a_tokenizer_that_only_autotokenizer_reads_is_loaded(tmp_path):
+    """A folder with a WordPiece vocab.txt and no tokenizer.json: only AutoTokenizer reads it (it used to fail on
+    every folder, hidden behind the fallbacks, so such a tokenizer could not load at all)."""
+    from transformers import BertTokenizer
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(WORDS)
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizer(str(tmp_path / "vocab.txt")).save_pretrained(str(tmp_path / "tok"))
+    (tmp_path / "tok" / "tokenizer.json").unlink(missing_ok=True)
+    shutil.copy(tmp_path / "vocab.txt", tmp_path / "tok" / "vocab.txt")
+    tok = hub.load_tokenizer(tmp_path / "tok", "wordpiece")
+    assert tok.encode("the prompt", add_special_tokens=False) == [vocab.index("the"), vocab.index("prompt")]
+
+
 def test_dream_logits_are_shifted_by_one(dream):
     states = random_states(vocab_of(dream), dream.info.mask_id, rows=2, length=12, masked_from=4)
     with torch.no_grad():
@@ -575,6 +589,35 @@ def test_block_size_override(llada_dir):
 
 
 # ---------------------------------------------------------------------------------------------- errors
+def test_load_target_says_what_is_wrong_with_a_path(tmp_path, monkeypatch):
+    """A path that is no folder gets the folder's own message from load_target (the CLI's and the library's entry),
+    not "unknown model"; a bare word that names nothing still gets the list of known models."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelLoadError, match=f"model folder '{tmp_path / 'missing'}' does not exist"):
+        load_target("./missing")
+    with pytest.raises(ModelLoadError, match="does not exist"):
+        load_target(str(tmp_path / "a" / "b"))
+    (tmp_path / "weights.safetensors").write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="is a file, not a model folder"):
+        load_target(str(tmp_path / "weights.safetensors"))
+    with pytest.raises(ModelLoadError, match="unknown model 'no-such-model'; known models: .*math-bd"):
+        load_target("no-such-model")
+
+
+def test_published_weights_with_nan_are_refused(sdar_dir, tmp_path):
+    """As for the embedded models (SECURITY.md): a published checkpoint with a NaN loaded and decoded nothing."""
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "sdar-nan"
+    shutil.copytree(sdar_dir, folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    key = next(k for k in sorted(weights) if "q_proj" in k)
+    weights[key][0, 0] = float("nan")
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(ModelLoadError, match="tensor .*q_proj.* has NaN or infinite values"):
+        load_target(str(folder))
+
+
 def test_unknown_names_and_missing_folders(tmp_path):
     with pytest.raises(ModelLoadError, match="unknown published model"):
         load_published("no-such-model")

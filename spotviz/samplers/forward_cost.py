@@ -127,10 +127,13 @@ def cpu_capability() -> str:
 
 
 def cacheable(target) -> bool:
-    """Only named models are cached on disk (a folder's model may change under the same name)."""
+    """Only named models are cached on disk: embedded and published short names and Hub repo ids (a folder's model
+    may change under the same name)."""
     from ..registry import EMBEDDED
+    from ..targets.published import PUBLISHED
 
-    return target.info.name in EMBEDDED or "/" in target.info.name and not Path(target.info.name).exists()
+    name = target.info.name
+    return name in EMBEDDED or name in PUBLISHED or "/" in name and not Path(name).exists()
 
 
 def pass_clock(target) -> tuple[str, callable]:
@@ -297,9 +300,10 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
             except (ValueError, TypeError, OSError):
                 pass  # unreadable cache: measure again
     if log or NOTICE:
+        kept = ("once per model, device, CPU kernels and thread count; cached afterwards" if cacheable(target) else
+                "a model folder's curve is not cached: measured once per process")
         (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
-                        f"{torch.get_num_threads()} thread(s) for --budget auto (once per model, device, CPU kernels "
-                        f"and thread count; cached afterwards) ...")
+                        f"{torch.get_num_threads()} thread(s) for --budget auto ({kept}) ...")
     since = cpu_snapshot()
     curve = measure(target, log=log)
     memo[key] = curve

@@ -109,7 +109,18 @@ def from_pretrained(cls, folder: Path, config, dtype, name: str, **kwargs):
         detail = "; ".join(f"{k}: {', '.join(map(str, v[:4]))}{' ...' if len(v) > 4 else ''}"
                            for k, v in problems.items())
         raise ModelLoadError(f"model {name!r}: the checkpoint does not match {cls.__name__} ({detail})")
+    check_finite(model, name, "the checkpoint")
     return model
+
+
+def check_finite(model, name: str, weights: str) -> None:
+    """Refuse weights with NaN or infinite values (a damaged or tampered file): such a model decodes garbage, or
+    nothing, without an error of its own. `weights` names the file(s) in the message."""
+    import torch
+
+    bad = next((n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
+    if bad is not None:
+        raise ModelLoadError(f"model {name!r}: {weights} is corrupt (tensor {bad} has NaN or infinite values)")
 
 
 def load_remote_code_model(folder: Path, repo: str | None, dtype, name: str, reason: str):
@@ -123,10 +134,12 @@ def load_remote_code_model(folder: Path, repo: str | None, dtype, name: str, rea
     from transformers import AutoModel
 
     try:
-        return AutoModel.from_pretrained(str(folder), trust_remote_code=True, use_safetensors=True, dtype=dtype)
+        model = AutoModel.from_pretrained(str(folder), trust_remote_code=True, use_safetensors=True, dtype=dtype)
     except Exception as e:
         raise ModelLoadError(f"model {name!r}: could not load {repo} with its remote code "
                              f"({type(e).__name__}: {e})") from None
+    check_finite(model, name, "the checkpoint")
+    return model
 
 
 def load_tokenizer(folder: Path, name: str):
@@ -154,7 +167,7 @@ def _quietly(fn, *args, **kwargs):
     from transformers.utils import logging
 
     level = logging.get_verbosity()
-    logging.set_verbosityModelLoadError()
+    logging.set_verbosity_error()
     try:
         return fn(*args, **kwargs)
     finally:

@@ -111,7 +111,7 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
     if path.exists():
         raise ModelLoadError(f"model {name!r}: {path} is a file, not a model folder")
     if name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name:
-        raise ModelLoadError(f"model folder {str(path)!r} does not exist")
+        raise ModelLoadError(f"model folder {str(path.absolute())!r} does not exist")
     if re.fullmatch(r"[\w.-]+/[\w.-]+", name) and not name.startswith((".", "/")):
         return download_snapshot(name, remote_code_allowed(name)), name, {}, name
     raise ModelLoadError(f"unknown published model {name!r}: not a known name ({', '.join(PUBLISHED)}), "

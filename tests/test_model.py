@@ -224,7 +224,8 @@ def test_not_a_spotviz_model(model_copy):
         load_embedded(model_copy)
 
 
-@pytest.mark.parametrize("name", ["no-such-model", "   ", "/no/such/folder"])
-def test_unknown_model_name(name):
-    with pytest.raises(ModelLoadError, match="unknown model|empty"):
+@pytest.mark.parametrize("name, match", [("no-such-model", "unknown model"), ("   ", "empty"),
+                                         ("/no/such/folder", "model folder '/no/such/folder' does not exist")])
+def test_unknown_model_name(name, match):
+    with pytest.raises(ModelLoadError, match=match):
         load_target(name)

@@ -109,6 +109,9 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen-length", type=int, default=128, help="tokens to generate")
     p.add_argument("--drafter", default="none", help="none (the standard decoder), spot, spot-sets, "
                                                      "training-free or calibrated")
+    p.add_argument("--drafter-dir", default=None, metavar="DIR",
+                   help="drafters trained by train-drafter (its --out) for this model (default: the model's shipped "
+                        "ones, else shakespeare-bd's, which transfer)")
     p.add_argument("--budget", type=_budget, default="auto",
                    help="draft tree size (states per pass): a number, or auto (per pass, from the measured cost "
                         "curve and the drafter's probabilities)")
@@ -124,7 +127,8 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
 
 
 FLAGS = {"gen_length": "--gen-length", "min_path_prob": "--min-path-prob", "temperature": "--temperature",
-         "seed": "--seed", "budget": "--budget", "threshold": "--threshold"}  # DecodeConfig's fields as flags
+         "seed": "--seed", "budget": "--budget", "threshold": "--threshold",
+         "drafter_dir": "--drafter-dir"}  # DecodeConfig's fields as flags
 
 
 def _as_flags(e: Exception) -> Exception:
@@ -148,7 +152,7 @@ def cmd_decode(a) -> int:
         cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                            gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
                            coupled_noise=not a.no_coupled_noise, cross_window=not a.no_cross_window,
-                           min_path_prob=a.min_path_prob)
+                           min_path_prob=a.min_path_prob, drafter_dir=a.drafter_dir)
         target = load_target(a.model, device=a.device)
         trace = decode(target, a.prompt, cfg)
     except DecodeError as e:
@@ -170,6 +174,10 @@ def cmd_decode(a) -> int:
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
+        if cfg.drafter not in ("none", "training-free"):
+            from .drafter.store import drafters_used
+
+            print(f"note: {drafters_used(target.info.name, cfg.drafter_dir)}", file=sys.stderr)
         print(_terminal(target.format_prompt(trace.meta.prompt) + trace.text))
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
@@ -286,6 +294,8 @@ def cmd_train_drafter(a) -> int:
                              mix_prompts=a.mix_prompts, mix_budget=a.mix_budget)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
+    print(f"use them: python -m spotviz decode --model {cfg.model} --drafter spot --drafter-dir {out} --prompt ...",
+          file=sys.stderr)
     return 0
 
 
@@ -327,7 +337,7 @@ def cmd_bench(a) -> int:
                     transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                     modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
                     drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
-                    simulate_curve=a.simulate_curve,
+                    simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir,
                     log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
@@ -526,6 +536,9 @@ def main(argv=None) -> int:
                    help="decoding modes benchmarked, separated by commas (exact, threshold)")
     b.add_argument("--drafters", default="spot,training-free,calibrated",  # (eval/bench.BENCH_DRAFTERS)
                    help="drafters benchmarked, separated by commas (spot, training-free, calibrated)")
+    b.add_argument("--drafter-dir", default=None, metavar="DIR",
+                   help="drafters trained by train-drafter (its --out) for this model (default: the model's shipped "
+                        "ones, else shakespeare-bd's, which transfer)")
     b.add_argument("--simulate-curve", default=None, metavar="FILE",
                    help="charge every target forward at another device's measured cost curve (a cost-curve JSON, "
                         "or scripts/gpu_cost_curve.py's result such as docs/gpu-h200.json) on a virtual clock: the "

@@ -222,9 +222,13 @@ def test_trace_html_page_and_baseline_checks(capsys, tiny_block_dir, tmp_path):
 
 def test_decode_errors_name_the_flags_and_accuracy_refuses_a_model_of_another_corpus(capsys, tiny_block_dir):
     for args, flag in ((["--gen-length", "-5"], "--gen-length"), (["--temperature", "-1"], "--temperature"),
-                       (["--min-path-prob", "2"], "--min-path-prob")):
+                       (["--min-path-prob", "2"], "--min-path-prob"),
+                       (["--drafter", "spot", "--drafter-dir", "/no/such/drafters"], "--drafter-dir")):
         code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", *args)
         assert code == 2 and out == "" and error_line(err).startswith(f"error: {flag} must be "), err
+    code, out, err = run_main(capsys, "bench", "--model", str(tiny_block_dir), "--drafter-dir", "/no/such/drafters",
+                              "--out", str(tiny_block_dir.parent / "bench-out"))
+    assert code == 2 and out == "" and error_line(err).startswith("error: --drafter-dir: '/no/such/drafters' is not")
     code, out, err = run_main(capsys, "accuracy", "--model", str(tiny_block_dir), "--per-family", "1")
     assert code == 2 and out == "" and "accuracy measures word-problem models" in error_line(err)
     assert "shakespeare corpus" in error_line(err)

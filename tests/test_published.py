@@ -579,9 +579,42 @@ def test_bos_for_plain_prompts_where_the_model_expects_it(llada):
     assert llada.encode("some prompt") == [v["some"], v["prompt"]]
 
 
+def test_a_local_copy_decodes_as_the_published_model_it_is(sdar_dir, llada_dir, tmp_path):
+    """A folder used to get no chat template, no BOS and no context cap whatever it held: now a copy in the Hugging
+    Face cache (or whose config names its repository) gets its published spec, and another folder uses its
+    tokenizer's chat template unless its name says "base"."""
+    from transformers import AutoTokenizer
+
+    def copy_with_template(src, dest):
+        shutil.copytree(src, dest)
+        tok = AutoTokenizer.from_pretrained(str(dest))
+        tok.chat_template = "{% for m in messages %}the {{ m['content'] }}{% endfor %}"
+        tok.save_pretrained(str(dest))
+        return dest
+
+    chat = load_target(str(copy_with_template(sdar_dir, tmp_path / "my-sdar-chat")), device="cpu")
+    assert chat.chat_template and chat.info.extra["chat_template"] and "recognised_as" not in chat.info.extra
+    base = load_target(str(copy_with_template(sdar_dir, tmp_path / "my-sdar-base")), device="cpu")
+    assert not base.chat_template
+    cached = tmp_path / "hub" / "models--JetLM--SDAR-1.7B-Chat" / "snapshots" / "0123abc"
+    cached.parent.mkdir(parents=True)
+    target = load_target(str(copy_with_template(sdar_dir, cached)), device="cpu")
+    assert target.info.extra["recognised_as"] == "JetLM/SDAR-1.7B-Chat" and target.chat_template
+    llada_base = tmp_path / "copy"
+    shutil.copytree(llada_dir, llada_base)
+    patch_json(llada_base / "config.json", _name_or_path="GSAI-ML/LLaDA-8B-Base")
+    target = load_target(str(llada_base), device="cpu")
+    assert target.info.extra["recognised_as"] == "GSAI-ML/LLaDA-8B-Base" and target.prepend_bos
+    assert not target.chat_template
+
+
 def test_registry_routes_a_published_folder(sdar_dir):
+    from spotviz.embedded.prompts import corpus_of, heldout_prompts
+
     target = load_target(str(sdar_dir), device="cpu")
     assert isinstance(target, BlockCausalTarget) and target.info.block_size == 4
+    # bench and train-drafter give a published-family model word problems (they gave it play text)
+    assert corpus_of(target) == "math" and heldout_prompts(target)[0].endswith("?")
 
 
 def test_block_size_override(llada_dir):
@@ -593,15 +626,13 @@ def test_load_target_says_what_is_wrong_with_a_path(tmp_path, monkeypatch):
     """A path that is no folder gets the folder's own message from load_target (the CLI's and the library's entry),
     not "unknown model"; a bare word that names nothing still gets the list of known models."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ModelLoadError, match=f"model folder '{tmp_path / 'missing'}' does not exist"):
-        load_target("./missing")
-    with pytest.raises(ModelLoadError, match="does not exist"):
-        load_target(str(tmp_path / "a" / "b"))
     (tmp_path / "weights.safetensors").write_bytes(b"")
-    with pytest.raises(ModelLoadError, match="is a file, not a model folder"):
-        load_target(str(tmp_path / "weights.safetensors"))
-    with pytest.raises(ModelLoadError, match="unknown model 'no-such-model'; known models: .*math-bd"):
-        load_target("no-such-model")
+    for name, match in (("./missing", f"model folder '{tmp_path / 'missing'}' does not exist"),
+                        (str(tmp_path / "a" / "b"), "does not exist"),
+                        (str(tmp_path / "weights.safetensors"), "is a file, not a model folder"),
+                        ("no-such-model", "unknown model 'no-such-model'; known models: .*math-bd")):
+        with pytest.raises(ModelLoadError, match=match):
+            load_target(name)
 
 
 def test_published_weights_with_nan_are_refused(sdar_dir, tmp_path):
@@ -615,6 +646,15 @@ def test_published_weights_with_nan_are_refused(sdar_dir, tmp_path):
     weights[key][0, 0] = float("nan")
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
     with pytest.raises(ModelLoadError, match="tensor .*q_proj.* has NaN or infinite values"):
+        load_target(str(folder))
+
+
+def test_a_model_without_a_usable_mask_says_where_it_looked(sdar_dir, tmp_path):
+    folder = tmp_path / "sdar-nomask"
+    shutil.copytree(sdar_dir, folder)
+    patch_json(folder / "config.json", mask_token_id=999)
+    with pytest.raises(ModelLoadError, match=r"no usable mask token \(got 999, vocabulary 40\); a sdar model's mask "
+                                             r"comes from config.json's mask_token_id, else the tokenizer's <\|MASK\|>"):
         load_target(str(folder))
 
 

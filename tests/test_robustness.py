@@ -619,7 +619,8 @@ def test_default_model_that_fails_to_load_falls_back_to_the_embedded_default(tin
     assert dropdown["props"]["value"] == DEFAULT_MODEL
     banner = next(c for c in config["components"] if c.get("props", {}).get("elem_id") == "sv-model-banner")
     text = text_of(banner["props"]["value"])
-    assert "is not available" in text and "unknown model" in text and f"Using {DEFAULT_MODEL} instead" in text
+    assert "is not available" in text and f"Using {DEFAULT_MODEL} instead" in text
+    assert "model folder" in text and "does not exist" in text  # (the folder's own message, not "unknown model")
     _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     try:
         c = Client(url, verbose=False)

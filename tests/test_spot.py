@@ -1407,3 +1407,24 @@ def test_walk_end_says_why_each_walk_stopped(T, targets, random_drafter):
                 assert sum(run.walk_ends().values()) == len(trees)
                 assert Trace.from_json(run.to_json()).walk_ends() == run.walk_ends()
     assert {"budget", "position", "window"} <= seen
+
+
+# ------------------------------------------------------------------------------------ drafters of one's own
+def test_a_run_uses_the_drafters_of_the_folder_it_names(tiny_block_target, tiny_prompt, random_drafter, tmp_path):
+    """Drafters trained for a model of one's own (train-drafter --out DIR) serve decode and bench through
+    drafter_dir; a run without it uses the shipped ones or the fallback's, and says which."""
+    from spotviz.drafter.store import drafters_used, load_learned
+
+    folder = tmp_path / "my-drafters"
+    random_drafter.save(folder / "spot")
+    cfg = DecodeConfig(drafter="spot", budget=4, gen_length=24, drafter_dir=str(folder))
+    mine = decode_spot(tiny_block_target, tiny_prompt, cfg)
+    explicit = decode_spot(tiny_block_target, tiny_prompt, replace(cfg, drafter_dir=None),
+                           proposer=load_learned("spot", tiny_block_target, folder))
+    assert [p.tree for p in mine.passes] == [p.tree for p in explicit.passes]  # the same drafter drafted both
+    assert mine.tokens == decode_standard(tiny_block_target, tiny_prompt, replace(cfg, drafter="none")).tokens
+    with pytest.raises(DecodeError, match="drafter_dir must be a folder of trained drafters"):
+        DecodeConfig(drafter="spot", drafter_dir=str(tmp_path / "missing"))
+    assert drafters_used("math-bd") == "math-bd's shipped drafters"
+    assert drafters_used("my-sdar").startswith("shakespeare-bd's drafters, transferred")
+    assert drafters_used("my-sdar", folder) == f"drafters from {folder}"

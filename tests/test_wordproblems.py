@@ -506,7 +506,7 @@ def test_the_apps_word_problems_to_try_are_answered_by_the_shipped_model():
     from spotviz.samplers.config import DecodeConfig
     from spotviz.ui.inputs import MATH_PROMPTS, prompts_for
 
-    assert prompts_for(DEFAULT_MODEL) == MATH_PROMPTS == prompts_for("JetLM/SDAR-1.7B-Chat")
+    assert prompts_for(DEFAULT_MODEL) == MATH_PROMPTS == prompts_for("JetLM/SDAR-1.7B-Chat") == prompts_for("sdar-1.7b-chat")
     target = load_target(DEFAULT_MODEL)
     answers = [72, 13, 76, 164, 8, 2]  # worked out by hand, in the menu's order
     for q, answer in zip(MATH_PROMPTS, answers, strict=True):

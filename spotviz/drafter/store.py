@@ -18,8 +18,19 @@ def drafter_folder(target_name: str) -> Path:
     return own if own.is_dir() else DRAFTER_DIR / FALLBACK_TARGET
 
 
+def drafters_used(target_name: str, folder: str | Path | None = None) -> str:
+    """Where a run's drafters come from, in words: the folder given (train-drafter's --out), the model's shipped
+    ones, or the fallback's, which transfer (a drafter reads only the target's distributions)."""
+    if folder:
+        return f"drafters from {folder}"
+    if (DRAFTER_DIR / target_name).is_dir():
+        return f"{target_name}'s shipped drafters"
+    return (f"{FALLBACK_TARGET}'s drafters, transferred (none trained for {target_name}: train-drafter --out DIR, "
+            f"then --drafter-dir DIR)")
+
+
 def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:
-    f = (Path(folder) if folder else drafter_folder(target.info.name)) / "calibrated.json"
+    f = (Path(folder).expanduser() if folder else drafter_folder(target.info.name)) / "calibrated.json"
     if not f.is_file():
         raise DecodeError(f"no calibrated template at {f}; run: python -m spotviz train-drafter --model "
                           f"{target.info.name}")
@@ -30,7 +41,7 @@ def load_learned(name: str, target, folder: str | Path | None = None, mode: str 
     """A trained SPOT drafter: <folder or the target's drafter folder>/<name>/drafter.{json,safetensors}, with its
     partner for `mode` (proposers/spot.py): in exact mode the calibrated template of the same folder (none if the
     folder has no calibrated.json), in threshold mode the stale threshold rule."""
-    base = Path(folder) if folder else drafter_folder(target.info.name)
+    base = Path(folder).expanduser() if folder else drafter_folder(target.info.name)
     sub = base / name
     try:
         drafter, fast = _load_drafter(str(sub), _mtime(sub / "drafter.safetensors"), _mtime(sub / "drafter.json"))

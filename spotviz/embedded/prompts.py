@@ -138,8 +138,12 @@ def trained_corpus(target) -> str | None:
 
 
 def corpus_of(target) -> str:
-    """The corpus an embedded target was trained on (from its training.json); "shakespeare" when unknown."""
+    """The corpus whose prompts fit a target: an embedded target's own (from its training.json); word problems for a
+    published model (a family of targets/families.py: chat and base models alike write worked problems, and SPOT's
+    own demo is a GSM8K problem); "shakespeare" when unknown."""
     corpus = trained_corpus(target)
+    if corpus is None and (getattr(getattr(target, "info", None), "extra", None) or {}).get("family"):
+        return "math"
     return corpus if corpus in HELDOUT_FILES else "shakespeare"
 
 

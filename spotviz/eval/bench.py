@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ..drafter.registry import learned_drafter, load_proposer
-from ..drafter.store import DRAFTER_DIR
+from ..drafter.store import DRAFTER_DIR, drafters_used
 from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import EMBEDDED, load_target
 from ..samplers.config import AUTO, DecodeConfig
@@ -76,6 +76,7 @@ class BenchResult:
     # threshold mode, per temperature ("T=0"): the most a tree inside its window can cut the threshold decoder's
     # passes, its passes over the windows it decodes (eval/stats.window_bound)
     window_bound: dict = field(default_factory=dict)
+    drafters: str = ""  # where the drafters came from (drafter/store.drafters_used)
 
 
 def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: None, spec_units: float = 1.0):
@@ -131,7 +132,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
               gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=BENCH_DRAFTERS, transfer: bool = True, other_budgets=None,
               prune: float = 0.0, modes=("exact", "threshold"), simulate_curve: str | None = None,
-              log=print) -> BenchResult:
+              drafter_dir: str | None = None, log=print) -> BenchResult:
     """`modes`: the decoding modes benchmarked (exact, threshold or both). `budgets` apply to the first mode at the
     first temperature (the headline sweep); `other_budgets` (default: the same) to the other (mode, temperature)
     pairs, so a CPU run can sweep fewer budgets there. Transfer rows and the coupled-noise ablation use budget 16 (or
@@ -140,18 +141,22 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     swept, a row with draft nodes below that path probability pruned (the budget becomes a cap). `simulate_curve`: a
     cost-curve file (samplers/simulated.load_curve) whose f(N) every forward is charged at, on a virtual clock: the
     wall-clock columns then say what the decoders would take where a forward costs that (the drafter and the
-    bookkeeping at this machine's cost)."""
+    bookkeeping at this machine's cost). `drafter_dir`: drafters trained by train-drafter (default: the model's shipped
+    ones, else the fallback's: drafter/store.py); the result says which (`drafters`)."""
     if not modes or any(m not in ("exact", "threshold") for m in modes):
         raise ValueError(f"modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
     if not drafters or any(d not in BENCH_DRAFTERS for d in drafters):
         raise ValueError(f"drafters {', '.join(drafters) or '(none)'}: choose from {', '.join(BENCH_DRAFTERS)}")
+    if drafter_dir is not None and not Path(drafter_dir).expanduser().is_dir():
+        raise ValueError(f"--drafter-dir: {drafter_dir!r} is not a folder of trained drafters (train-drafter --out)")
     simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
     target = load_target(model)
     prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
-                      threads=torch.get_num_threads(), prune=prune)
+                      threads=torch.get_num_threads(), prune=prune,
+                      drafters=drafters_used(target.info.name, drafter_dir))
     if simulated is not None:
         target = SimulatedCost(target, simulated)
         res.simulated = f"{simulated.device or 'another device'} ({simulated.dtype or 'its dtype'}), {simulate_curve}"
@@ -218,7 +223,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
             sweep, near = sweep_of(mode, t)
             for name in drafters:
                 dname = learned_drafter(mode) if name == "spot" else name
-                prop = load_proposer(dname, target, mode)
+                prop = load_proposer(dname, target, mode, drafter_dir)
                 for b in sweep:
                     c = replace(cfg, drafter=dname, budget=b)
                     row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
@@ -229,7 +234,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
                                       base, curve, note=f"pruned below path prob {prune:g}"))
             if t > 0:  # coupled-noise ablation
                 dname = learned_drafter(mode)
-                prop = load_proposer(dname, target, mode)
+                prop = load_proposer(dname, target, mode, drafter_dir)
                 c = replace(cfg, drafter=dname, budget=near, coupled_noise=False)
                 row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick, spec_units(near)),
                               base, curve, note="independent noise (ablation)"))
@@ -268,6 +273,8 @@ def to_markdown(res: BenchResult) -> str:
         lines += [f"**Simulated wall-clock**: every target forward was charged at the cost curve of {res.simulated} "
                   "(a virtual clock: this CPU's thread time outside the forwards, the curve's f(N) for each "
                   "forward); the pass counts and outputs are real, the times a model of that device.", ""]
+    if res.drafters:
+        lines += [f"Drafters: {res.drafters}.", ""]
     sa = ", ".join(f"{k}: {100 * v['stale_agreement']:.1f}%" for k, v in res.stale_agreement.items())
     lines += [f"Previous-pass prediction already equals the committed token (exact decoding): {sa}", ""]
     q = res.quality.get("summary") if res.quality else None

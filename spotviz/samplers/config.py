@@ -42,6 +42,7 @@ class DecodeConfig:
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
     cross_window: bool = True  # exact mode: draft trees may go on past the window's end (False: they stop there)
     min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)
+    drafter_dir: str | None = None  # drafters trained by train-drafter (None: the model's shipped ones, drafter/store.py)
     limits: Limits = field(default=Limits(), repr=False, compare=False)  # the ranges it was checked against
 
     def __post_init__(self):
@@ -87,6 +88,12 @@ class DecodeConfig:
             raise DecodeError(f"coupled noise must be true or false, got {self.coupled_noise!r}")
         if not isinstance(self.cross_window, bool):
             raise DecodeError(f"cross_window must be true or false, got {self.cross_window!r}")
+        if self.drafter_dir is not None:
+            from pathlib import Path
+
+            if not isinstance(self.drafter_dir, str) or not Path(self.drafter_dir).expanduser().is_dir():
+                raise DecodeError(f"drafter_dir must be a folder of trained drafters (train-drafter --out), "
+                                  f"got {self.drafter_dir!r}")
         allowed = ("none", *PROPOSERS) if limits.drafters is None else limits.drafters
         if self.drafter not in allowed:
             raise DecodeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(allowed)}")

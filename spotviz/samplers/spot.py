@@ -39,7 +39,7 @@ ROOT = DraftNode(0, -1, 0, (), (), 1.0, 1.0)  # a tree of s1 alone (nothing draf
 def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, proposer: Proposer | None = None,
                        start_event: bool = False) -> Iterator[Progress]:
     st = DecodeState.begin(target, prompt, cfg)
-    proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode)
+    proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode, cfg.drafter_dir)
     memory = (cfg.drafter, type(proposer).__name__, cfg.mode, cfg.temperature, cfg.threshold, cfg.coupled_noise,
               cfg.cross_window)  # (auto's memory: runs alike; in the process, of this drafter object alone)
     instance = id(getattr(proposer, "drafter", None))

@@ -212,19 +212,23 @@ class Family:
     logit_shift: int  # the logit of position i is output i - logit_shift
     mask_id: Callable  # (config, tokenizer) -> the MASK token's id, or None
     adapter: Callable  # (model) -> the adapter class
+    mask_source: str = "config.json's mask_token_id"  # where mask_id looks, in words (for the error when it finds none)
 
 
 FAMILIES: dict[str, Family] = {
     "sdar": Family(_load_sdar, "block", 0,
                    lambda config, tok: first(config.get("mask_token_id"), token_id(tok, SDAR_MASK_TOKEN),
                                              tok.mask_token_id),
-                   lambda model: BlockCausalTarget),
+                   lambda model: BlockCausalTarget,
+                   f"config.json's mask_token_id, else the tokenizer's {SDAR_MASK_TOKEN} token, else its mask token"),
     "llada": Family(_load_llada, "full", 0, lambda config, tok: first(config.get("mask_token_id"), LLADA_MASK_ID),
-                    lambda model: MaskedLMTarget if _is_remote(model) else FullAttentionTarget),
+                    lambda model: MaskedLMTarget if _is_remote(model) else FullAttentionTarget,
+                    f"config.json's mask_token_id, else {LLADA_MASK_ID}"),
     "dream": Family(lambda folder, config, repo, dtype, name: _load_stock_causal(folder, config, "Qwen2", dtype, name),
                     "full", 1,
                     lambda config, tok: first(config.get("mask_token_id"), tok.mask_token_id, DREAM_MASK_ID),
-                    lambda model: FullAttentionTarget),
+                    lambda model: FullAttentionTarget,
+                    f"config.json's mask_token_id, else the tokenizer's mask token, else {DREAM_MASK_ID}"),
     "mlm": Family(_load_masked_lm, "full", 0, lambda config, tok: first(tok.mask_token_id, config.get("mask_token_id")),
-                  lambda model: MaskedLMTarget),
+                  lambda model: MaskedLMTarget, "the tokenizer's mask token, else config.json's mask_token_id"),
 }

@@ -55,6 +55,8 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
     device = pick_device(device)  # a bad device fails before anything is downloaded or read
     folder, repo, spec, name = _resolve(name_or_path)
     config = read_config(folder, name)
+    if repo is None:  # a folder: the published model it is a copy of, where that shows
+        spec = folder_spec(folder, config)
     family = spec.get("family") or detect_family(config, hint=f"{repo or ''} {folder.name}")
     dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     window = first(block_size, _config_block_size(config), spec.get("block_size"), DEFAULT_WINDOW)
@@ -64,6 +66,9 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
     if family not in FAMILIES:
         raise ModelLoadError(f"model {name!r}: unknown family {family!r} (known: {', '.join(FAMILIES)})")
     fam = FAMILIES[family]
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # (as load_embedded: no "Loading weights" bars in a decode's output)
     tokenizer = load_tokenizer(folder, name)
     model = fam.load(folder, config, repo, dtype, name)
     cls, attention, shift = fam.adapter(model), fam.attention, fam.logit_shift
@@ -71,20 +76,24 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
 
     vocab = _output_size(model, config)
     if mask_id is None or not 0 <= int(mask_id) < vocab:
-        raise ModelLoadError(f"model {name!r}: no usable mask token (got {mask_id!r}, vocabulary {vocab})")
+        raise ModelLoadError(f"model {name!r}: no usable mask token (got {mask_id!r}, vocabulary {vocab}); a "
+                             f"{family} model's mask comes from {fam.mask_source}: set "
+                             f"\"mask_token_id\" in config.json to the id of the token it was trained to fill")
     chat = bool(spec.get("chat")) and bool(getattr(tokenizer, "chat_template", None))
+    bos = bool(spec.get("bos")) or family == "llada" and spec.get("base_named", False)
     info = TargetInfo(
         name=name, attention=attention, block_size=window, mask_id=int(mask_id),
         eos_ids=_eos_ids(config, folder, tokenizer, int(mask_id), vocab), vocab_size=vocab,
         max_length=_max_length(config, spec), logit_shift=shift, source=repo or str(folder),
         extra={"family": family, "repo": repo, "loaded_as": type(model).__name__,
-               "dtype": str(dtype).removeprefix("torch."), "chat_template": chat},
+               "dtype": str(dtype).removeprefix("torch."), "chat_template": chat,
+               **({"recognised_as": spec["recognised"]} if spec.get("recognised") else {})},
     )
     try:
         model = model.to(device)
     except (RuntimeError, AssertionError, ValueError) as e:  # no such device, out of memory
         raise ModelLoadError(f"model {name!r}: could not move to {device} ({e})") from None
-    options = {"chat_template": chat, "prepend_bos": bool(spec.get("bos"))}
+    options = {"chat_template": chat, "prepend_bos": bos}
     target = cls(model, tokenizer, info, **options)
     if not check_invariance:
         return target
@@ -116,6 +125,25 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
         return download_snapshot(name, remote_code_allowed(name)), name, {}, name
     raise ModelLoadError(f"unknown published model {name!r}: not a known name ({', '.join(PUBLISHED)}), "
                          f"not an existing folder, not a Hugging Face repo id")
+
+
+def folder_spec(folder: Path, config: dict) -> dict:
+    """What a local folder's model is, as far as its files say: the spec of the published model it is a copy of
+    (its Hugging Face cache path, `models--Org--Name/snapshots/...`, or its config's `_name_or_path`), so that a
+    downloaded SDAR-Chat or LLaDA-Base folder decodes as its short name does (chat template, BOS, context cap).
+    Otherwise prompts go through the tokenizer's chat template when it has one, unless the folder's name says
+    "base" (a base model's tokenizer may carry a template it was not trained with)."""
+    names = [m.group(1).replace("--", "/", 1) for part in folder.resolve().parts
+             if (m := re.fullmatch(r"models--([\w.-]+--[\w.-]+)", part))]
+    claimed = config.get("_name_or_path")
+    if isinstance(claimed, str) and re.fullmatch(r"[\w.-]+/[\w.-]+", claimed) and not Path(claimed).exists():
+        names.append(claimed)
+    for repo in names:
+        spec = next((s for s in PUBLISHED.values() if s["repo"].lower() == repo.lower()), None)
+        if spec is not None:
+            return dict(spec, recognised=spec["repo"])
+    base_named = bool(re.search(r"(^|[^a-z])base([^a-z]|$)", folder.name.lower()))
+    return {"chat": not base_named, "base_named": base_named}
 
 
 def _config_block_size(config: dict) -> int | None:

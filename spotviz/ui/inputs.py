@@ -44,11 +44,14 @@ GEN_STEP = 8
 
 def prompts_for(model: str) -> list[str]:
     """Prompts to try with `model`: code for a code model (its name says python or code), word problems for a math
-    model and for a published chat model (a hub name: SPOT's own demo is a GSM8K problem), else play text."""
+    model and for a published model (its short name or a hub name: SPOT's own demo is a GSM8K problem), else play
+    text."""
+    from ..targets.published import PUBLISHED
+
     name = str(model).lower()
     if "python" in name or "code" in name:
         return CODE_PROMPTS
-    if "math" in name or "/" in name and not name.startswith(("/", ".")):
+    if "math" in name or name in PUBLISHED or "/" in name and not name.startswith(("/", ".")):
         return MATH_PROMPTS
     return PROMPT_EXAMPLES
 

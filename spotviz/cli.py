@@ -279,6 +279,11 @@ def cmd_train_drafter(a) -> int:
     out = a.out
     if a.threshold_prompts < 0:
         raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
+    if a.prompts_file:  # read before the model loads: a bad file fails at once
+        from .embedded.prompts import load_prompts
+
+        if len(load_prompts(a.prompts_file)) < 2:
+            raise ValueError(f"--prompts: {a.prompts_file} holds fewer than 2 prompts")
     if a.trajectories and not Path(a.trajectories).is_file():
         raise ValueError(f"--trajectories: no such file: {a.trajectories}")
     if a.mix_prompts < 0 or a.mix_budget < 2:
@@ -291,7 +296,7 @@ def cmd_train_drafter(a) -> int:
                              threshold=a.threshold, epochs=a.epochs, topk=a.topk,
                              threshold_prompts=a.threshold_prompts, jobs=a.jobs,
                              save_trajectories=a.save_trajectories, trajectories=a.trajectories,
-                             mix_prompts=a.mix_prompts, mix_budget=a.mix_budget)
+                             mix_prompts=a.mix_prompts, mix_budget=a.mix_budget, prompts_file=a.prompts_file)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
     print(f"use them: python -m spotviz decode --model {cfg.model} --drafter spot --drafter-dir {out} --prompt ...",
@@ -489,7 +494,11 @@ def main(argv=None) -> int:
     d.add_argument("--out", default=None, metavar="DIR", help="output folder (required; e.g. runs/drafters/MODEL)")
     d.add_argument("--force", action="store_true",
                    help="allow --out to overwrite the shipped drafters in assets/drafters/MODEL")
-    d.add_argument("--n-prompts", "--prompts", dest="n_prompts", type=int, default=120, metavar="N",
+    d.add_argument("--prompts", default=None, metavar="FILE", dest="prompts_file",
+                   help="your own prompts (a JSON list of strings, or paragraphs separated by blank lines): the first "
+                        "--n-prompts train, the next --mix-prompts choose the pointer's mixture (default: prompts drawn "
+                        "from the model's corpus)")
+    d.add_argument("--n-prompts", dest="n_prompts", type=int, default=120, metavar="N",
                    help="number of training prompts (--prompts is the old name)")
     d.add_argument("--threshold-prompts", type=int, default=0, metavar="N",
                    help="training prompts of the SPOT-Sets drafter (threshold decoding, several commits per pass: "

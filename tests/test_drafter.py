@@ -497,3 +497,20 @@ def test_a_drafter_run_that_fails_leaves_the_old_drafters_whole(tmp_path, tiny_b
     assert not (tmp_path / ".dr.partial").exists()
     final = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     assert set(final) == set(before) and final[Path("spot/drafter.safetensors")] != before[Path("spot/drafter.safetensors")]
+
+
+def test_train_drafter_takes_ones_own_prompts(tmp_path, capsys):
+    """train-drafter --prompts FILE (as bench --prompts): the first --n-prompts train, the next choose the mixture;
+    without it the prompts come from the model's corpus. A file that cannot serve fails before anything loads."""
+    from spotviz.cli import main
+    from spotviz.training.drafter import DrafterTrainConfig, prompt_pool, validation_prompts
+
+    mine = [f"Prompt number {i}." for i in range(10)]
+    (tmp_path / "mine.json").write_text(json.dumps(mine))
+    cfg = DrafterTrainConfig(model="x", out=str(tmp_path / "o"), n_prompts=6, prompts_file=str(tmp_path / "mine.json"))
+    assert prompt_pool(cfg, None) == mine[:6] and validation_prompts(cfg, None, 3, 6) == mine[6:9]
+    (tmp_path / "one.json").write_text(json.dumps(["Just one."]))
+    for bad, says in (("one.json", "holds fewer than 2 prompts"), ("none.json", "no prompt file at")):
+        code = main(["train-drafter", "--prompts", str(tmp_path / bad), "--out", str(tmp_path / "d")])
+        err = capsys.readouterr().err
+        assert code == 2 and says in err and not (tmp_path / "d").exists(), err

@@ -62,6 +62,7 @@ class DrafterTrainConfig:
     trajectories: str | None = None  # train on trajectories saved before instead of collecting
     mix_prompts: int = 40  # validation prompts whose SPOT passes choose the pointer mixture (0: validation accuracy)
     mix_budget: int = 32  # the tree size those decodes use
+    prompts_file: str | None = None  # one's own prompts (embedded/prompts.load_prompts' format); None: the corpus's
 
 
 # ------------------------------------------------------------------------------------------ collect
@@ -423,6 +424,10 @@ def prompt_pool(cfg: DrafterTrainConfig, target, n: int | None = None) -> list[s
     from ..embedded.prompts import corpus_of, training_prompts
 
     n = n if n is not None else max(cfg.n_prompts, cfg.threshold_prompts or cfg.n_prompts)
+    if cfg.prompts_file:  # one's own prompts: the file's first n (the rest are the validation prompts)
+        from ..embedded.prompts import load_prompts
+
+        return load_prompts(cfg.prompts_file)[:n]
     pool = training_prompts(n, seed=cfg.seed + 17, corpus=corpus_of(target))
     random.Random(cfg.seed).shuffle(pool)
     return pool
@@ -433,6 +438,10 @@ def validation_prompts(cfg: DrafterTrainConfig, target, n: int, n_pool: int) -> 
     (another draw; the held-out prompts the benchmark reports on are never used for training choices)."""
     from ..embedded.prompts import corpus_of, training_prompts
 
+    if cfg.prompts_file:  # the file's prompts after the training ones (none left: the accuracy criterion decides)
+        from ..embedded.prompts import load_prompts
+
+        return load_prompts(cfg.prompts_file)[n_pool:n_pool + n]
     seen = set(prompt_pool(cfg, target, n_pool))
     fresh = [p for p in training_prompts(2 * n, seed=cfg.seed + 29, corpus=corpus_of(target)) if p not in seen]
     return list(dict.fromkeys(fresh))[:n]

@@ -1,6 +1,7 @@
 """spotviz app: `python app.py` (Gradio; also the Hugging Face Space entry point).
 
-Environment: SPOTVIZ_MODEL (a model name or folder to use as the default model), SPOTVIZ_THREADS (torch CPU
+Environment: SPOTVIZ_MODEL (a model name or folder to use as the default model), SPOTVIZ_DRAFTER_DIR (drafters
+trained for that model by train-drafter), SPOTVIZ_THREADS (torch CPU
 threads: default 1, 0 = all cores; the same policy as the command line, spotviz/threads.py), GRADIO_SERVER_NAME /
 GRADIO_SERVER_PORT (Gradio's own). Gradio's usage analytics are off (no network calls).
 """

@@ -78,6 +78,8 @@ def files(tmp_path_factory, tiny_block_dir, tiny_block_target):
     import torch
     from safetensors.torch import load_file, save_file
 
+    import torch
+
     from spotviz.drafter.model import DrafterConfig, SpotDrafter
     from spotviz.engine import decode
     from spotviz.samplers.config import DecodeConfig
@@ -629,6 +631,37 @@ def test_default_model_that_fails_to_load_falls_back_to_the_embedded_default(tin
         assert "Done" in out[0], out[0]
     finally:
         demo.close()
+
+
+def test_the_app_runs_its_model_with_the_drafters_it_was_given(tiny_block_dir, tiny_block_target, monkeypatch,
+                                                                 tmp_path):
+    """$SPOTVIZ_DRAFTER_DIR: the drafters trained for $SPOTVIZ_MODEL serve its runs (a folder that is none says so
+    in the status); another model of the menu keeps its own."""
+    import torch
+
+    from spotviz.drafter.model import DrafterConfig, SpotDrafter
+    from spotviz.registry import load_target
+    from spotviz.ui.app import build_app, launch
+
+    mine = tmp_path / "my-drafters"
+    torch.manual_seed(5)
+    SpotDrafter(DrafterConfig()).save(mine / "spot")
+    (mine / "calibrated.json").write_text(json.dumps({"rank_probs": [[0.6, 0.2, 0.1]], "set_params": [[8.0, 0.0]]}))
+    monkeypatch.setenv("SPOTVIZ_MODEL", str(tiny_block_dir))
+    for folder, ok in ((mine, True), (tmp_path / "none", False)):
+        monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(folder))
+        demo = build_app(loader=lambda name: load_target(name, device="cpu"), trace_dir=tmp_path, gpu=False)
+        _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                           quiet=True)
+        try:
+            c = Client(url, verbose=False)
+            out = c.predict(prompt=PROMPT, model=str(tiny_block_dir), gen_length=8, drafter="spot", budget=4,
+                            api_name="/run")
+            c.close()
+        finally:
+            demo.close()
+        status = text_of(out[0])
+        assert ("Done" in status) if ok else ("drafter_dir must be a folder of trained drafters" in status), status
 
 
 def test_injected_default_that_fails_falls_back_to_the_next_model(tiny_block_target, tmp_path):

@@ -71,9 +71,11 @@ def _number(name: str, v, whole: bool = False):
 
 
 def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
-                     *, models: list[str], budgets: list, gen_max: int) -> DecodeConfig:
+                     *, models: list[str], budgets: list, gen_max: int,
+                     drafter_dirs: dict | None = None) -> DecodeConfig:
     """The run's DecodeConfig from the run endpoint's raw values, checked once when it is made against the app's
-    limits (raises DecodeError with the message to show)."""
+    limits (raises DecodeError with the message to show). `drafter_dirs`: model -> the folder of its own drafters
+    (set by whoever runs the app, never by a request)."""
     if prompt is not None and not isinstance(prompt, str):
         raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
     if not isinstance(model, str) or model not in models:
@@ -89,7 +91,8 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
                         seed=0 if seed is None else _number("seed", seed, whole=True), gen_length=gen,
                         drafter=drafter, budget=budget if budget == AUTO else _number("tree budget", budget, whole=True),
                         coupled_noise=coupled,
-                        min_path_prob=0.0 if prune is None else _number("prune threshold", prune), limits=limits)
+                        min_path_prob=0.0 if prune is None else _number("prune threshold", prune),
+                        limits=limits, drafter_dir=(drafter_dirs or {}).get(model))
 
 
 @dataclass(frozen=True)

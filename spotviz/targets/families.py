@@ -176,12 +176,14 @@ def _load_masked_lm(folder: Path, config: dict, repo: str | None, dtype, name: s
     try:
         hf_config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False)
     except Exception as e:  # unknown model_type, or a config that needs its own code
+        why = str(e).split(". ")[0]  # (transformers' first sentence; the rest advises upgrading it, which won't help)
         return load_remote_code_model(folder, repo, dtype, name,
-                                       f"transformers does not know its architecture ({type(e).__name__}: {e})")
+                                       f"transformers does not know its architecture ({type(e).__name__}: {why})")
     known_heads = getattr(AutoModelForMaskedLM, "_model_mapping", None)  # config class -> masked-LM class
     if known_heads is not None and type(hf_config) not in known_heads:
         raise ModelLoadError(f"model {name!r}: {type(hf_config).__name__} has no masked-LM head in transformers and is "
-                             f"not a known diffusion family (sdar, llada, dream); see targets/families.py")
+                             f"not a known diffusion family (sdar, llada, dream: detected from config.json's "
+                             f"model_type or architectures; an SDAR checkpoint says model_type \"sdar\")")
     return from_pretrained(AutoModelForMaskedLM, folder, hf_config, dtype, name)
 
 

@@ -177,7 +177,9 @@ def cmd_decode(a) -> int:
         if cfg.drafter not in ("none", "training-free"):
             from .drafter.store import drafters_used
 
-            print(f"note: {drafters_used(target.info.name, cfg.drafter_dir)}", file=sys.stderr)
+            used = drafters_used(target.info.name, cfg.drafter_dir)
+            hint = "; train your own: train-drafter --out DIR, then --drafter-dir DIR" if "transferred" in used else ""
+            print(f"note: {used}{hint}", file=sys.stderr)
         print(_terminal(target.format_prompt(trace.meta.prompt) + trace.text))
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "

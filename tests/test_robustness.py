@@ -651,6 +651,9 @@ def test_the_app_runs_its_model_with_the_drafters_it_was_given(tiny_block_dir, t
     for folder, ok in ((mine, True), (tmp_path / "none", False)):
         monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(folder))
         demo = build_app(loader=lambda name: load_target(name, device="cpu"), trace_dir=tmp_path, gpu=False)
+        banner = next(c for c in demo.get_config_file()["components"]
+                      if c.get("props", {}).get("elem_id") == "sv-model-banner")
+        assert f"drafters from {folder}" in text_of(banner["props"]["value"])  # (whose drafters its runs use)
         _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                            quiet=True)
         try:

@@ -25,8 +25,7 @@ def drafters_used(target_name: str, folder: str | Path | None = None) -> str:
         return f"drafters from {folder}"
     if (DRAFTER_DIR / target_name).is_dir():
         return f"{target_name}'s shipped drafters"
-    return (f"{FALLBACK_TARGET}'s drafters, transferred (none trained for {target_name}: train-drafter --out DIR, "
-            f"then --drafter-dir DIR)")
+    return f"{FALLBACK_TARGET}'s drafters, transferred (none trained for {target_name})"
 
 
 def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:

@@ -95,7 +95,6 @@ class AppContext:
     examples: list[dict]
     files: TraceFiles
     demo: gr.Blocks | None = None
-    drafter_dirs: dict = field(default_factory=dict)  # model -> its own drafters ($SPOTVIZ_DRAFTER_DIR, $SPOTVIZ_MODEL)
     _example_prompts: dict | None = field(default=None, repr=False)
 
     def gen_cap(self, model: str, prompt: str) -> int:
@@ -177,7 +176,7 @@ class Handlers:
         try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
             cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
                                    coupled, prune, models=ctx.models, budgets=ctx.budgets, gen_max=ctx.gen_limit,
-                                   drafter_dirs=ctx.drafter_dirs)
+                                   drafter_dirs=ctx.store.drafter_dirs)
             if race is not None and not isinstance(race, bool):
                 raise DecodeError(f"race must be true or false, got {race!r}")
         except DecodeError as e:

@@ -106,14 +106,15 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     if default_model not in models:
         models.insert(0, default_model)
     gpu = has_gpu() if gpu is None else gpu
-    store = ModelStore(loader)
+    own_drafters = os.environ.get("SPOTVIZ_DRAFTER_DIR") or None  # (the drafters of $SPOTVIZ_MODEL, if it has its own)
+    drafter_dirs = {env_model: own_drafters} if env_model and own_drafters else {}
+    store = ModelStore(loader, drafter_dirs)  # (its banner says whose drafters run; runs use them)
     gen_default, gen_max = (128, 512) if gpu else (64, 256)
     budgets = [AUTO] + [b for b in BUDGETS if b >= 2]
     banner, default_model = startup_banner(store, models, default_model, check_model)
-    own_drafters = os.environ.get("SPOTVIZ_DRAFTER_DIR") or None  # (the drafters of $SPOTVIZ_MODEL, if it has its own)
     ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
                      budgets=budgets, gen_limit=min(gen_max, MAX_GEN_LENGTH), examples=list_examples(trace_dir),
-                     files=TraceFiles(), drafter_dirs={env_model: own_drafters} if env_model and own_drafters else {})
+                     files=TraceFiles())
     h = Handlers(ctx)
     example_titles = [e["title"] for e in ctx.examples]
     first_prompt = prompts_for(default_model)[0]

@@ -56,8 +56,9 @@ class ModelStore:
 
     Failed loads are not cached, so a model that appears later (e.g. when training finishes) loads then."""
 
-    def __init__(self, loader: Callable[[str], object] | None = None):
+    def __init__(self, loader: Callable[[str], object] | None = None, drafter_dirs: dict | None = None):
         self.loader = loader
+        self.drafter_dirs = drafter_dirs or {}  # model -> the folder of its own drafters (the banner says whose run)
         self._cache: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -90,9 +91,13 @@ class ModelStore:
                 n_params = ""
         from ..threads import threads_in_use
 
+        from ..drafter.store import DRAFTER_DIR, drafters_used
+
+        own = self.drafter_dirs.get(name)
+        drafters = (f" · {drafters_used(info.name, own)}" if own or not (DRAFTER_DIR / info.name).is_dir() else "")
         return (f"{info.name} · {n_params}{info.attention} attention · block/window {info.block_size} · "
                 f"vocab {info.vocab_size} · context {info.max_length} · on {t.device}"
-                + (f" · {threads_in_use()} CPU thread(s)" if str(t.device) == "cpu" else ""))
+                + (f" · {threads_in_use()} CPU thread(s)" if str(t.device) == "cpu" else "") + drafters)
 
 
 _STORES: dict[int, ModelStore] = {}

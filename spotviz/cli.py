@@ -97,6 +97,12 @@ def _add_threads(p: argparse.ArgumentParser) -> None:
                         "else 1: these models are small)")
 
 
+def _add_block_size(p) -> None:
+    p.add_argument("--block-size", type=int, default=None, metavar="N",
+                   help="a published model's block (SDAR) or window (LLaDA, Dream) size instead of its config's "
+                        "(default: the config's, else 32; embedded models keep the one they were trained with)")
+
+
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True, help="text to continue")
     p.add_argument("--model", default=None, help="embedded model name, published model name or local folder "
@@ -121,6 +127,7 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cross-window", action="store_true",
                    help="ablation: draft trees stop at the end of their window (exact mode; threshold trees always do)")
     p.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
+    _add_block_size(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace-out", default=None, help="write the trace (JSON) to this file")
     _add_threads(p)
@@ -153,7 +160,7 @@ def cmd_decode(a) -> int:
                            gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
                            coupled_noise=not a.no_coupled_noise, cross_window=not a.no_cross_window,
                            min_path_prob=a.min_path_prob, drafter_dir=a.drafter_dir)
-        target = load_target(a.model, device=a.device)
+        target = load_target(a.model, device=a.device, block_size=a.block_size)
         trace = decode(target, a.prompt, cfg)
     except DecodeError as e:
         raise _as_flags(e) from None
@@ -344,7 +351,7 @@ def cmd_bench(a) -> int:
                     transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                     modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
                     drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
-                    simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir,
+                    simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size,
                     log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
@@ -382,7 +389,7 @@ def cmd_cost_curve(a) -> int:
     from .registry import load_target
     from .samplers.forward_cost import cacheable, cost_curve
 
-    target = load_target(a.model, device=a.device)
+    target = load_target(a.model, device=a.device, block_size=a.block_size)
     curve = cost_curve(target, remeasure=True)
     ratios = curve.ratios(tuple(curve.sizes))
     if a.json:
@@ -429,6 +436,7 @@ def main(argv=None) -> int:
     cc.add_argument("--model", default=None, help="embedded model name, published model name or folder "
                     "(default: math-bd)")
     cc.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
+    _add_block_size(cc)
     cc.add_argument("--json", action="store_true", help="print one JSON object")
     _add_threads(cc)
 
@@ -501,7 +509,7 @@ def main(argv=None) -> int:
                         "--n-prompts train, the next --mix-prompts choose the pointer's mixture (default: prompts drawn "
                         "from the model's corpus)")
     d.add_argument("--n-prompts", dest="n_prompts", type=int, default=120, metavar="N",
-                   help="number of training prompts (--prompts is the old name)")
+                   help="number of training prompts")
     d.add_argument("--threshold-prompts", type=int, default=0, metavar="N",
                    help="training prompts of the SPOT-Sets drafter (threshold decoding, several commits per pass: "
                         "fewer passes per prompt, cheaper to collect); 0: as --n-prompts")
@@ -547,6 +555,7 @@ def main(argv=None) -> int:
                    help="decoding modes benchmarked, separated by commas (exact, threshold)")
     b.add_argument("--drafters", default="spot,training-free,calibrated",  # (eval/bench.BENCH_DRAFTERS)
                    help="drafters benchmarked, separated by commas (spot, training-free, calibrated)")
+    _add_block_size(b)
     b.add_argument("--drafter-dir", default=None, metavar="DIR",
                    help="drafters trained by train-drafter (its --out) for this model (default: the model's shipped "
                         "ones, else shakespeare-bd's, which transfer)")

@@ -89,30 +89,39 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
         target, rebuild=lambda dt: EmbeddedTarget(model.to(dt), tok, name=name, source=str(folder)), log=log)
 
 
-def load_target(name_or_path: str | None = None, device: str | None = None):
+def load_target(name_or_path: str | None = None, device: str | None = None, block_size: int | None = None):
     """An embedded model name, a published model name, or a local folder. Applies the thread policy
-    (spotviz/threads.py: 1 thread unless set) the first time, unless a front end already did."""
+    (spotviz/threads.py: 1 thread unless set) the first time, unless a front end already did. `block_size`: a
+    published model's block (SDAR) or window (LLaDA, Dream) size instead of its config's (an embedded model decodes
+    at the block size it was trained with)."""
     name = name_or_path or DEFAULT_MODEL
     if not isinstance(name, str) or not name.strip():
         raise ModelLoadError("model name is empty")
     ensure_threads()
+
+    def embedded(folder, label):
+        if block_size is not None:
+            raise ModelLoadError(f"model {label!r} is an embedded model: it decodes at the block size it was trained "
+                                 f"with (a block size can be chosen for published models only)")
+        return load_embedded(folder, label, device)
+
     if name in EMBEDDED:
         if not EMBEDDED[name].is_dir():
             raise ModelLoadError(f"embedded model {name!r} is missing at {EMBEDDED[name]}; "
                                  f"reinstall spotviz or run: python -m spotviz train-target")
-        return load_embedded(EMBEDDED[name], name, device)
+        return embedded(EMBEDDED[name], name)
     from .targets.published import PUBLISHED, load_published
 
     if name in PUBLISHED:
-        return load_published(name, device=device)
+        return load_published(name, device=device, block_size=block_size)
     p = Path(name).expanduser()
     if p.is_dir():
         cfg = p / "config.json"
         if cfg.is_file() and '"spotviz-dlm"' in cfg.read_text(errors="replace"):
-            return load_embedded(p, p.name, device)
-        return load_published(str(p), device=device)
+            return embedded(p, p.name)
+        return load_published(str(p), device=device, block_size=block_size)
     if p.exists() or "/" in name or "\\" in name or name.startswith((".", "~")):
         # a path that is not a folder, or a Hub repo id ("org/name"): load_published says which (a file, a folder
         # that does not exist, a repository not in the local cache)
-        return load_published(name, device=device)
+        return load_published(name, device=device, block_size=block_size)
     raise ModelLoadError(f"unknown model {name!r}; known models: {', '.join(known_models())}, or a local folder")

@@ -156,7 +156,7 @@ def test_help_does_not_import_torch_or_transformers():
 def test_identity_not_guaranteed_is_reported(capsys, tiny_block_dir, monkeypatch):
     from spotviz import registry
 
-    def flagged(name, device=None):
+    def flagged(name, device=None, block_size=None):
         target = registry.load_embedded(name, device="cpu", check_invariance=False)
         target.info.batch_invariant = False
         target.info.extra["invariance"] = "identity not guaranteed on this device/dtype: probe"

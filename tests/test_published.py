@@ -617,8 +617,11 @@ def test_registry_routes_a_published_folder(sdar_dir):
     assert corpus_of(target) == "math" and heldout_prompts(target)[0].endswith("?")
 
 
-def test_block_size_override(llada_dir):
+def test_block_size_override(llada_dir, sdar_dir, tiny_block_dir):
     assert load_published(str(llada_dir), device="cpu", block_size=8).info.block_size == 8
+    assert load_target(str(sdar_dir), device="cpu", block_size=8).info.block_size == 8  # (its config says 4)
+    with pytest.raises(ModelLoadError, match="embedded model: it decodes at the block size it was trained with"):
+        load_target(str(tiny_block_dir), block_size=8)
 
 
 # ---------------------------------------------------------------------------------------------- errors

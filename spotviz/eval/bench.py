@@ -132,7 +132,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
               gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
               drafters=BENCH_DRAFTERS, transfer: bool = True, other_budgets=None,
               prune: float = 0.0, modes=("exact", "threshold"), simulate_curve: str | None = None,
-              drafter_dir: str | None = None, log=print) -> BenchResult:
+              drafter_dir: str | None = None, block_size: int | None = None, log=print) -> BenchResult:
     """`modes`: the decoding modes benchmarked (exact, threshold or both). `budgets` apply to the first mode at the
     first temperature (the headline sweep); `other_budgets` (default: the same) to the other (mode, temperature)
     pairs, so a CPU run can sweep fewer budgets there. Transfer rows and the coupled-noise ablation use budget 16 (or
@@ -142,7 +142,8 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     cost-curve file (samplers/simulated.load_curve) whose f(N) every forward is charged at, on a virtual clock: the
     wall-clock columns then say what the decoders would take where a forward costs that (the drafter and the
     bookkeeping at this machine's cost). `drafter_dir`: drafters trained by train-drafter (default: the model's shipped
-    ones, else the fallback's: drafter/store.py); the result says which (`drafters`)."""
+    ones, else the fallback's: drafter/store.py); the result says which (`drafters`). `block_size`: a published
+    model's block or window size instead of its config's (registry.load_target)."""
     if not modes or any(m not in ("exact", "threshold") for m in modes):
         raise ValueError(f"modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
     if not drafters or any(d not in BENCH_DRAFTERS for d in drafters):
@@ -152,7 +153,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
-    target = load_target(model)
+    target = load_target(model, block_size=block_size)
     prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune,

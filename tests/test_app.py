@@ -320,3 +320,21 @@ def test_live_token_texts_are_the_traces_mask_and_end_of_text_marks(tiny_block_t
         trace = ev.get("trace", trace)
     assert live[str(eos)] == "∎" and live[str(info.mask_id)] == "[MASK]"
     assert live == {k: trace["token_text"][k] for k in live}
+
+
+def test_the_page_opens_on_the_default_models_example_and_keeps_a_model_without_one(app, monkeypatch):
+    """With $SPOTVIZ_MODEL a model of one's own, the opening example (another model's) switched the menu, banner and
+    prompts away from it: they now stay; a default model with an example of its own opens on that one."""
+    import gradio as gr
+
+    from spotviz.ui.handlers import SHOW_OUTPUTS
+
+    h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    out = h.first_example()  # (the default, TINY, has no example: the example is the micro model's, by its own name)
+    for name in ("model", "model_banner", "prompt_pick"):
+        assert out[SHOW_OUTPUTS.index(name)] == gr.skip(), name
+    assert "Recorded example" in out[SHOW_OUTPUTS.index("status")]
+    title, _, model = h.ctx.example_headers()[0]
+    monkeypatch.setattr(h.ctx, "default_model", model)
+    monkeypatch.setattr(h.ctx, "models", [*h.ctx.models, model])
+    assert h.first_example()[SHOW_OUTPUTS.index("model")] == model

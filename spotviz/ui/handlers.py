@@ -95,7 +95,7 @@ class AppContext:
     examples: list[dict]
     files: TraceFiles
     demo: gr.Blocks | None = None
-    _example_prompts: dict | None = field(default=None, repr=False)
+    _example_headers: list | None = field(default=None, repr=False)
 
     def gen_cap(self, model: str, prompt: str) -> int:
         """The longest generation the model's context leaves room for after `prompt` (and the app's limit); at
@@ -110,18 +110,22 @@ class AppContext:
             return self.gen_limit
         return max(GEN_STEP, min(self.gen_limit, max(room, min(MIN_ROOM, context // 4))))
 
-    def example_prompts(self) -> dict[str, str]:
-        """The recorded examples' prompts and their models (read once from the traces' headers)."""
-        if self._example_prompts is None:
-            found = {}
+    def example_headers(self) -> list[tuple[str, str, str]]:
+        """(title, prompt, model) of every recorded example (read once from the traces' headers)."""
+        if self._example_headers is None:
+            found = []
             for e in self.examples:
                 try:
                     meta = json.loads(Path(e["main"]).read_text(encoding="utf-8"))["meta"]
-                    found[str(meta["prompt"])] = str(meta["model"])
+                    found.append((e["title"], str(meta["prompt"]), str(meta["model"])))
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
-            self._example_prompts = found
-        return self._example_prompts
+            self._example_headers = found
+        return self._example_headers
+
+    def example_prompts(self) -> dict[str, str]:
+        """The recorded examples' prompts and their models."""
+        return {prompt: model for _, prompt, model in self.example_headers()}
 
     def gen_top(self, model: str, prompt: str) -> int:
         """The length slider's maximum: gen_cap rounded down to the slider's step, and above the slider's minimum
@@ -245,10 +249,17 @@ class Handlers:
                                      "yourself” decodes it live.", "example", play=True)
 
     def first_example(self, request: gr.Request = None):
-        """The page opens on the first example, playing by itself."""
-        if not self.ctx.examples:
+        """The page opens on the first example of the default model, playing by itself; where that model has none
+        (a model of one's own, $SPOTVIZ_MODEL), on the first example, with the menu left on the default model."""
+        ctx = self.ctx
+        if not ctx.examples:
             return Outputs().values(SHOW_OUTPUTS)
-        return self.example(self.ctx.examples[0]["title"], request)
+        own = [title for title, _, model in ctx.example_headers() if model == ctx.default_model]
+        out = self.example(own[0] if own else ctx.examples[0]["title"], request)
+        if not own:  # (the menu, its banner and its prompts stay the default model's)
+            for name in ("model", "model_banner", "prompt_pick"):
+                out[SHOW_OUTPUTS.index(name)] = gr.skip()
+        return out
 
     # --------------------------------------------------------------------------------------------- controls
     def fill(self, shown):

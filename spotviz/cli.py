@@ -174,6 +174,7 @@ def cmd_decode(a) -> int:
             "accepted_lengths": [len(p.commits) for p in trace.passes], "drafter": cfg.drafter,
             "walk_ends": trace.walk_ends(), "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
             "prompt_truncated": trace.meta.prompt_truncated, "identity_guaranteed": trace.meta.identity_guaranteed,
+            "drafters": _drafters_used(target, cfg),
         }, ensure_ascii=False))
     else:
         if trace.meta.prompt_truncated:
@@ -181,10 +182,8 @@ def cmd_decode(a) -> int:
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
-        if cfg.drafter not in ("none", "training-free"):
-            from .drafter.store import drafters_used
-
-            used = drafters_used(target.info.name, cfg.drafter_dir)
+        used = _drafters_used(target, cfg)
+        if used:
             hint = "; train your own: train-drafter --out DIR, then --drafter-dir DIR" if "transferred" in used else ""
             print(f"note: {used}{hint}", file=sys.stderr)
         print(_terminal(target.format_prompt(trace.meta.prompt) + trace.text))
@@ -192,6 +191,14 @@ def cmd_decode(a) -> int:
               f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
               f"{c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
     return 0
+
+
+def _drafters_used(target, cfg) -> str | None:
+    """Whose drafters a run used, in words (None for a run without trained ones: the standard decoder,
+    training-free)."""
+    from .drafter.store import drafters_used
+
+    return None if cfg.drafter in ("none", "training-free") else drafters_used(target.info.name, cfg.drafter_dir)
 
 
 def cmd_trace(a) -> int:

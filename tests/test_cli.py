@@ -48,7 +48,10 @@ def test_decode_json(capsys, tiny_block_dir):
     assert all(n == 1 for n in obj["accepted_lengths"])  # exact mode
     assert isinstance(obj["tokens"], list) and all(isinstance(t, int) for t in obj["tokens"])
     assert isinstance(obj["text"], str) and obj["wall_s"] >= 0
-    assert obj["prompt_truncated"] is False
+    assert obj["prompt_truncated"] is False and obj["drafters"] is None  # (no trained drafter ran)
+    code, out, _ = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.",
+                            "--gen-length", "8", "--json", "--drafter", "spot", "--budget", "2")
+    assert json.loads(out)["drafters"].startswith("shakespeare-bd's drafters, transferred (none trained for ")
 
 
 def test_decode_trace_out(capsys, tiny_full_dir, tmp_path):

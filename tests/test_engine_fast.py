@@ -833,7 +833,7 @@ def test_auto_counts_the_slower_standard_pass_after_a_drafted_one_as_drafting_wo
         p.one_guess.overhead = p.tree.overhead = 0.0
         p.observe(PassOutcome(1, 0.010, False))
         drafted = []
-        for i in range(30):
+        for i in range(40):  # (the gate's calibration fading back to its prior probes once, near pass 24)
             drafted.append(p.draft_now(c))
             if drafted[-1]:  # one guess, accepted every other time: 1.5 commits for 12 ms against 15 ms
                 p.begin(1), p.add(0.6), p.choose(2)
@@ -881,13 +881,13 @@ def test_auto_gate_that_lost_faith_after_a_few_unlucky_trees_drafts_again():
     p.one_guess.overhead = p.tree.overhead = 0.0005
     p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
     assert p.draft_now(c)
-    p.gate_expected, p.gate_accepted = 11.0, 4.0  # (as one run on the AMD machine of session 38 left it)
+    p.gate_expected, p.gate_accepted = 11.0, 4.0  # (as a run on the AMD machine of session 38 left it, prior 2)
     assert not p.draft_now(c)
     waited = 0
     while not p.draft_now(c):
         p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
         waited += 1
-    assert 50 < waited < 250
+    assert 20 < waited < 100  # (42 as written)
     probes, passes = 0, 2000
     for _ in range(passes):  # never accepted: each probe adds 1 expected edge, none accepted
         if p.draft_now(c):

@@ -30,22 +30,26 @@ already computed (c_(1) >= c_(2) >= ... over the positions still masked): the ch
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 
 with its own calibration s_g (accepted edges over the chain's expectation for the size verified, starting from a
-prior of 1 that weighs two expected edges). Only drafted passes renew s_g, so while the gate drafts nothing, the
-evidence above the prior fades by GATE_FADE a pass: a few unlucky first trees (on math-bd at T = 0 on the AMD
-machine of session 38: 2 edges accepted of 9 expected, s_g = 0.36) would otherwise stop drafting for good, and the
-memory between runs (below) would carry that to every later run, where N = 2 ran 7% faster (1.08x against auto's
-1.01x). With the fade the gate drafts again after about a hundred undrafted passes, and the passes it drafts then
-renew s_g; a drafter that is truly never accepted is then tried once in a few hundred passes (each failed probe adds
-to the evidence, and the realized check below pauses its tier), so the fade costs under half a percent there
-(tested). The pass drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's
-own work (its decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass,
-with no drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own
-work has two tiers, each a running linear fit of what it was measured to cost against the tree's node count (c_N =
-the mean work + w (N - the mean node count), w from the running covariance of node count and work, 0 until the sizes
-spread: drafter features, node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that
-growth is what bounds the tree): c_2 for a one-guess tree (N = 2, which a proposer may draft more cheaply: the SPOT
-proposer hands it to its partner and skips the drafter's forward, drafter/proposers/spot.py) and c for a larger
-tree. When N = 2 is the best size under G, the pass's tree is capped at 2 nodes before anything is drafted.
+prior of 1 that weighs six expected edges, GATE_PRIOR). Only drafted passes renew s_g, so while the gate drafts
+nothing, the evidence fades back to the prior by GATE_FADE a pass. A run's first trees, at the start of the answer,
+are its least accepted: on math-bd on the AMD machine of session 38, with a prior of two edges, the first seven
+accepted 2 edges of 9 expected (s_g = 0.36) and drafting stopped for good, and the memory between runs (below)
+carried that to every later run, where N = 2 ran 7% faster (1.08x against auto's 1.01x); at T = 1 a first problem's
+trees stopped drafting until the third problem (661 passes on 20 problems against N = 2's 517). With six edges of
+prior those first trees leave s_g at 0.53, above what a one-guess tree needs there (about 0.43), and `auto` makes
+N = 2's passes from its first run (515 at T = 1); from a state as low as 0.36 the fade drafts again after about forty
+undrafted passes. A drafter that is truly never accepted is drafted 4 times in 2,000 passes from the priors and
+probed once in a few hundred passes from then on (each failed probe adds to the evidence, and the realized check
+below pauses its tier): the prior and the fade cost under half a percent there (tested). The pass drafts only if
+some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its decision and
+bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no drafter, tree or
+record, so a pass that does not draft costs what the standard decoder's pass costs. The own work has two tiers, each
+a running linear fit of what it was measured to cost against the tree's node count (c_N = the mean work + w (N - the
+mean node count), w from the running covariance of node count and work, 0 until the sizes spread: drafter features,
+node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that growth is what bounds the
+tree): c_2 for a one-guess tree (N = 2, which a proposer may draft more cheaply: the SPOT proposer hands it to its
+partner and skips the drafter's forward, drafter/proposers/spot.py) and c for a larger tree. When N = 2 is the best
+size under G, the pass's tree is capped at 2 nodes before anything is drafted.
 
 The gate's estimate for a tier can be off in a way s_g cannot see: G(N) is the chain of stale confidences, but the
 tree the drafter then grows is sized by its own path probabilities, and on math-bd a pass the gate sent to a larger
@@ -370,7 +374,7 @@ class CostAwareBudget(BudgetPolicy):
         self.last_expected = self.last_chain = self.gate_rate = 0.0
         self.budget, self.small = self.n_max, False
 
-    GATE_PRIOR = 2.0  # the chain calibration's prior: s_g = 1, weighing as much as two expected edges
+    GATE_PRIOR = 6.0  # the chain calibration's prior: s_g = 1, weighing as much as six expected edges
     GATE_FADE = 0.995  # per undrafted pass: how fast the evidence above that prior fades (module docstring)
     STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
     PRIOR_SHAPE = 0.9  # s_N before a size is seen: batches of states cost ~10% less against one state inside decodes

@@ -315,8 +315,10 @@ def cmd_train_drafter(a) -> int:
                              mix_prompts=a.mix_prompts, mix_budget=a.mix_budget, prompts_file=a.prompts_file)
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
-    print(f"use them: python -m spotviz decode --model {cfg.model} --drafter spot --drafter-dir {out} --prompt ...",
-          file=sys.stderr)
+    from .registry import DEFAULT_MODEL
+
+    print(f"use them: python -m spotviz decode --model {cfg.model or DEFAULT_MODEL} --drafter spot --drafter-dir {out} "
+          f"--prompt ...", file=sys.stderr)
     return 0
 
 

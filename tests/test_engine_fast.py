@@ -346,18 +346,18 @@ def test_auto_gate_learns_what_each_tier_makes_of_its_estimate(monkeypatch):
         assert (p.tree.realized < 0.6) if expect_small else (p.tree.realized > 0.7)
 
 
-def test_a_tiers_realized_ratio_chooses_between_tiers_and_never_stops_drafting_on_its_own():
-    """The ratio weighs the tiers whose own estimate beats a standard pass against each other; it stopped drafting
-    altogether where the better-rated tier was paused (a one-guess tier at half the paused tier's ratio, though one
-    guess still paid by its estimate)."""
+def test_a_tiers_realized_ratio_discounts_its_estimate_against_a_standard_pass_too():
+    """A tier whose passes realized half of what the better tier's did is drafted only where its discounted estimate
+    still beats a standard pass (measured better on a simulated GPU than letting the ratio only choose between
+    tiers); a ratio that both tiers share discounts neither."""
     c = np.array([0.99, 0.99, 0.99])
     p = CostAwareBudget(curve(0.010, 0.002), n_max=8)
     p.tree.overhead = p.one_guess.overhead = 0.0
     p.observe(PassOutcome(1, 0.010, False))
     p.tree.pause, p.tree.realized, p.one_guess.realized = 5, 1.0, 0.5
-    assert p.draft_now(c) and p.small  # (one guess: the open tier, whose estimate beats a standard pass)
-    p.tree.pause = 0
-    assert p.draft_now(c) and not p.small  # (both open: the ratio prefers the larger tree)
+    assert not p.draft_now(c)  # (one guess: 1.99 commits in 12 ms, discounted to half, against 1 in 10 ms)
+    p.tree.realized = 0.5
+    assert p.draft_now(c) and p.small  # (both at 0.5: nothing discounted)
 
 
 def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit(monkeypatch):
@@ -910,7 +910,7 @@ def test_auto_gate_that_lost_faith_after_a_few_unlucky_trees_drafts_again():
             p.observe(PassOutcome(2, 0.0055, False, accepted_edges=0, overhead_s=0.0005, drafted=True))
         else:
             p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
-    assert probes < passes / 40  # (34 in 2,000 as written, about one per longest pause: half a pass each)
+    assert probes < passes / 100  # (5 in 2,000 as written: one probe costs about half a pass)
 
 
 def test_auto_gives_a_size_priced_too_dear_by_a_few_slow_forwards_another_chance():

@@ -38,17 +38,17 @@ carried that to every later run, where N = 2 ran 7% faster (1.08x against auto's
 trees stopped drafting until the third problem (661 passes on 20 problems against N = 2's 517). With six edges of
 prior those first trees leave s_g at 0.53, above what a one-guess tree needs there (about 0.43), and `auto` makes
 N = 2's passes from its first run (515 at T = 1); from a state as low as 0.36 the fade drafts again after about forty
-undrafted passes. A drafter that is truly never accepted is then probed about once per longest pause of the realized
-check below (34 times in 2,000 passes, tested): about 1% of a run there, half a pass a probe. The pass drafts only
-if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its decision and
-bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no drafter, tree or
-record, so a pass that does not draft costs what the standard decoder's pass costs. The own work has two tiers, each
-a running linear fit of what it was measured to cost against the tree's node count (c_N = the mean work + w (N - the
-mean node count), w from the running covariance of node count and work, 0 until the sizes spread: drafter features,
-node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that growth is what bounds the
-tree): c_2 for a one-guess tree (N = 2, which a proposer may draft more cheaply: the SPOT proposer hands it to its
-partner and skips the drafter's forward, drafter/proposers/spot.py) and c for a larger tree. When N = 2 is the best
-size under G, the pass's tree is capped at 2 nodes before anything is drafted.
+undrafted passes. A drafter that is truly never accepted is then probed 5 times in 2,000 passes (tested: each failed
+probe adds to the evidence, and the tier ratio and the realized check below hold it back), half a pass a probe. The
+pass drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its
+decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no
+drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own work
+has two tiers, each a running linear fit of what it was measured to cost against the tree's node count (c_N = the
+mean work + w (N - the mean node count), w from the running covariance of node count and work, 0 until the sizes
+spread: drafter features, node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that
+growth is what bounds the tree): c_2 for a one-guess tree (N = 2, which a proposer may draft more cheaply: the SPOT
+proposer hands it to its partner and skips the drafter's forward, drafter/proposers/spot.py) and c for a larger
+tree. When N = 2 is the best size under G, the pass's tree is capped at 2 nodes before anything is drafted.
 
 The gate's estimate for a tier can be off in a way s_g cannot see: G(N) is the chain of stale confidences, but the
 tree the drafter then grows is sized by its own path probabilities, and on math-bd a pass the gate sent to a larger
@@ -56,11 +56,14 @@ tree for G(3) or G(4) often ends with a one-guess tree after the drafter's forwa
 drafter/proposers/spot.py) was paid. So each tier also keeps the running mean (step 0.2) of what its passes made of
 the gate's estimate: the pass's decisions per second over the rate the gate estimated for it (each pass's ratio
 clipped to 0.25-2; fused passes, which the estimate does not price, not counted), and the gate weighs each tier's
-estimated rate by its ratio over the better tier's. That ratio only chooses between the tiers whose own estimate
-beats a standard pass: whether to draft at all stays with the estimate and the realized check below (a ratio that
-also gated drafting could shut it off for good after a few slow first passes, as it did at T = 1 on a simulated GPU;
-until session 38 it did gate it where the better tier was paused or did not apply). Every drafted pass of one tier
-moves the other tier's ratio 0.5% back towards 1, so a tier that once did badly is tried again. On math-bd (10 problems,
+estimated rate by its ratio over the better tier's, against the other tier and against a standard pass alike: a
+tier whose passes realized less than the better tier's is drafted only where its discounted estimate still beats a
+standard pass. (The ratio is relative, so when both tiers disappoint alike it discounts neither: slow first passes
+cannot shut drafting off, as an absolute ratio did at T = 1 on a simulated GPU. Letting the ratio only choose
+between tiers whose undiscounted estimate beats a standard pass was tried in session 38: on the simulated H200,
+20 problems side by side, `auto` drafted smaller trees, 3.41 states a pass against 3.56, and cut passes 1.94x
+against 2.07x, 1.48x against 1.52x wall-clock: not kept.) Every drafted pass of one tier moves the other tier's ratio
+0.5% back towards 1, so a tier that once did badly is tried again. On math-bd (10 problems,
 thread time, least of 3 runs per problem) `auto` went from 5-6% behind N = 2 to 1-1.6% behind (T = 0: 1.045x ->
 1.07-1.09x, T = 1: 1.033x -> 1.08-1.10x).
 
@@ -248,13 +251,13 @@ class CostAwareBudget(BudgetPolicy):
         if not any(open_):
             return False
         s_g, f, load = self.gate_accepted / self.gate_expected, self._f, self.load
-        standard = 1.0 / (self.f_at(1) + self.standard_over)  # a standard pass's commits per second, own work included
-        chain, edges, path, best_k, best = self._chain, 0.0, 1.0, 0, 0.0
+        best = 1.0 / (self.f_at(1) + self.standard_over)  # a standard pass's commits per second, own work included
+        chain, edges, path, best_k = self._chain, 0.0, 1.0, 0
         t = self.tree  # a larger tree's work: max(a + b N, 0) (Tier.cost, its terms taken once)
         b = t.per_node
         a = t.overhead - b * t.states
-        top = max(self.one_guess.realized, self.tree.realized)  # (tiers against each other, each against the best:
-        # whether to draft at all stays with the estimate, rate > standard, and the realized check's pauses)
+        top = max(self.one_guess.realized, self.tree.realized)  # (each tier's estimate discounted by its ratio over
+        # the better tier's, against the other tier and against a standard pass: module docstring)
         q_one, q_tree = self.one_guess.realized / top, self.tree.realized / top
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= c
@@ -269,7 +272,7 @@ class CostAwareBudget(BudgetPolicy):
             else:
                 continue
             rate = (1.0 + s_g * edges) / (load * self.shape(k + 1) * f[k + 1] + work)
-            if rate > standard and q * rate > best:
+            if q * rate > best:
                 best, best_k, self.gate_rate = q * rate, k, rate
         if best_k + 1 == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True

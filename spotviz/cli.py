@@ -184,7 +184,10 @@ def cmd_decode(a) -> int:
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
         used = _drafters_used(target, cfg)
         if used:
-            hint = "; train your own: train-drafter --out DIR, then --drafter-dir DIR" if "transferred" in used else ""
+            from .drafter.store import uses_fallback
+
+            hint = ("; train your own: train-drafter --out DIR, then --drafter-dir DIR"
+                    if uses_fallback(target.info.name, cfg.drafter_dir) else "")
             print(f"note: {used}{hint}", file=sys.stderr)
         print(_terminal(target.format_prompt(trace.meta.prompt) + trace.text))
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "

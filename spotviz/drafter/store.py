@@ -18,14 +18,19 @@ def drafter_folder(target_name: str) -> Path:
     return own if own.is_dir() else DRAFTER_DIR / FALLBACK_TARGET
 
 
+def uses_fallback(target_name: str, folder: str | Path | None = None) -> bool:
+    """Whether a run of `target_name` drafts with the fallback's drafters: no folder given, none shipped for it."""
+    return not folder and not (DRAFTER_DIR / target_name).is_dir()
+
+
 def drafters_used(target_name: str, folder: str | Path | None = None) -> str:
     """Where a run's drafters come from, in words: the folder given (train-drafter's --out), the model's shipped
     ones, or the fallback's, which transfer (a drafter reads only the target's distributions)."""
     if folder:
         return f"drafters from {folder}"
-    if (DRAFTER_DIR / target_name).is_dir():
-        return f"{target_name}'s shipped drafters"
-    return f"{FALLBACK_TARGET}'s drafters, transferred (none trained for {target_name})"
+    if uses_fallback(target_name):
+        return f"{FALLBACK_TARGET}'s drafters, transferred (none trained for {target_name})"
+    return f"{target_name}'s shipped drafters"
 
 
 def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:

@@ -91,10 +91,10 @@ class ModelStore:
                 n_params = ""
         from ..threads import threads_in_use
 
-        from ..drafter.store import DRAFTER_DIR, drafters_used
+        from ..drafter.store import drafters_used, uses_fallback
 
-        own = self.drafter_dirs.get(name)
-        drafters = (f" · {drafters_used(info.name, own)}" if own or not (DRAFTER_DIR / info.name).is_dir() else "")
+        own = self.drafter_dirs.get(name)  # (the banner names drafters other than the model's own shipped ones)
+        drafters = f" · {drafters_used(info.name, own)}" if own or uses_fallback(info.name) else ""
         return (f"{info.name} · {n_params}{info.attention} attention · block/window {info.block_size} · "
                 f"vocab {info.vocab_size} · context {info.max_length} · on {t.device}"
                 + (f" · {threads_in_use()} CPU thread(s)" if str(t.device) == "cpu" else "") + drafters)

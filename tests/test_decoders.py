@@ -1,6 +1,7 @@
 """The standard decoder (exact / threshold, T=0 / T=1, block and full targets) and its input checks."""
 from __future__ import annotations
 
+import time
 from dataclasses import FrozenInstanceError
 
 import pytest
@@ -163,6 +164,20 @@ def test_stream_keeps_the_prompt(attention, tiny_targets, tiny_prompt):
     mask = target.info.mask_id
     masks = [u.tokens.count(mask) for u in updates]
     assert [GEN - m for m in masks] == [sum(len(u.record.commits) for u in updates[: i + 1]) for i in range(len(updates))]
+
+
+@pytest.mark.parametrize("drafter", ["none", "training-free"])
+def test_the_run_clock_stops_while_the_consumer_holds_an_update(drafter, tiny_block_target, tiny_prompt):
+    """A stream's consumer (the app turning each pass into views) works on the same clock, once per pass: its time
+    is not decoding time, or the decoder with more passes is charged more of it (DecodeState.wall)."""
+    pause, updates, last = 0.02, 0, None
+    for last in decode_stream(tiny_block_target, tiny_prompt, cfg_for("exact", 0.0, drafter=drafter, budget=4,
+                                                                      gen_length=16), start_event=True):
+        updates += 1
+        time.sleep(pause)
+    passes = last.trace.passes
+    assert updates == len(passes) + 2  # (start, a pass each, done)
+    assert last.trace.counters.wall_s <= sum(p.wall_s for p in passes) + 0.25 * pause * updates
 
 
 @pytest.mark.parametrize("attention", ["block", "full"])

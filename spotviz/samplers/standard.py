@@ -28,7 +28,7 @@ def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConf
             out, d, rec = standard_pass(st, lo, hi, masked)
             masked[d.offsets] = False
             extra = {"lo": lo, "hi": hi, "logits": out.logits[0], "step": st.step - 1} if record_logits else {}
-            yield Progress(st.tokens.tolist(), rec, st.counters(), extra=extra)
+            yield st.progress(rec, extra)
         st.end = hi
         if st.finished_with_eos(hi):
             break

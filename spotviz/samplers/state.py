@@ -69,9 +69,11 @@ class DecodeState:
         self.cache = target.empty_cache()
         self.step = 0  # decision index: the noise step of the next decision
         self.passes: list[PassRecord] = []
-        # the run's wall clock: the machine's, or a target's virtual one (samplers/simulated.py: another device's
-        # forward cost)
-        self.wall = getattr(target, "clock", None) or time.perf_counter
+        # the run's clock: the machine's, or a target's virtual one (samplers/simulated.py: another device's forward
+        # cost), stopped while a streamed update is with its consumer (wall)
+        self._clock = getattr(target, "clock", None) or time.perf_counter
+        self.paused_s = 0.0  # time the stream spent handed out to its consumer: not decoding time
+        self._handed_out: float | None = None  # the clock when the last update was handed out (None: running)
         self.t0 = self.wall()  # (moved to the first pass by begin_passes: set-up is not decoding time)
         self.setup_s = 0.0  # one-time work before the first pass: loading the drafter, measuring the cost curve
         self.checks_s = 0.0  # batch-shape checks (targets/invariance.check_pass): once per shape, not decoding
@@ -79,6 +81,24 @@ class DecodeState:
         self.clock = self.wall  # times the policy observes (auto: samplers/forward_cost.pass_clock, the curve's clock)
         self.end = self.total_len  # one past the last position decoded so far
         self.stats = SpecDecodingStats()
+
+    def wall(self) -> float:
+        """The run's decoding clock: the machine's (or the target's virtual) clock less the time the stream spent
+        with its consumer. A decode stream is a generator: between handing out an update (started / progress /
+        finished) and being resumed, the consumer's work (the app turning a pass into views, a slow reader) runs
+        on the same clock, and a decoder that yields once per pass would be charged for it per pass: the standard
+        decoder five times as often as SPOT with five times fewer passes. The pause ends at the first clock
+        reading after the resume (a pass's start; the loop's few checks before it are not counted, alike for
+        every decoder)."""
+        now = self._clock()
+        if self._handed_out is not None:
+            self.paused_s += now - self._handed_out
+            self._handed_out = None
+        return now - self.paused_s
+
+    def _hand_out(self, progress: "Progress") -> "Progress":
+        self._handed_out = self._clock()
+        return progress
 
     def masked(self, lo: int, hi: int, row: torch.Tensor | None = None) -> torch.Tensor:
         r = self.tokens if row is None else row
@@ -156,14 +176,15 @@ class DecodeState:
 
     def started(self, drafter: str | None = None) -> "Progress":
         """The start event: the run's meta and the prompt row, before the first pass."""
-        return Progress(self.tokens.tolist(), None, self.counters(), meta=self.meta(drafter))
+        return self._hand_out(Progress(self.tokens.tolist(), None, self.counters(), meta=self.meta(drafter)))
 
-    def progress(self, rec: PassRecord) -> "Progress":
-        return Progress(self.tokens.tolist(), rec, self.counters())
+    def progress(self, rec: PassRecord, extra: dict | None = None) -> "Progress":
+        """The update after a pass (handed out: the clock pauses until the stream is resumed)."""
+        return self._hand_out(Progress(self.tokens.tolist(), rec, self.counters(), extra=extra or {}))
 
     def finished(self, drafter: str | None = None) -> "Progress":
         trace = self.trace(drafter)
-        return Progress(self.tokens.tolist(), None, trace.counters, trace=trace)
+        return self._hand_out(Progress(self.tokens.tolist(), None, trace.counters, trace=trace))
 
     def trace(self, drafter: str | None = None) -> Trace:
         meta = self.meta(drafter)

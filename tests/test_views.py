@@ -211,7 +211,7 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     assert s["kpis"][1]["tone"] == "warn" and s["kpis"][0]["tone"] == "good"
     # the forwards cost f(1) + f(6) + f(1) = 0.01 + 0.03 + 0.01; the standard run 8 f(1) = 0.08
     assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6
-    assert "at most 1.60× on this hardware" in s["kpis"][1]["small"] and "not counted" not in s["kpis"][1]["small"]
+    assert "the forwards allow about 1.60× here" in s["kpis"][1]["small"] and "not counted" not in s["kpis"][1]["small"]
     spot.meta.outside_s = 1.234  # a first run's one-time work (drafter load, shape checks): named, not charged
     assert "1.23 s of one-time set-up and exactness checks not counted" in summary(spot, base)["kpis"][1]["small"]
     spot.meta.outside_s = 0.0
@@ -295,9 +295,21 @@ def test_headline_rounds_as_the_canvases_do_and_explains_a_threshold_run_with_no
     assert "same seed" not in summary(spot, base)["kpis"][-1]["small"]
     # a threshold run whose passes drafted nothing (every window filled in one pass) says why
     flat = _standard_trace(4, mode="threshold", threshold=0.9)
-    flat.meta.drafter = "spot-sets"
+    flat.meta.drafter, flat.meta.budget_auto = "spot-sets", True
+    for i, p in enumerate(flat.passes):
+        p.window = [8 * i, 8 * i + 8]
     s = summary(flat, _standard_trace(4, tokens=list(flat.tokens), mode="threshold", threshold=0.9))
     assert s["note"].startswith("Nothing was drafted: at tau 0.9 the threshold decoder filled every window")
+    assert not any("drafting off" in k["big"] for k in s["kpis"])  # (nothing was left to draft: not auto's choice)
+    # windows that took several passes, none drafted: auto declined, and the note does not blame tau
+    slow = _standard_trace(4, mode="threshold", threshold=0.9)
+    slow.meta.drafter, slow.meta.budget_auto = "spot-sets", True
+    s2 = summary(slow, _standard_trace(4, tokens=list(slow.tokens), mode="threshold", threshold=0.9))
+    assert s2["note"].startswith("Nothing was drafted: budget auto judged no tree worth its cost")
+    assert any(k["big"] == "drafting off in 3 of 3 passes" for k in s2["kpis"])
+    # ... and does not blame batched passes it never made; no "1.00× fewer" of zero passes saved
+    assert "batch" not in s["note"] and "one state" in s["note"]
+    assert s["kpis"][0]["small"] == "4, as many as the standard decoder"
 
 
 def test_the_headlines_ceiling_is_the_benchs(real_traces):

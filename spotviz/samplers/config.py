@@ -73,7 +73,7 @@ class DecodeConfig:
         if not (0.0 < tau <= 1.0):
             raise DecodeError(f"threshold (tau) must be in (0, 1], got {tau}")
         if not 0 <= self.seed < 2**63:
-            raise DecodeError(f"seed must be between 0 and 2**63-1, got {self.seed}")
+            raise DecodeError(f"seed must be a whole number from 0 to {2**63 - 1}, got {self.seed}")
         mp = num("min_path_prob", (int, float))
         if not (0.0 <= mp < 1.0):
             raise DecodeError(f"min_path_prob must be in [0, 1), got {mp}")

@@ -17,7 +17,7 @@ from .files import TraceFiles
 from .handlers import AppContext, Handlers, controls_of
 from .inputs import DRAFTER_ORDER, TEMPERATURE_MAX, parse_run_inputs, plan_run, prompts_for
 from .layout import APP_CSS, CACHE_CLEANUP, LAYOUT_CSS, MAX_QUEUE, MAX_UPLOAD_BYTES, PAGE_HEAD, STATE_SESSIONS, \
-    STATE_TTL_S, build_app, default_models
+    STATE_TTL_S, app_theme, build_app, default_models
 
 __all__ = ["APP_CSS", "AppContext", "CACHE_CLEANUP", "DRAFTER_ORDER", "Explainer", "Handlers", "LAYOUT_CSS",
            "MAX_QUEUE", "MAX_UPLOAD_BYTES", "STATE_SESSIONS", "STATE_TTL_S", "TEMPERATURE_MAX", "TraceFiles",
@@ -32,5 +32,6 @@ def launch(demo, **kwargs):
     kwargs.setdefault("state_session_capacity", STATE_SESSIONS)
     kwargs.setdefault("css", APP_CSS + LAYOUT_CSS)
     kwargs.setdefault("head", PAGE_HEAD)
+    kwargs.setdefault("theme", app_theme())
     kwargs.setdefault("show_error", True)
     return demo.launch(**kwargs)

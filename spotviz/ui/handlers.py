@@ -19,8 +19,8 @@ from ..views.common import esc
 from ..views.timeline import timeline
 from .examples import load_example
 from .files import TraceFiles, load_uploads
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, TEMPERATURE_MAX, parse_run_inputs, plan_run, \
-    prompts_for
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, MODEL_ABOUT, TEMPERATURE_MAX, parse_run_inputs, \
+    plan_run, prompts_for
 from .runner import ModelStore, decode_events
 from .session import LiveSession
 
@@ -160,7 +160,9 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
 def banner_for(store: ModelStore, model: str) -> str:
     try:
         about = store.describe(model)
-        return status_html("Model ready: " + (about if about.startswith(model) else f"{model} ({about})"), "ok")
+        plain = f" {model} {MODEL_ABOUT[model]}" if model in MODEL_ABOUT else ""
+        return status_html("Model ready: " + (about if about.startswith(model) else f"{model} ({about})") + "." + plain,
+                           "ok")
     except Exception as e:  # noqa: BLE001 - any load problem is shown
         return status_html(f"The model {model!r} is not available: {e}. You can still replay the example traces "
                            "and trace files below.", "err")
@@ -256,6 +258,10 @@ class Handlers:
             return Outputs().values(SHOW_OUTPUTS)
         own = [title for title, _, model in ctx.example_headers() if model == ctx.default_model]
         out = self.example(own[0] if own else ctx.examples[0]["title"], request)
+        # the tree budget stays auto, sized for this machine: the examples were recorded at a fixed budget for their
+        # trees, which on a CPU makes a first live run slower than the standard decoder ("Run this example yourself"
+        # still takes the example's)
+        out[SHOW_OUTPUTS.index("budget")] = gr.skip()
         if not own:  # (the menu, its banner and its prompts stay the default model's)
             for name in ("model", "model_banner", "prompt_pick"):
                 out[SHOW_OUTPUTS.index(name)] = gr.skip()
@@ -278,10 +284,10 @@ class Handlers:
         return [c.get(n, gr.skip()) for n in FILL_OUTPUTS]
 
     def chosen_length(self, value):
-        """The generation length the visitor chose (a raw slider value, at most the app's limit), kept for
-        cap_length; anything else: no change."""
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 1:
-            return int(min(value, self.ctx.gen_limit))
+        """The generation length the visitor chose (a raw slider value; typed, it may be outside the slider's range:
+        cap_length then says what it became), kept for cap_length; anything else: no change."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value <= 1e6:
+            return int(value)
         return gr.skip()
 
     def cap_length(self, prompt, model, gen_length, wanted=None):
@@ -290,11 +296,24 @@ class Handlers:
         leaves less room and restored when it leaves more; the slider's note says when it was lowered."""
         top = self.ctx.gen_top(model, prompt)
         want = next((v for v in (wanted, gen_length) if isinstance(v, (int, float)) and not isinstance(v, bool)), top)
+        if want < GEN_STEP:
+            return gr.update(maximum=top, value=GEN_STEP,
+                             info=f"raised to {GEN_STEP}, the least it offers (you chose {int(want)})")
         if want <= top:
             return gr.update(maximum=top, value=want, info=GEN_INFO)
+        if top >= self.ctx.gen_limit - GEN_STEP + 1:  # (the app's limit binds, not the prompt)
+            return gr.update(maximum=top, value=top, info=f"lowered to {top}, this app's limit (you chose {int(want)})")
         return gr.update(maximum=top, value=top,
                          info=f"lowered to {top}, the most this model's context leaves after this prompt (you chose "
                               f"{int(want)}: a shorter prompt gives it back)")
+
+    def typed_length(self, prompt, model, gen_length, wanted=None):
+        """After the visitor set the length: where it is outside what the slider offers (a number typed in its box),
+        what it became and why (cap_length); else nothing, so a slider being dragged is never moved back."""
+        top = self.ctx.gen_top(model, prompt)
+        if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and not GEN_STEP <= wanted <= top:
+            return self.cap_length(prompt, model, gen_length, wanted)
+        return gr.skip()
 
     def on_model(self, model, prompt):
         """A new model: its banner, its prompts to try and, if the prompt is one of another model's prompts to try

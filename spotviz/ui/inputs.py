@@ -42,6 +42,21 @@ TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, sa
 GEN_STEP = 8
 
 
+# what each embedded model is, in a newcomer's words (the model banner): what its answers are worth, since SPOT's
+# output is exactly the model's, right or wrong (README, Models)
+MODEL_ABOUT = {
+    "math-bd": "writes worked grade-school word problems. It answers 98% of new problems of the 32 kinds it was "
+               "taught right, 70% of them phrased another way, and few of other kinds: a problem of your own may get "
+               "a wrong answer, and SPOT then gives the same wrong answer.",
+    "python-bd": "a small Python model, the low-confidence regime: recognisably Python, not correct Python, and "
+                 "it often loops (SPOT has less to work with).",
+    "shakespeare-bd": "a small play-text model, the low-confidence regime: short, repetitive lines (SPOT has less to "
+                      "work with).",
+    "shakespeare-mdlm": "a small play-text model with full bidirectional attention (LLaDA / MDLM style), the "
+                        "low-confidence regime.",
+}
+
+
 def prompts_for(model: str) -> list[str]:
     """Prompts to try with `model`: code for a code model (its name says python or code), word problems for a math
     model and for a published model (its short name or a hub name: SPOT's own demo is a GSM8K problem), else play

@@ -29,9 +29,12 @@ STATE_SESSIONS = 256  # sessions whose last outputs and traces the server keeps 
 STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") are dropped after an hour
 MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
-START_JS = "(...a) => { window.__svStart && window.__svStart(); return a; }"
+# a live run: "Run this example yourself" goes (it would run the example or replay that is no longer on screen)
+START_JS = """(...a) => { window.__svStart && window.__svStart();
+  const b = document.querySelector('#sv-run-this'); if (b) b.style.display = 'none'; return a; }"""
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
-SHOW_JS = """() => { const e = document.querySelector('#sv-status'); if (!e) return;
+SHOW_JS = """() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';
+  const e = document.querySelector('#sv-status'); if (!e) return;
   const top = e.getBoundingClientRect().top;
   if (top < 0 || top > window.innerHeight * 0.6) e.scrollIntoView({behavior: 'smooth', block: 'start'}); }"""
 
@@ -41,7 +44,7 @@ drafter guesses which slots the model will fill next, and one model pass checks 
 """
 
 APP_CSS = """
-.sv-header { font-size: 14px; color: var(--body-text-color-subdued, #666); }
+.sv-header { font-size: 14px; color: var(--body-text-color-subdued, #52525b); }
 .sv-header b { font-size: 22px; color: var(--body-text-color, #222); margin-right: 8px; }
 .sv-status { font-size: 14px; padding: 6px 10px; border-radius: 8px; }
 .sv-status.ok { background: #eef7ee; color: #1b5e20; }
@@ -71,6 +74,15 @@ LAYOUT_CSS = """
   #sv-out, #sv-explainer { padding-left: 0 !important; padding-right: 0 !important; }
 }
 """
+
+
+def app_theme():
+    """Gradio's default theme with readable secondary text: its subdued colour (setting help, the views' captions
+    and counters) is neutral-400, #bbbbc2, a contrast of 1.9:1 on white; neutral-600 is 7.7:1 (dark mode keeps
+    Gradio's own)."""
+    return gr.themes.Default().set(body_text_color_subdued="*neutral_600", body_text_color_subdued_dark="*neutral_400")
+
+
 # outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone
 PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6px !important; "
              "padding-right: 6px !important; } }</style>")
@@ -214,7 +226,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         prompt.blur(h.cap_length, capping, [gen_length], api_name=False, queue=False)
         # (raw values: a number typed above the maximum reaches here before Gradio clamps it, and its preprocessing
         # would refuse it with HTTP 500; the page says it was lowered)
-        gen_length.input(h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False, preprocess=False)
+        gen_length.input(h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False,
+                         preprocess=False).then(h.typed_length, capping, [gen_length], api_name=False, queue=False,
+                                                preprocess=False)
         if ctx.examples:
             demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden")

@@ -56,7 +56,7 @@ def run_header(meta, role: str, token_text: dict[str, str]) -> dict:
         "drafter": meta.drafter, "budget": meta.budget, "mode": meta.mode, "tau": meta.threshold,
         "temperature": meta.temperature, "seed": meta.seed, "model": meta.model,
         "prune": meta.min_path_prob, "truncated": bool(meta.prompt_truncated),
-        "auto": bool(getattr(meta, "budget_auto", False)),
+        "auto": bool(getattr(meta, "budget_auto", False)), "coupled": bool(getattr(meta, "coupled_noise", True)),
         "mask": token_text.get(str(meta.mask_id), "[MASK]")}}
 
 

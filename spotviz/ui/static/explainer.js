@@ -360,6 +360,7 @@
       const R = SV.main(S), drafted = SV.drafted(R);
       $('.sve-tree-panel').hidden = !drafted;
       $('.sve-depth-panel').hidden = !drafted;
+      root.classList.toggle('sve-plain', !!(R && R.meta) && !drafted);   // (the standard decoder alone: no drafter keys)
       const of = S.order.length > 2 && R && R.meta ? '(' + SV.runTitle(S, R)[0] + ' lane)' : '';   // a race: whose views
       for (const e of root.querySelectorAll('.sve-of')) e.textContent = of;
       whyEl.textContent = drafted ? why(R, K) : '';
@@ -445,10 +446,13 @@
         for (const role of S.order) {
           const R = S.runs.get(role);
           if (!R.meta) continue;
-          bits.push(SV.runTitle(S, R)[0] + ' ' + (R.done ? 'finished in ' + SV.plural(R.passes.length, 'pass', 'passes')
-                                                   : SV.plural(R.passes.length, 'pass', 'passes') + ' received'));
+          const n = SV.plural(R.passes.length, 'pass', 'passes');
+          bits.push(SV.runTitle(S, R)[0] + ' ' + (R.done ? 'finished in ' + n
+            : S.state === 'live' ? n + ' so far' : 'stopped after ' + n + ', ' + SV.committedAt(R, R.passes.length) +
+              ' of ' + R.meta.gen + ' slots filled'));
         }
-        headEl.appendChild(kpi(S.state === 'live' ? 'Decoding…' : 'Passes', bits.join(' · '), 'plain'));
+        headEl.appendChild(kpi(S.state === 'live' ? 'Decoding…' : S.state === 'stopped' ? 'Stopped' : 'Passes',
+                               bits.join(' · '), 'plain'));
       }
     }
     function row(name, help, vals) {

@@ -108,7 +108,8 @@
     const who = R.role === 'base' || m.drafter === 'none' ? 'Standard decoder' : SV.drafterName(m.drafter);
     const how = m.drafter === 'none' ? (m.mode === 'threshold' ? 'threshold ' + m.tau : 'one decision per pass')
       : ('tree budget ' + (m.auto ? 'auto' : m.budget) + (m.mode === 'threshold' ? ' · threshold ' + m.tau : '') +
-         (m.prune > 0 ? ' · pruned < ' + m.prune : ''));
+         (m.prune > 0 ? ' · pruned < ' + m.prune : '') +
+         (m.coupled === false ? ' · independent draft noise (ablation)' : ''));
     return [who, how + ' · T=' + m.temperature + ' · seed ' + m.seed + ' · ' + m.model + (m.truncated ? ' · prompt truncated' : '')];
   };
 })();

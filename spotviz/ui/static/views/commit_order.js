@@ -1,7 +1,7 @@
 // Commit order: when each slot was committed. x = slot, y = target pass (pass 1 on top); a cell per commit of
 // passes 1..k, blue where the model decided it itself, green where a drafted decision was accepted; the pass on
-// screen is outlined. The axes stay fixed while a run streams (rows for the longest run an exact decode can take); a finished or
-// stopped run's fit its passes.
+// screen is outlined. The axes stay fixed while a run streams (rows for the longest run an exact decode can take, every
+// slot it may fill); a finished or stopped run's fit its passes and the slots it committed.
 (function () {
   'use strict';
   const SV = window.SV, C = SV.COLORS;
@@ -15,6 +15,11 @@
       const m = R.meta;
       rows = S.state !== 'live' ? Math.max(R.passes.length, 1) : Math.max(R.passes.length, m.mode === 'exact' ? m.gen : 16);
       lo = m.start - 0.5; hi = m.start + m.gen - 0.5;
+      if (S.state !== 'live') {   // (a finished text's slots, not the room it had: the cells get readable)
+        let last = -1;
+        for (const p of R.passes) for (const c of p.c) last = Math.max(last, c[0]);
+        if (last >= m.start) hi = Math.min(hi, last + 0.5);
+      }
       const n = Math.min(k, R.passes.length);
       for (let i = 0; i < n; i++) {
         for (const c of R.passes[i].c) {

@@ -25,8 +25,9 @@
               tickfont: {size: 10}},
       yaxis: {range: [0, 1.05], tickformat: '.0%', fixedrange: true, tickvals: [0, 0.5, 1], tickfont: {size: 10},
               title: {text: 'accepted', standoff: 2, font: {size: 10}}},
-      annotations: st.length ? [] : [SV.note(R && SV.drafted(R) ? (R.done ? 'no tree verified in this run' : 'no tree verified yet')
-                                                    : 'the standard decoder drafts nothing', 0.6)],
+      annotations: st.length ? [] : [SV.note(!(R && SV.drafted(R)) ? 'the standard decoder drafts nothing'
+        : R.passes.some(SV.hasTree) ? 'no tree verified by pass ' + k + ' yet'
+          : R.done ? 'no tree verified in this run' : 'no tree verified yet', 0.6)],
     });
     return {data: data, layout: layout};
   };

@@ -10,8 +10,8 @@
     let xmax = 1, ymax = 1;
     const live = S.state === 'live';   // (a stopped or failed run's axes fit what arrived)
     for (const R of S.runs.values()) {
-      if (R.meta) {
-        ymax = Math.max(ymax, R.meta.gen);
+      if (R.meta) {   // (streaming: room for every slot; afterwards the slots the texts took)
+        ymax = Math.max(ymax, live ? R.meta.gen : Math.max(...R.pts));
         xmax = Math.max(xmax, R.passes.length, live ? (R.meta.mode === 'exact' ? R.meta.gen : 8) : 1);
       }
     }
@@ -30,15 +30,13 @@
     }
     data.push({type: 'scatter', mode: 'lines', name: 'pass on screen', x: [k, k], y: [0, ymax], hoverinfo: 'skip',
                line: {color: C.mark, width: 1, dash: 'dot'}, showlegend: false});
-    // a race of several lanes on a narrow screen: the legend goes under the plot (inside it would cover where the
-    // drafters finish); otherwise at the top, a little right of the y axis: above the standard decoder's slow line,
-    // right of the drafters' steep ones
-    const lanes = data.filter((d) => d.showlegend).length, below = (o.width || 300) < 480 && lanes > 2;
-    const extra = below ? 16 * Math.ceil(lanes / 2) + 8 : 0;   // (two legend entries a row)
-    const layout = SV.layout({width: o.width || 300, height: (o.height || 190) + extra}, {
-      margin: {l: 40, r: 8, t: 4, b: 30 + extra}, showlegend: true,
-      legend: below ? {orientation: 'h', x: 0, y: -0.22, xanchor: 'left', yanchor: 'top', font: {size: 10}}
-                    : {x: 0.2, y: 0.99, xanchor: 'left', yanchor: 'top', bgcolor: 'rgba(255,255,255,0.8)', font: {size: 10}},
+    // the legend above the plot, in rows (inside, it covered where the drafters finish; below, the axis title)
+    const lanes = data.filter((d) => d.showlegend).length, width = o.width || 300;
+    const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 40) / 150)));   // (~150 px an entry)
+    const extra = 15 * rows + 2;
+    const layout = SV.layout({width: width, height: (o.height || 190) + extra}, {
+      margin: {l: 40, r: 8, t: 4 + extra, b: 30}, showlegend: true,
+      legend: {orientation: 'h', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', font: {size: 10}},
       xaxis: {range: [0, xmax + 0.5], fixedrange: true, zeroline: false, title: {text: 'target passes', standoff: 2},
               tickfont: {size: 10}},
       yaxis: {range: [0, ymax * 1.04], fixedrange: true, zeroline: false, title: {text: 'slots', standoff: 2},

@@ -68,9 +68,11 @@ def _terminal(text: str) -> str:
     return text.translate(_CONTROL)
 
 
-def _writable(path: str | None, option: str, force: bool = False, folder: bool = False, mkdir: bool = False) -> None:
+def _writable(path: str | None, option: str, force: bool = False, folder: bool = False, mkdir: bool = False,
+              hint: bool | None = None) -> None:
     """Fail before any work when `path` cannot be written: its folder is missing, or it lies under assets/ (the
-    shipped models, drafters, prompts and traces) and --force was not given."""
+    shipped models, drafters, prompts and traces) and --force was not given (`hint`: whether the command has
+    --force to suggest; default: the output folders of the training commands do)."""
     if not path:
         return
     import os
@@ -88,7 +90,7 @@ def _writable(path: str | None, option: str, force: bool = False, folder: bool =
         raise ValueError(f"{option} {path}: the folder {parent} is not writable")
     if (p == ASSETS or ASSETS in p.parents) and not force:
         raise ValueError(f"{option} {path} would write into assets/ (the shipped files); write elsewhere "
-                         f"(e.g. under runs/){' or add --force' if folder else ''}")
+                         f"(e.g. under runs/){' or add --force' if (folder if hint is None else hint) else ''}")
 
 
 def _add_threads(p: argparse.ArgumentParser) -> None:
@@ -100,7 +102,8 @@ def _add_threads(p: argparse.ArgumentParser) -> None:
 def _add_block_size(p) -> None:
     p.add_argument("--block-size", type=int, default=None, metavar="N",
                    help="a published model's block (SDAR) or window (LLaDA, Dream) size instead of its config's "
-                        "(default: the config's, else 32; embedded models keep the one they were trained with)")
+                        "(default: the config's, else 32; an embedded model refuses it: it decodes at the block size "
+                        "it was trained with)")
 
 
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
@@ -138,11 +141,24 @@ FLAGS = {"gen_length": "--gen-length", "min_path_prob": "--min-path-prob", "temp
          "drafter_dir": "--drafter-dir"}  # DecodeConfig's fields as flags
 
 
-def _as_flags(e: Exception) -> Exception:
-    """A DecodeError that names a DecodeConfig field, worded with the command line's flag instead."""
+def _as_flags(e: Exception, flags: dict | None = None) -> Exception:
+    """A DecodeError that names a DecodeConfig field, worded with the command line's flag instead (`flags`: a
+    command's own names for some fields, e.g. bench's --prune)."""
+    names = FLAGS | (flags or {})
     msg = str(e)
-    field = next((f for f in FLAGS if msg.startswith(f + " ")), None)
-    return ValueError(FLAGS[field] + msg[len(field):]) if field else e
+    field = next((f for f in names if msg.startswith(f + " ")), None)
+    return ValueError(names[field] + msg[len(field):]) if field else e
+
+
+def _check_settings(flags: dict | None = None, **settings) -> None:
+    """Check decode settings given to a command that decodes many times (bench, train-drafter) before the model
+    loads: a value out of range fails at once, worded with the flag, not after minutes of work."""
+    from .samplers.config import DecodeConfig, DecodeError
+
+    try:
+        DecodeConfig(**settings)
+    except DecodeError as e:
+        raise _as_flags(e, flags) from None
 
 
 def cmd_decode(a) -> int:
@@ -174,11 +190,13 @@ def cmd_decode(a) -> int:
             "accepted_lengths": [len(p.commits) for p in trace.passes], "drafter": cfg.drafter,
             "walk_ends": trace.walk_ends(), "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
             "prompt_truncated": trace.meta.prompt_truncated, "identity_guaranteed": trace.meta.identity_guaranteed,
-            "drafters": _drafters_used(target, cfg),
+            "drafters": _drafters_used(target, cfg), "reached_gen_length": c.generated_tokens >= cfg.gen_length,
         }, ensure_ascii=False))
     else:
         if trace.meta.prompt_truncated:
-            print("note: the prompt was longer than the context allows; its beginning was dropped", file=sys.stderr)
+            print(f"note: the prompt was longer than the context allows with --gen-length {cfg.gen_length} (the "
+                  f"model's context is {target.info.max_length} tokens): its beginning was dropped; the model saw "
+                  "what follows the …", file=sys.stderr)
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
@@ -189,10 +207,14 @@ def cmd_decode(a) -> int:
             hint = ("; train your own: train-drafter --out DIR, then --drafter-dir DIR"
                     if uses_fallback(target.info.name, cfg.drafter_dir) else "")
             print(f"note: {used}{hint}", file=sys.stderr)
-        print(_terminal(target.format_prompt(trace.meta.prompt) + trace.text))
-        print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens | "
-              f"{c.target_passes} target passes | {c.mean_accepted_length:.2f} commits/pass | "
-              f"{c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
+        shown = ("…" + target.decode(list(trace.meta.prompt_tokens)) if trace.meta.prompt_truncated
+                 else target.format_prompt(trace.meta.prompt))  # (what the model saw)
+        print(_terminal(shown + trace.text))
+        if c.generated_tokens >= cfg.gen_length:
+            print(f"note: stopped at --gen-length {cfg.gen_length}, before the end of the text", file=sys.stderr)
+        print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens of text | "
+              f"{c.commits} slots committed in {c.target_passes} target passes ({c.mean_accepted_length:.2f} a pass; "
+              f"slots after the end of text count) | {c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
     return 0
 
 
@@ -208,14 +230,21 @@ def cmd_trace(a) -> int:
     """Load and validate a trace file (size limit, JSON, schema version, counters) and print a summary."""
     from .trace import Trace
 
+    from pathlib import Path
+
+    from .trace import TraceError
+
     _writable(a.html, "--html")
-    trace = Trace.load(a.file)
+    if Path(a.file).is_dir():
+        raise ValueError(f"{a.file} is a folder: give a trace file (decode --trace-out, or the app's download)")
+    try:
+        trace = Trace.load(a.file)
+    except TraceError as e:
+        raise TraceError(f"{a.file}: {e}") from None
     m, c = trace.meta, trace.counters
     if a.baseline and not a.html:
         raise ValueError("--baseline is used only with --html")
     if a.html:
-        from pathlib import Path
-
         from .views.report import report_html
 
         baseline = Trace.load(a.baseline) if a.baseline else None
@@ -269,8 +298,8 @@ def cmd_train_target(a) -> int:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         _, train, _ = prepare_data(cfg, Path(a.out))
         print(f"corpus ready in {a.out}: {len(train[0] if isinstance(train, tuple) else train)} training "
-              f"{'problems' if isinstance(train, tuple) else 'tokens'}; the same command without --prepare-only "
-              f"trains on it")
+              f"{'problems' if isinstance(train, tuple) else 'tokens'}; the same command without --prepare-only, "
+              f"with --max-steps N or --minutes M, trains on it")
         return 0
     res = train_target(cfg)
     if not a.skip_eval:
@@ -296,6 +325,15 @@ def cmd_train_drafter(a) -> int:
                          f"to replace the shipped ones give --out {ASSETS.name}/drafters/{a.model} --force")
     _writable(a.out, "--out", force=a.force, folder=True)
     out = a.out
+    if a.n_prompts < 2:
+        raise ValueError(f"--n-prompts must be at least 2 (training prompts), got {a.n_prompts}")
+    if a.epochs < 1 and not a.calibrate:
+        raise ValueError(f"--epochs must be at least 1, got {a.epochs}")
+    from .drafter.features import TOPK_RANGE
+
+    if not TOPK_RANGE[0] <= a.topk <= TOPK_RANGE[1]:
+        raise ValueError(f"--topk must be a whole number from {TOPK_RANGE[0]} to {TOPK_RANGE[1]}, got {a.topk}")
+    _check_settings(gen_length=a.gen_length, threshold=a.threshold)
     if a.threshold_prompts < 0:
         raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
     if a.prompts_file:  # read before the model loads: a bad file fails at once
@@ -350,15 +388,16 @@ def cmd_bench(a) -> int:
 
     if a.n_prompts < 1:
         raise ValueError(f"--n-prompts must be at least 1, got {a.n_prompts}")
-    if a.gen_length < 1:
-        raise ValueError(f"--gen-length must be at least 1, got {a.gen_length}")
+    _check_settings({"min_path_prob": "--prune"}, gen_length=a.gen_length, threshold=a.threshold,
+                    min_path_prob=a.prune)
     budgets, temperatures = ints(a.budgets, "--budgets"), floats(a.temperatures, "--temperatures")
     other = ints(a.other_budgets, "--other-budgets") if a.other_budgets else None
     if a.prompts:  # read before the model loads: a bad file fails at once
         from .embedded.prompts import load_prompts
 
-        load_prompts(a.prompts)
-    _writable(a.out, "--out", folder=True)
+        if not load_prompts(a.prompts):
+            raise ValueError(f"--prompts: {a.prompts} holds no prompts")
+    _writable(a.out, "--out", folder=True, hint=False)
     res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
                     transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                     modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
@@ -432,7 +471,7 @@ def main(argv=None) -> int:
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS (the drafter): before numpy is imported
     ap = _Parser(prog="python -m spotviz", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="command")
     _add_decode_args(sub.add_parser("decode", help="decode a prompt (standard or speculative)"))
     tr = sub.add_parser("trace", help="check a trace file (as the app's Replay does), summarise it, or render it as "
                                       "a page of animated Plotly figures")
@@ -593,7 +632,9 @@ def main(argv=None) -> int:
     ac.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _add_threads(ac)
 
-    a = ap.parse_args(argv)
+    a, unknown = ap.parse_known_args(argv)
+    if unknown:  # (blamed on the command, not on spotviz)
+        sub.choices[a.cmd].error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
                 "bench": cmd_bench, "cost-curve": cmd_cost_curve, "accuracy": cmd_accuracy}
     from .registry import DEFAULT_MODEL, ModelLoadError
@@ -602,6 +643,10 @@ def main(argv=None) -> int:
 
     if hasattr(a, "model") and a.model is None:
         a.model = DEFAULT_MODEL
+    if hasattr(a, "model") and not a.model.strip():
+        print("error: --model is empty: give a model name or folder (default: math-bd when --model is left out)",
+              file=sys.stderr)
+        return 2
 
     try:
         if a.cmd != "trace":  # one thread policy for every command (spotviz/threads.py), before anything loads

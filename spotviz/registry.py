@@ -94,7 +94,7 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
     (spotviz/threads.py: 1 thread unless set) the first time, unless a front end already did. `block_size`: a
     published model's block (SDAR) or window (LLaDA, Dream) size instead of its config's (an embedded model decodes
     at the block size it was trained with)."""
-    name = name_or_path or DEFAULT_MODEL
+    name = DEFAULT_MODEL if name_or_path is None else name_or_path
     if not isinstance(name, str) or not name.strip():
         raise ModelLoadError("model name is empty")
     ensure_threads()
@@ -118,7 +118,10 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
     if p.is_dir():
         cfg = p / "config.json"
         if cfg.is_file() and '"spotviz-dlm"' in cfg.read_text(errors="replace"):
-            return embedded(p, p.name)
+            # its folder's name, unless that is a shipped model's name and the folder is not that model's: a copy or a
+            # retrained model must not take the shipped one's drafters, cost curve or label
+            same = p.name in EMBEDDED and p.resolve() == EMBEDDED[p.name].resolve()
+            return embedded(p, p.name if same or p.name not in known_models() else str(p.resolve()))
         return load_published(str(p), device=device, block_size=block_size)
     if p.exists() or "/" in name or "\\" in name or name.startswith((".", "~")):
         # a path that is not a folder, or a Hub repo id ("org/name"): load_published says which (a file, a folder

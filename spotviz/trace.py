@@ -151,7 +151,9 @@ class Trace:
         if not isinstance(d, dict):
             raise TraceError("a trace must be a JSON object")
         if d.get("format") != TRACE_FORMAT:
-            raise TraceError(f"not a spotviz trace (format is {d.get('format')!r}, expected {TRACE_FORMAT!r})")
+            raise TraceError("not a spotviz trace (" + ("no \"format\" field" if d.get("format") is None else
+                                                          f"its format is {d.get('format')!r}")
+                             + f", expected {TRACE_FORMAT!r})")
         if d.get("version") != TRACE_VERSION:
             raise TraceError(f"unsupported trace version {d.get('version')!r} (this spotviz reads {TRACE_VERSION})")
         try:

@@ -74,7 +74,7 @@ def test_bench_one_mode_takes_the_headline_budgets(tiny_block_dir, tmp_path, cap
     spot = [(r["temperature"], r["budget"]) for r in out["rows"] if r["drafter"] == "spot-sets" and not r["note"]]
     assert spot == [(0.0, 2), (0.0, 4), (1.0, 2)]  # --budgets at the first temperature, --other-budgets after
     rc = main(["bench", "--model", str(tiny_block_dir), "--modes", "greedy", "--out", str(tmp_path)])
-    assert rc != 0 and capsys.readouterr().err.startswith("error: modes greedy: choose exact, threshold or both")
+    assert rc != 0 and capsys.readouterr().err.startswith("error: --modes greedy: choose exact, threshold or both")
 
 
 def test_bench_pruned_rows(tiny_block_dir, tmp_path):
@@ -121,6 +121,6 @@ def test_bench_simulated_curve_times_every_decoder_on_that_curve(tiny_block_dir,
     assert out["cost_curve"][0] == [1, 1.0]
     assert "Simulated wall-clock" in (tmp_path / f"bench-{out['model']}.md").read_text()
     for args, message in ((["--simulate-curve", str(tmp_path / "none.json")], "error: cannot read the cost curve"),
-                          (["--drafters", "spot,oracle"], "error: drafters spot, oracle: choose from spot")):
+                          (["--drafters", "spot,oracle"], "error: --drafters spot, oracle: choose from spot")):
         rc = main(["bench", "--model", str(tiny_block_dir), "--out", str(tmp_path)] + args)
         assert rc != 0 and capsys.readouterr().err.startswith(message)

@@ -367,6 +367,7 @@ def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, ti
     pg.fill("#sv-prompt textarea", tiny_prompt)
     select(pg, "sv-model", SLOW)  # 0.15 s per pass
     select(pg, "sv-drafter", "training-free")
+    select(pg, "sv-budget", "8")  # (auto would first measure this slow model's cost curve)
     set_number(pg, "sv-gen-length", 56)
     # (a Stop between Run and the run's first line, as the page sees it: the start hook, then the stop hook)
     pg.evaluate("() => { window.__svStart(); window.__svStop(); }")
@@ -381,7 +382,8 @@ def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, ti
     pg.wait_for_timeout(1000)
     n = int(ex(pg)["npasses"])
     assert "not run" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=base]")
-    assert "received" in pg.inner_text(f"{EXPLAINER} .sve-headline")
+    head = pg.inner_text(f"{EXPLAINER} .sve-headline")
+    assert head.startswith("Stopped") and f"stopped after {n} passes" in head, head
     xr = pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-plot[data-view=race]').layout.xaxis.range[1]")
     rows = pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-plot[data-view=order]').layout.yaxis.range[0]")
     assert xr <= n + 1 and rows <= n + 1, (xr, rows, n)  # (while it streamed: the longest run, 56 passes)

@@ -239,7 +239,41 @@ def test_decode_errors_name_the_flags_and_accuracy_refuses_a_model_of_another_co
 
 def test_train_drafter_bad_topk_is_one_error_line(capsys, tmp_path):
     code, out, err = run_main(capsys, "train-drafter", "--topk", "1", "--out", str(tmp_path / "d"))
-    assert code == 2 and out == "" and err.strip() == "error: topk must be a whole number from 2 to 64, got 1"
+    assert code == 2 and out == "" and err.strip() == "error: --topk must be a whole number from 2 to 64, got 1"
+
+
+BAD_LONG_COMMANDS = [  # settings that crashed with a traceback, ran without a limit, or failed after the work
+    (("train-drafter", "--n-prompts", "0"), "--n-prompts must be at least 2"),
+    (("train-drafter", "--epochs", "0"), "--epochs must be at least 1"),
+    (("train-drafter", "--threshold", "2"), "--threshold (tau) must be"),
+    (("train-drafter", "--gen-length", "0"), "--gen-length must be"),
+    (("train-target", "--max-steps", "1", "--batch-size", "0"), "--batch-size 0:"),
+    (("train-target", "--max-steps", "1", "--heads", "7"), "--heads 7:"),
+    (("train-target", "--max-steps", "-5"), "--max-steps -5"),
+    (("train-target", "--minutes", "-1"), "--minutes -1"),
+    (("train-target", "--max-steps", "1", "--context", "10", "--seq-len", "128"), "--context 10:"),
+    (("train-target", "--max-steps", "1", "--init-from", "/no/such/model"), "--init-from /no/such/model:"),
+    (("train-target", "--max-steps", "1", "--vocab-size", "10"), "--vocab-size 10:"),
+    (("train-target", "--corpus", "math", "--problems", "0", "--prepare-only"), "--problems 0:"),
+    (("bench", "--threshold", "2"), "--threshold (tau) must be"),
+    (("bench", "--gen-length", "100000"), "--gen-length must be"),
+    (("bench", "--prune", "1.5"), "--prune must be"),
+    (("bench", "--modes", "fast"), "--modes fast:"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_LONG_COMMANDS, ids=[" ".join(a) for a, _ in BAD_LONG_COMMANDS])
+def test_a_long_command_refuses_a_bad_setting_before_any_work(capsys, tmp_path, argv, message):
+    out_dir = tmp_path / "out"
+    code, out, err = run_main(capsys, *argv, "--out", str(out_dir))
+    assert code == 2 and out == "" and error_line(err).startswith("error: " + message), err
+    assert not out_dir.exists()  # (nothing drawn, trained or written)
+
+
+def test_bench_refuses_an_empty_prompt_file(capsys, tmp_path):
+    (tmp_path / "empty.json").write_text("[]")
+    code, out, err = run_main(capsys, "bench", "--prompts", str(tmp_path / "empty.json"), "--out", str(tmp_path / "o"))
+    assert code == 2 and error_line(err) == f"error: --prompts: {tmp_path / 'empty.json'} holds no prompts"
 
 
 def test_train_drafter_bad_threshold_prompts_is_one_error_line(capsys, tmp_path):
@@ -293,3 +327,40 @@ def test_cost_curve_command_prints_the_curve_and_says_whether_it_was_cached(caps
         code, out, err = run_main(capsys, "cost-curve", "--model", str(tiny_block_dir))
         assert code == 0 and "f(N)/f(1)" in out and said in err
 
+
+
+def test_a_folder_named_like_a_shipped_model_is_not_that_model(capsys, tmp_path, tiny_block_dir):
+    """A copy or a retrained model in a folder called math-bd must not take math-bd's shipped drafters (nor its label
+    and cached cost curve): it is named by its path."""
+    import shutil
+
+    from spotviz.drafter.store import uses_fallback
+    from spotviz.registry import load_target
+    from spotviz.samplers.forward_cost import cacheable
+
+    folder = tmp_path / "math-bd"
+    shutil.copytree(tiny_block_dir, folder)
+    target = load_target(str(folder))
+    assert target.info.name == str(folder.resolve()) and uses_fallback(target.info.name) and not cacheable(target)
+    code, out, err = run_main(capsys, "decode", "--model", str(folder), "--prompt", "ROMEO.", "--drafter", "spot",
+                              "--budget", "4", "--gen-length", "16", "--json")
+    assert code == 0, err
+    assert "transferred" in json.loads(out)["drafters"] and "math-bd's shipped" not in json.loads(out)["drafters"]
+    assert load_target("math-bd").info.name == "math-bd"  # (the shipped one keeps its name)
+
+
+def test_an_empty_model_name_is_refused(capsys):
+    code, out, err = run_main(capsys, "decode", "--model", "", "--prompt", "x")
+    assert code == 2 and error_line(err).startswith("error: --model is empty")
+
+
+def test_decode_shows_what_the_model_saw_and_where_it_was_cut(capsys, tiny_block_dir):
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO. " * 40,
+                              "--gen-length", "48")
+    assert code == 0 and out.startswith("…") and "ROMEO. " * 40 not in out  # (the prompt's end, as the model saw it)
+    assert "prompt was longer than the context" in err
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", "--gen-length",
+                              "8", "--json")  # (the micro model writes on: its text is cut at 8 tokens)
+    assert json.loads(out)["reached_gen_length"] and json.loads(out)["generated_tokens"] == 8
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", "--gen-length", "8")
+    assert "note: stopped at --gen-length 8, before the end of the text" in err

@@ -13,14 +13,20 @@ DRAFTER_DIR = ASSETS / "drafters"
 FALLBACK_TARGET = "shakespeare-bd"
 
 
-def drafter_folder(target_name: str) -> Path:
+def shipped_folder(target_name: str) -> Path | None:
+    """The drafters shipped for the model of this name, None if none are (a model named by its path, as a folder that
+    copies a shipped model's name is, has none)."""
     own = DRAFTER_DIR / target_name
-    return own if own.is_dir() else DRAFTER_DIR / FALLBACK_TARGET
+    return own if Path(target_name).name == target_name and own.is_dir() else None
+
+
+def drafter_folder(target_name: str) -> Path:
+    return shipped_folder(target_name) or DRAFTER_DIR / FALLBACK_TARGET
 
 
 def uses_fallback(target_name: str, folder: str | Path | None = None) -> bool:
     """Whether a run of `target_name` drafts with the fallback's drafters: no folder given, none shipped for it."""
-    return not folder and not (DRAFTER_DIR / target_name).is_dir()
+    return not folder and shipped_folder(target_name) is None
 
 
 def drafters_used(target_name: str, folder: str | Path | None = None) -> str:
@@ -36,8 +42,8 @@ def drafters_used(target_name: str, folder: str | Path | None = None) -> str:
 def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:
     f = (Path(folder).expanduser() if folder else drafter_folder(target.info.name)) / "calibrated.json"
     if not f.is_file():
-        raise DecodeError(f"no calibrated template at {f}; run: python -m spotviz train-drafter --model "
-                          f"{target.info.name}")
+        raise DecodeError(f"no calibrated template at {f}; train one: python -m spotviz train-drafter --model "
+                          f"{target.info.name} --out DIR (then --drafter-dir DIR)")
     return Calibrated.load(f)
 
 

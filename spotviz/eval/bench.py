@@ -145,9 +145,9 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     ones, else the fallback's: drafter/store.py); the result says which (`drafters`). `block_size`: a published
     model's block or window size instead of its config's (registry.load_target)."""
     if not modes or any(m not in ("exact", "threshold") for m in modes):
-        raise ValueError(f"modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
+        raise ValueError(f"--modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
     if not drafters or any(d not in BENCH_DRAFTERS for d in drafters):
-        raise ValueError(f"drafters {', '.join(drafters) or '(none)'}: choose from {', '.join(BENCH_DRAFTERS)}")
+        raise ValueError(f"--drafters {', '.join(drafters) or '(none)'}: choose from {', '.join(BENCH_DRAFTERS)}")
     if drafter_dir is not None and not Path(drafter_dir).expanduser().is_dir():
         raise ValueError(f"--drafter-dir: {drafter_dir!r} is not a folder of trained drafters (train-drafter --out)")
     simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
@@ -162,7 +162,12 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
         target = SimulatedCost(target, simulated)
         res.simulated = f"{simulated.device or 'another device'} ({simulated.dtype or 'its dtype'}), {simulate_curve}"
         log(f"simulated: every forward is charged at the cost curve of {res.simulated}; the rest at this CPU's cost")
-    log(f"bench {model}: {len(prompts)} prompts x {gen_length} tokens, budgets {list(budgets)}, T {list(temperatures)}")
+    log(f"bench {model}: {len(prompts)} prompt{'s' * (len(prompts) != 1)} x {gen_length} tokens, budgets "
+        f"{list(budgets)}, T {list(temperatures)}")
+    if len(prompts) < 10:
+        log(f"note: {len(prompts)} prompt{'s' * (len(prompts) != 1)}: pass counts are exact, but the wall-clock ratios "
+            "scatter by several percent per prompt on a CPU (one can land above its zero-overhead ceiling); 20 or more "
+            "give figures to report")
     curve = cost_curve(target, log=log)  # for budget auto, and every row's zero-overhead ceiling
     res.cost_curve = curve.as_pairs()
     log("cost curve (ms per pass over N states): " + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))

@@ -122,6 +122,7 @@ def training_dtype(amp: str, device: str = "cpu") -> str:
 
 
 # ----------------------------------------------------------------------------------------------- data
+MIN_VOCAB = 260  # a byte-level BPE's floor: the 256 bytes and the special tokens (EOT, MASK, PAD), then merges
 CHUNK_PROBLEMS = 50_000  # the unit of a parallel corpus draw (data_workers > 0)
 
 
@@ -427,7 +428,10 @@ def lr_at(cfg: TrainTargetConfig, step: int, progress: float) -> float:
 
 def export_model(model: SpotDLMForMaskedLM, tok, folder: Path, dtype: str) -> None:
     """Write a Hugging Face folder: config.json, model.safetensors, tokenizer files."""
+    from transformers.utils import logging as hf_logging
+
     folder.mkdir(parents=True, exist_ok=True)
+    hf_logging.disable_progress_bar()  # (no "Writing model shards" bar between the training lines)
     model.save_pretrained(str(folder), safe_serialization=True)
     if dtype == "bfloat16":  # halve the file; the model is run in float32 after loading
         sd = load_file(str(folder / "model.safetensors"))
@@ -448,7 +452,38 @@ def _size(data) -> str:
 
 
 def check_config(cfg: TrainTargetConfig) -> None:
-    """ValueError with the option's name for a setting out of range (training and --prepare-only both check)."""
+    """ValueError with the option's name for a setting out of range (training and --prepare-only both check), before
+    any work: a corpus drawn or steps trained for a run that then fails costs minutes to hours."""
+    for flag, value in (("--batch-size", cfg.batch_size), ("--hidden-size", cfg.hidden_size),
+                        ("--layers", cfg.num_hidden_layers), ("--heads", cfg.num_attention_heads),
+                        ("--intermediate-size", cfg.intermediate_size), ("--seq-len", cfg.seq_len),
+                        ("--block-size", cfg.block_size), ("--eval-every", cfg.eval_every),
+                        ("--checkpoint-every", cfg.checkpoint_every)):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: give a whole number of at least 1")
+    if cfg.hidden_size % cfg.num_attention_heads or (cfg.hidden_size // cfg.num_attention_heads) % 2:
+        raise ValueError(f"--heads {cfg.num_attention_heads}: --hidden-size {cfg.hidden_size} must split into that "
+                         "many heads of an even width (rotary position embeddings rotate pairs)")
+    for flag, value in (("--max-steps", cfg.max_steps), ("--minutes", cfg.minutes)):
+        if value < 0:
+            raise ValueError(f"{flag} {value:g}: give 0 (no limit) or more")
+    if cfg.context and cfg.context < cfg.seq_len:
+        raise ValueError(f"--context {cfg.context}: give 0 (as --seq-len) or at least --seq-len {cfg.seq_len}")
+    if cfg.attention == "block" and (cfg.seq_len % cfg.block_size or (cfg.context or cfg.seq_len) % cfg.block_size):
+        raise ValueError(f"--block-size {cfg.block_size}: --seq-len {cfg.seq_len} and --context "
+                         f"{cfg.context or cfg.seq_len} must be whole numbers of blocks")
+    if cfg.vocab_size < MIN_VOCAB:
+        raise ValueError(f"--vocab-size {cfg.vocab_size}: give at least {MIN_VOCAB} (the 256 bytes, the special "
+                         "tokens and some merges)")
+    if not 0.0 < cfg.corpus_fraction <= 1.0:
+        raise ValueError(f"--corpus-fraction {cfg.corpus_fraction:g}: give a share in (0, 1]")
+    if not 0 <= cfg.lr < math.inf:
+        raise ValueError(f"--lr {cfg.lr:g}: give a learning rate of 0 or more")
+    if cfg.corpus == "math" and cfg.problems < 100:
+        raise ValueError(f"--problems {cfg.problems}: give at least 100 (a validation split is held out of them)")
+    if cfg.init_from and not (Path(cfg.init_from) / "config.json").is_file():
+        raise ValueError(f"--init-from {cfg.init_from}: not an exported model folder (no config.json there; "
+                         "give OUT/final of an earlier run, or assets/models/NAME)")
     if not 0.0 <= cfg.small_numbers <= 1.0:
         raise ValueError(f"--small-numbers {cfg.small_numbers:g}: give a share in [0, 1]")
     if not 0.0 <= cfg.reword <= 1.0:
@@ -515,6 +550,13 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
     state = {"step": 0, "elapsed": 0.0, "history": []}
     ckpt = out / "checkpoint"
     if (ckpt / "model.safetensors").exists():  # resume (our own files: safetensors + torch optimizer state)
+        saved = SpotDLMConfig.from_json_file(str(ckpt / "config.json")) if (ckpt / "config.json").is_file() else mcfg
+        shape = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "max_position_embeddings", "attention", "block_size")
+        if any(getattr(saved, k) != getattr(mcfg, k) for k in shape):
+            raise ValueError(f"--out {cfg.out} holds a checkpoint of another model ("
+                             + ", ".join(f"{k} {getattr(saved, k)}" for k in shape if getattr(saved, k) != getattr(mcfg, k))
+                             + " there): give the same settings to resume it, or another --out to start afresh")
         model.load_state_dict(load_file(str(ckpt / "model.safetensors")), strict=False)
         model.tie_weights()
         opt.load_state_dict(torch.load(ckpt / "optim.pt", weights_only=True))
@@ -531,8 +573,7 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         f"{'; initialised from ' + cfg.init_from if cfg.init_from and not state['step'] else ''}")
     limits = [f"{cfg.minutes:g} min" if cfg.minutes else "", f"{cfg.max_steps} steps" if cfg.max_steps else ""]
     log(f"estimate: stops after {' or '.join(x for x in limits if x)}{' (the first reached)' if all(limits) else ''}, "
-        f"then exports and "
-        f"evaluates; a validation line every {cfg.eval_every} steps with the ETA")
+        f"then exports the model; a validation line every {cfg.eval_every} steps with the ETA")
 
     def progress() -> float:
         fr = []

@@ -77,7 +77,7 @@ def load_uploads(paths) -> tuple[Trace, Trace | None, list[Trace]]:
             msg = str(e)
             if "codec can't decode" in msg or "invalid start byte" in msg:
                 msg = "this is not a spotviz trace (the file is not JSON text)"
-            elif "format is None" in msg or "must be a JSON object" in msg:
+            elif 'no "format" field' in msg or "must be a JSON object" in msg:
                 msg = ("this is not a spotviz trace (JSON without the trace format; save one with Run's download or "
                        "`spotviz decode --trace-out`)")
             elif msg.startswith("not a spotviz trace"):

@@ -82,7 +82,7 @@ def main() -> int:
 
     torch.set_num_threads(a.threads)
     from spotviz.registry import EMBEDDED, load_embedded, load_target
-    from spotviz.views.headline import times
+    from spotviz.views.headline import drafter_name, times
     from spotviz.views import identical_output
 
     models = a.model or [m for m, folder in EMBEDDED.items() if (folder / "model.safetensors").is_file()]
@@ -125,8 +125,9 @@ def main() -> int:
             mode = settings["mode"] + (f" tau={settings['threshold']:g}" if settings["mode"] == "threshold" else "")
             head = prompt.splitlines()[0].rstrip(':')
             head = head if len(head) <= 48 else head[:45].rsplit(" ", 1)[0] + " ..."
-            title = (f"{head} — {target.info.name}, {drafter}, {mode}, T={settings['temperature']:g}: "
-                     f"{times(b.target_passes / max(c.target_passes, 1))}x fewer passes")  # (as the page rounds)
+            # what tells the examples apart first (a menu cuts long titles), then the prompt's start
+            title = (f"{target.info.name} · {drafter_name(drafter)}, {mode}, T={settings['temperature']:g}: "
+                     f"{times(b.target_passes / max(c.target_passes, 1))}× fewer passes — {head}")  # (as the page rounds)
             index.append({"title": title, "main": f_main, "baseline": f_base})
             print(f"{title} ({c.target_passes} vs {b.target_passes} passes, identical output: {same}) -> {f_main}")
     if a.keep and (out / "index.json").is_file():  # the examples not re-recorded stay listed, in their place

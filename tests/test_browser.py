@@ -572,10 +572,18 @@ def test_long_prompt_model_switch_and_a_clamped_length_are_handled(page):
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'done'", timeout=10_000)
     shown = pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main] .sve-prompt")
     assert shown.startswith("…") and len(shown) < len(long_prompt) // 4  # the tokens the model saw
-    # 9999 in the length box: Gradio clamps it; the page says so
+    # 9999 in the length box: Gradio clamps it; the page says so, under the slider (and in the status, unless the
+    # server's answer to the typing came first)
     set_number(pg, "sv-gen-length", 9999)
     top = pg.get_attribute("#sv-gen-length input[type=range]", "max")
-    assert f"at most {top} tokens" in wait_status(pg, "at most", timeout=5_000)
+    pg.wait_for_function("() => document.querySelector('#sv-gen-length').innerText.includes('you chose 9999')",
+                         timeout=5_000)
+    assert f"lowered to {top}" in pg.inner_text("#sv-gen-length")
+    # and below the slider's least
+    set_number(pg, "sv-gen-length", 3)
+    pg.wait_for_function("() => document.querySelector('#sv-gen-length').innerText.includes('you chose 3')",
+                         timeout=5_000)
+    assert pg.input_value("#sv-gen-length input[type=number]") == "8"
     # a model switch: banner, prompt and menu follow
     pg.fill("#sv-prompt textarea", "ROMEO.\n")
     select(pg, "sv-model", SLOW)

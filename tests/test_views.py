@@ -212,6 +212,13 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     # the forwards cost f(1) + f(6) + f(1) = 0.01 + 0.03 + 0.01; the standard run 8 f(1) = 0.08
     assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6
     assert "the forwards allow about 1.60× here" in s["kpis"][1]["small"] and "not counted" not in s["kpis"][1]["small"]
+    # a replayed run (an example, an upload) was timed where it was recorded: the headline does not say "here"
+    rec = summary(spot, base, recorded=True)
+    assert "where it was recorded" in rec["kpis"][1]["small"] and "about 1.60× there" in rec["kpis"][1]["small"]
+    assert rec["note"].startswith("On the machine that recorded this run") and "this machine" not in rec["note"]
+    # the standard decoder alone: its passes, said as the baseline, not an empty headline
+    alone = summary(base)
+    assert [k["big"] for k in alone["kpis"]] == ["8 target passes"] and "baseline" in alone["kpis"][0]["small"]
     spot.meta.outside_s = 1.234  # a first run's one-time work (drafter load, shape checks): named, not charged
     assert "1.23 s of one-time set-up and exactness checks not counted" in summary(spot, base)["kpis"][1]["small"]
     spot.meta.outside_s = 0.0

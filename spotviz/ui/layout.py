@@ -30,8 +30,11 @@ STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") a
 MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 # a live run: "Run this example yourself" goes (it would run the example or replay that is no longer on screen)
+# on a phone the status and the views come under the buttons: they are brought up so the run is seen as it streams
 START_JS = """(...a) => { window.__svStart && window.__svStart();
-  const b = document.querySelector('#sv-run-this'); if (b) b.style.display = 'none'; return a; }"""
+  const b = document.querySelector('#sv-run-this'); if (b) b.style.display = 'none';
+  const s = document.querySelector('#sv-status');
+  if (s && window.innerWidth <= 760) s.scrollIntoView({behavior: 'smooth', block: 'start'}); return a; }"""
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
 SHOW_JS = """() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';
   const e = document.querySelector('#sv-status'); if (!e) return;

@@ -106,8 +106,9 @@ def one_pass_windows(trace) -> bool:
     return max(per_window.values()) == 1
 
 
-def wall_sentence(sum_: dict, device: str) -> str:
-    """One plain sentence on why the wall-clock ratio is what it is."""
+def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
+    """One plain sentence on why the wall-clock ratio is what it is (`recorded`: a run replayed from its trace, timed
+    on the machine that recorded it)."""
     cost = sum_.get("cost")
     if str(device).startswith("cuda"):
         return ("On a GPU one batched pass over the whole tree costs about one plain pass, so passes saved "
@@ -115,8 +116,9 @@ def wall_sentence(sum_: dict, device: str) -> str:
     if not cost:
         return ("On a CPU a batched pass costs more the more states it checks; on a GPU it costs about one "
                 "plain pass, so passes saved become time saved there.")
-    where = "measured on this machine" if cost["source"] == "measured" else "timed in this run"
-    lead = (f"Here a pass checking {cost['states']} states (this run's mean) costs {cost['ratio']:.1f} plain passes "
+    where = ("measured on the machine that recorded it" if recorded else "measured on this machine") \
+        if cost["source"] == "measured" else "timed in this run"
+    lead = (f"{'On the machine that recorded this run' if recorded else 'Here'} a pass checking {cost['states']} states (this run's mean) costs {cost['ratio']:.1f} plain passes "
             f"({where})")
     if cost.get("ceiling") is not None:
         lead += (f", so {times(sum_['ratio'])}× fewer passes allow about {cost['ceiling']:.2f}× the speed (counting the "
@@ -124,9 +126,10 @@ def wall_sentence(sum_: dict, device: str) -> str:
     return lead + "; on a GPU that batch costs about one pass, so passes saved become time saved."
 
 
-def summary(main, base=None, race: list | None = None) -> dict:
+def summary(main, base=None, race: list | None = None, recorded: bool = False) -> dict:
     """The headline line of the timeline: numbers, `kpis` ([{big, small, tone}], tone good / warn / bad /
-    plain), and a plain `note`. `race`: the other drafters' traces of the same prompt (the race)."""
+    plain), and a plain `note`. `race`: the other drafters' traces of the same prompt (the race); `recorded`: the
+    runs are replayed from traces (an example, an upload), timed where they were recorded."""
     c = main.counters
     out = {"t": "sum", "passes": c.target_passes, "drafter": main.meta.drafter, "device": main.meta.device,
            "wall": round(c.wall_s, 4), "guaranteed": bool(getattr(main.meta, "identity_guaranteed", True)),
@@ -147,8 +150,9 @@ def summary(main, base=None, race: list | None = None) -> dict:
             setup = float(getattr(main.meta, "outside_s", 0.0) or 0.0)
             kpis.append({"big": f"{out['wall_ratio']:.2f}× wall-clock",
                          "small": f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
-                                  "(one timing each)"
-                                  + (f" · the forwards allow about {ceiling:.2f}× here" if ceiling is not None else "")
+                                  + ("(one timing each, where it was recorded)" if recorded else "(one timing each)")
+                                  + (f" · the forwards allow about {ceiling:.2f}× "
+                                     f"{'there' if recorded else 'here'}" if ceiling is not None else "")
                                   + (f" · {setup:.2f} s of one-time set-up and exactness checks not counted"
                                      if setup >= 0.05 else ""),
                          "tone": "good" if out["wall_ratio"] >= 1 else "warn"})
@@ -164,14 +168,14 @@ def summary(main, base=None, race: list | None = None) -> dict:
                                                                         "bit-exact, so identity is not guaranteed")
             kpis.append({"big": "✓ identical output" if ok else "✗ output differs", "small": small,
                          "tone": "good" if ok else "bad"})
-        out["note"] = wall_sentence(out, main.meta.device)
+        out["note"] = wall_sentence(out, main.meta.device, recorded)
         if not drafted_passes(main):  # (no batched pass: the wall sentence's reason does not apply)
             why = (f"at tau {main.meta.threshold:g} the threshold decoder filled every window in one pass, so no pass "
                    "left a slot to guess. A stricter tau (e.g. 0.99) leaves room for SPOT-Sets. "
                    if one_pass_windows(main) else
                    "budget auto judged no tree worth its cost on this hardware. " if auto_off(main) else "")
             out["note"] = ("Nothing was drafted: " + why + "Every pass checked one state, as the standard decoder's "
-                           "do, so the times differ only by bookkeeping and this machine's noise (one timing each).")
+                           "do, so the times differ only by bookkeeping and the machine's noise (one timing each).")
     if main.meta.drafter == "none" and not race:
         kpis.append({"big": f"{c.target_passes} target passes",
                      "small": "the standard decoder, one decision per pass: the baseline SPOT is measured against "

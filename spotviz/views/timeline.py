@@ -280,7 +280,7 @@ def timeline(main, base=None, *, race: list | None = None, status: tuple[str, st
     lines: list[dict] = [session_line(session, source, play, [[r, run_title(t, r)] for r, t in runs])]
     for role, t in runs:
         lines += trace_lines(t, role)
-    lines.append(summary(main, base, race))
+    lines.append(summary(main, base, race, recorded=source != "live"))
     if status:
         lines.append(status_line(*status))
     return encode(lines)

@@ -88,7 +88,7 @@
     for (const g of [nodes.a, nodes.r, bonus]) for (const s of g.text) longest = Math.max(longest, s.length);
     const colPx = Math.max(24 + 7 * longest, Math.min(COL_PX, ((o.width || 400) - 40) / cols));
     const width = Math.max(o.width || 400, 40 + cols * colPx);
-    const height = t ? Math.max(150, 56 + rows * ROW_PX) : 90;
+    const height = t ? Math.max(96, 48 + rows * ROW_PX) : 90;   // (a chain's one row gets no tall empty box)
     const text = (color, size) => ({family: SV.MONO.family, size: size || 11, color: color});
     const data = [
       {type: 'scatter', mode: 'lines', name: 'rejected edges', x: ex.r[0], y: ex.r[1], hoverinfo: 'skip',
@@ -97,26 +97,26 @@
        line: {color: '#b0b0b0', width: 1, dash: 'dot'}},
       {type: 'scatter', mode: 'lines', name: 'accepted path', x: ex.a[0], y: ex.a[1], hoverinfo: 'skip',
        line: {color: C.draft, width: 3.5}},
-      Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'middle right',
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'top right',
        marker: {color: C.reject, size: 8, symbol: nodes.r.symbol}, textfont: text('#666'), hoverinfo: 'text',
        cliponaxis: false}, without(nodes.r, 'symbol')),
-      Object.assign({type: 'scatter', mode: 'markers+text', name: 'accepted', textposition: 'middle right',
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'accepted', textposition: 'top right',
        marker: {color: C.draft, size: 11, symbol: nodes.a.symbol, line: {color: '#0b4a24', width: 1}},
        textfont: text('#0b4a24'), hoverinfo: 'text', cliponaxis: false}, without(nodes.a, 'symbol')),
-      Object.assign({type: 'scatter', mode: 'markers+text', name: 'root', textposition: 'middle right',
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'root', textposition: 'top right',
        marker: {color: C.root, size: 11, symbol: 'square'}, textfont: text(C.root), hoverinfo: 'text',
        cliponaxis: false}, root),
       {type: 'scatter', mode: 'lines', name: 'bonus edge', x: bonusEdge.x, y: bonusEdge.y, hoverinfo: 'skip',
        line: {color: C.target, width: 2, dash: 'dot'}},
-      Object.assign({type: 'scatter', mode: 'markers+text', name: 'bonus', textposition: 'middle right',
+      Object.assign({type: 'scatter', mode: 'markers+text', name: 'bonus', textposition: 'top right',
        marker: {color: C.target, size: 15, symbol: 'star'}, textfont: text('#1d4f8c'), hoverinfo: 'text',
        cliponaxis: false}, bonus),
     ];
     const layout = SV.layout({width: width, height: height}, {
-      margin: {l: 14, r: 10, t: 4, b: t ? 34 : 4},
+      // (the axis is named in the panel's caption, which does not scroll with a wide tree)
+      margin: {l: 14, r: 10, t: 12, b: t ? 20 : 4},
       xaxis: {range: [-0.35, cols - 0.1], dtick: 1, zeroline: false, showgrid: false, fixedrange: true,
-              visible: !!t, title: {text: 'depth (drafted decisions after the first)', font: {size: 11}},
-              tickfont: {size: 10}},
+              visible: !!t, tickfont: {size: 10}},
       yaxis: {range: [rows - 0.4, -0.6], visible: false, fixedrange: true},
       // (the reason is the caption above the figure; one short line here, which fits a phone)
       annotations: t ? [] : [SV.note(k < 1 ? 'No pass yet.' : 'No draft tree in this pass: the caption above says why.')],

@@ -329,10 +329,12 @@ def cmd_train_drafter(a) -> int:
         raise ValueError(f"--n-prompts must be at least 2 (training prompts), got {a.n_prompts}")
     if a.epochs < 1 and not a.calibrate:
         raise ValueError(f"--epochs must be at least 1, got {a.epochs}")
-    from .drafter.features import TOPK_RANGE
+    from .drafter.features import check_topk
 
-    if not TOPK_RANGE[0] <= a.topk <= TOPK_RANGE[1]:
-        raise ValueError(f"--topk must be a whole number from {TOPK_RANGE[0]} to {TOPK_RANGE[1]}, got {a.topk}")
+    try:
+        check_topk(a.topk)
+    except ValueError as e:
+        raise ValueError(f"--{e}") from None
     _check_settings(gen_length=a.gen_length, threshold=a.threshold)
     if a.threshold_prompts < 0:
         raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
@@ -658,6 +660,8 @@ def main(argv=None) -> int:
             forward_cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)
         return handlers[a.cmd](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
+        if os.environ.get("SPOTVIZ_DEBUG"):  # (a ValueError may also be a bug: the whole traceback, for a report)
+            raise
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several
         return 2
 

@@ -58,13 +58,20 @@ def gumbel_scores(logp: torch.Tensor, temperature: float, g: torch.Tensor) -> to
 
 
 class GumbelNoise:
-    """Gumbel(0, 1) noise over the vocabulary for (step, position), for one seed; memoised per pair."""
+    """Gumbel(0, 1) noise over the vocabulary for (step, position), for one seed; memoised per pair, the oldest
+    pairs dropped beyond `max_rows` rows (default: as many as MEMO_BYTES hold, between MIN_ROWS and MAX_ROWS: a
+    row is the whole vocabulary, 4 KB for the embedded models, 0.6 MB for a 152k-token published one, so a cap
+    in rows alone let a long T > 0 decode of a published model hold gigabytes)."""
 
-    def __init__(self, seed: int, vocab_size: int, cache_steps: int = 256):
+    MEMO_BYTES = 512 << 20
+    MIN_ROWS, MAX_ROWS = 256, 16_384  # (a tree's pass asks for up to its depth x the window's width at once)
+
+    def __init__(self, seed: int, vocab_size: int, max_rows: int | None = None):
         self.seed = int(seed)
         self.vocab_size = int(vocab_size)
         self._cache: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
-        self._cache_size = cache_steps * 64
+        self._cache_size = max_rows if max_rows is not None else \
+            max(self.MIN_ROWS, min(self.MAX_ROWS, self.MEMO_BYTES // (4 * self.vocab_size)))
         # (v + 1) * gamma for v < V: the part of the stream's counter that does not depend on the position (the
         # + 1 is splitmix64's own increment)
         v = np.arange(1, self.vocab_size + 1, dtype=np.uint64)

@@ -62,9 +62,9 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     except Exception as e:  # safetensors raises its own error types
         raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt or truncated ({e})") from None
     try:
-        model, report = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, dtype=dtype or torch.float32,
-                                                             output_loading_info=True)
-        tok = AutoTokenizer.from_pretrained(str(folder))
+        model, report = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, trust_remote_code=False,
+                                                             dtype=dtype or torch.float32, output_loading_info=True)
+        tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     except Exception as e:
         raise ModelLoadError(f"model {name!r}: could not load from {folder}: {e}") from None
     # transformers only warns about missing tensors (and initialises them at random): refuse instead

@@ -170,14 +170,15 @@ def test_stream_keeps_the_prompt(attention, tiny_targets, tiny_prompt):
 def test_the_run_clock_stops_while_the_consumer_holds_an_update(drafter, tiny_block_target, tiny_prompt):
     """A stream's consumer (the app turning each pass into views) works on the same clock, once per pass: its time
     is not decoding time, or the decoder with more passes is charged more of it (DecodeState.wall)."""
-    pause, updates, last = 0.02, 0, None
+    pause, updates, last = 0.04, 0, None
     for last in decode_stream(tiny_block_target, tiny_prompt, cfg_for("exact", 0.0, drafter=drafter, budget=4,
                                                                       gen_length=16), start_event=True):
         updates += 1
         time.sleep(pause)
     passes = last.trace.passes
     assert updates == len(passes) + 2  # (start, a pass each, done)
-    assert last.trace.counters.wall_s <= sum(p.wall_s for p in passes) + 0.25 * pause * updates
+    # (the consumer held the stream for pause x updates; the run's own steps between passes are a small part of it)
+    assert last.trace.counters.wall_s <= sum(p.wall_s for p in passes) + 0.5 * pause * updates
 
 
 @pytest.mark.parametrize("attention", ["block", "full"])

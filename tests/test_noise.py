@@ -24,11 +24,18 @@ def test_pure_function_across_instances_and_call_order():
 
 
 def test_values_survive_cache_eviction():
-    n = GumbelNoise(5, V, cache_steps=1)  # room for 64 entries
+    n = GumbelNoise(5, V, max_rows=64)
     first = n.at(0, 0).clone()
     for p in range(200):
         n.at(1, p)
     assert torch.equal(n.at(0, 0), first)
+
+
+def test_the_memo_is_sized_in_bytes_not_rows():
+    """A row is the whole vocabulary: a published model's 152k tokens make a row 0.6 MB, so the memo holds fewer."""
+    assert GumbelNoise(0, 1024)._cache_size == GumbelNoise.MAX_ROWS  # (embedded: 16k rows are 64 MB)
+    big = GumbelNoise(0, 151_936)
+    assert big._cache_size * 4 * 151_936 <= GumbelNoise.MEMO_BYTES and big._cache_size >= GumbelNoise.MIN_ROWS
 
 
 def test_different_step_position_seed_differ():
@@ -64,7 +71,7 @@ def test_gumbel_max_samples_softmax(T):
     logits = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, -3.0])
     logp = torch.log_softmax(logits, -1)
     want = torch.softmax(logits / T, -1)
-    n = GumbelNoise(2024, len(logits), cache_steps=1)
+    n = GumbelNoise(2024, len(logits), max_rows=64)
     draws = 4000
     picks = torch.stack([(logp / T + n.at(k, 3)).argmax() for k in range(draws)])
     freq = torch.bincount(picks, minlength=len(logits)).double() / draws

@@ -102,6 +102,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import weakref
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -111,7 +112,9 @@ from ..drafter.tree import ONE_GUESS, BudgetPolicy, FixedBudget
 from . import forward_cost
 from .forward_cost import CostCurve, cost_curve, curve_key, write_cache_file
 
-_LEARNED: dict = {}  # (target, drafter, mode, temperature, ...) -> what `auto` learned in its last run
+# target -> {(drafter, mode, temperature, ...) -> what `auto` learned in its last run}; keyed by the target object
+# itself, weakly (a new target may reuse a freed one's id(), and must not inherit what that one learned)
+_LEARNED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 MEMORY_VERSION = 2  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
 # per-size corrections are shapes against the load, session 34)
 
@@ -429,7 +432,7 @@ def budget_policy(budget, target, memory: tuple | None = None, instance=None) ->
     curve = cost_curve(target)
     policy = CostAwareBudget(curve, n_max=min(64, max(curve.sizes)))
     if memory is not None:
-        learned = _LEARNED.get((id(target), instance, *memory)) or read_memory(memory_file(target, memory))
+        learned = _LEARNED.get(target, {}).get((instance, *memory)) or read_memory(memory_file(target, memory))
         if learned is not None:
             policy.recall(learned)
     return policy
@@ -439,7 +442,7 @@ def remember_policy(policy: BudgetPolicy, target, memory: tuple, instance=None) 
     """Keep what an `auto` run learned for the next run of the same target under the same key: in this process,
     and in the user cache for the next process (a command line run is one process each)."""
     if isinstance(policy, CostAwareBudget):
-        learned = _LEARNED[(id(target), instance, *memory)] = policy.remember()
+        learned = _LEARNED.setdefault(target, {})[(instance, *memory)] = policy.remember()
         path = memory_file(target, memory)
         if path is not None:
             try:  # (the app may end several people's runs at once: write_cache_file never leaves half a file)

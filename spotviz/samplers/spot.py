@@ -14,7 +14,7 @@ Loop (DESIGN.md section 3), starting from a root r whose logits are known from t
 5. keep the logits of every node for the window's later passes: a later tree node whose window an earlier pass
    already evaluated gets the target's decision there as a certain edge (verify.KnownStates, drafter/tree.py).
 Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's.
-Commits per pass = accepted edges + 1.
+Decisions per pass = accepted edges + 1 (a decision commits one position in exact mode, a set in threshold mode).
 """
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ from .forward_cost import pass_clock
 from .standard import standard_pass, standard_step
 from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify, walk_end
 
-ROOT = DraftNode(0, -1, 0, (), (), 1.0, 1.0)  # a tree of s1 alone (nothing drafted); never given children
 
 
 def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, proposer: Proposer | None = None,
@@ -89,7 +88,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             nodes = build_tree(view, proposer, policy, cfg.min_path_prob)
             rows = node_states(view, nodes)
         else:  # s1 alone: the standard decoder's pass
-            nodes, rows = [ROOT], st.tokens.unsqueeze(0)
+            nodes, rows = [DraftNode(0, -1, 0, (), (), 1.0, 1.0)], st.tokens.unsqueeze(0)  # (a node of its own each pass)
         v = verify(st, rows, nodes, lo, hi, nxt and nxt[1])  # 3. verify: one pass, all nodes
         walk, accepted = accept_walk(nodes, v, lo, st.step)  # 4. accept walk, then the bonus
         stop = nodes[walk[-1]]

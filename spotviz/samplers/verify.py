@@ -12,7 +12,7 @@ tree drafted on into that window); the walk goes on across the boundary, and a b
 decoder add the finished window's keys/values to the cache. These are the standard decoder's numbers only where a
 window's logits do not depend on how far a call reaches (info.blockwise_exact: the embedded models compute a
 call's last block apart); elsewhere the decoder keeps trees inside their window.
-Commits per pass = accepted edges + 1.
+Decisions per pass = accepted edges + 1 (a decision commits one position in exact mode, a set in threshold mode).
 Why the walk stopped (`walk_end`, recorded per pass; trace.WALK_ENDS): the stop completed the window and the tree
 held nothing past it ("window"), the text was complete ("end"), the target's decision was a guess the budget left
 out or the stop never got guesses ("budget"), the stop's guesses named other positions ("position") or the right

@@ -142,14 +142,14 @@ def prepare_data(cfg: TrainTargetConfig, out: Path):
         parts = split_named_corpus(cfg.corpus)
         train_text = parts["train"][: int(len(parts["train"]) * cfg.corpus_fraction)]
         if cfg.init_from:
-            tok = AutoTokenizer.from_pretrained(cfg.init_from)
+            tok = AutoTokenizer.from_pretrained(cfg.init_from, trust_remote_code=False)
         else:
             tok = train_tokenizer(train_text, cfg.vocab_size)
         tok.save_pretrained(str(tok_dir))
         np.save(out / "train_ids.npy", np.asarray(encode_corpus(tok, train_text), dtype=np.int32))
         np.save(out / "val_ids.npy", np.asarray(encode_corpus(tok, parts["val"]), dtype=np.int32))
         (out / "source.json").write_text(json.dumps(parts["source"], indent=1))
-    tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    tok = AutoTokenizer.from_pretrained(str(tok_dir), trust_remote_code=False)
     train = torch.from_numpy(np.load(out / "train_ids.npy", allow_pickle=False).astype(np.int64))
     val = torch.from_numpy(np.load(out / "val_ids.npy", allow_pickle=False).astype(np.int64))
     return tok, train, val
@@ -171,7 +171,7 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
         n = cfg.problems - n_drill
         train = None if cfg.data_workers else training_problems(cfg, n, n_drill, 0)
         if cfg.init_from:
-            tok = AutoTokenizer.from_pretrained(cfg.init_from)
+            tok = AutoTokenizer.from_pretrained(cfg.init_from, trust_remote_code=False)
         else:  # a new tokenizer learns from the first 40,000 problems (of the first chunk in a parallel draw)
             sample = train if train is not None else training_problems(cfg, min(CHUNK_PROBLEMS, n), 0, 1)
             tok = train_tokenizer(EOT.join(p.text for p in sample[:40_000]), cfg.vocab_size, split_digits=True)
@@ -201,7 +201,7 @@ def prepare_problem_data(cfg: TrainTargetConfig, out: Path):
             "stories": cfg.stories,
             "chunked": CHUNK_PROBLEMS if cfg.data_workers else 0,
             "heldout_families": list(HELDOUT_FAMILIES), "longest_row": train_rows[2]}, indent=1))
-    tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    tok = AutoTokenizer.from_pretrained(str(tok_dir), trust_remote_code=False)
 
     def load(name):
         rows = torch.from_numpy(np.load(out / f"{name}_rows.npy", allow_pickle=False).astype(np.int64))
@@ -258,8 +258,8 @@ def _chunk_rows(job) -> tuple[np.ndarray, np.ndarray, int]:
     cfg, tok_dir, n, n_drill, chunk = job
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(1)
-    return problem_rows(training_problems(cfg, n, n_drill, chunk), AutoTokenizer.from_pretrained(tok_dir),
-                        cfg.seq_len)
+    tok = AutoTokenizer.from_pretrained(tok_dir, trust_remote_code=False)
+    return problem_rows(training_problems(cfg, n, n_drill, chunk), tok, cfg.seq_len)
 
 
 def sample_windows(ids, n: int, seq_len: int, gen: torch.Generator, block: int = 16, tokens: int = 0):
@@ -673,7 +673,7 @@ def export_checkpoint(out: str | Path, dest: str | Path, dtype: str = "bfloat16"
     out = Path(out)
     ckpt = out / "checkpoint"
     sd = load_file(str(ckpt / "model.safetensors"))
-    tok = AutoTokenizer.from_pretrained(str(out / "tokenizer"))
+    tok = AutoTokenizer.from_pretrained(str(out / "tokenizer"), trust_remote_code=False)
     cfg_file = ckpt / "config.json"
     if not cfg_file.is_file():
         raise ValueError(f"{ckpt} has no config.json (written with every checkpoint); cannot rebuild the model")

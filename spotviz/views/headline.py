@@ -1,8 +1,8 @@
 """The headline of a run compared with the standard decoder: passes saved first, then the wall-clock ratio
 beside this hardware's ceiling for it, and one plain sentence saying why the two differ.
 
-A SPOT pass verifies a tree of N states in one batched forward and commits (accepted depth + 1) slots, where
-the standard decoder's pass (N = 1) commits one. Passes saved therefore count model calls saved. Time saved
+A SPOT pass verifies a tree of N states in one batched forward and makes (accepted depth + 1) decisions, where
+the standard decoder's pass (N = 1) makes one (in exact mode a decision commits one slot, in threshold mode a set). Passes saved therefore count model calls saved. Time saved
 also depends on what a batch of N states costs: with f(N) the seconds of one forward over N states (the cost
 curve the auto budget measured, RunMeta.cost_curve), the forwards of a run cost sum_i f(N_i), so the best
 wall-clock ratio the forwards allow against the standard decoder's P passes is

@@ -15,7 +15,9 @@
         xmax = Math.max(xmax, R.passes.length, live ? (R.meta.mode === 'exact' ? R.meta.gen : 8) : 1);
       }
     }
-    for (const role of S.order) {
+    // drawn last to first, so the shown run (the first lane) lies on top where lines coincide; listed first to last
+    S.order.slice().reverse().forEach((role) => {
+      const rank = S.order.indexOf(role);
       const R = S.runs.get(role);
       const col = SV.runColor(R.meta), name = R.meta ? SV.runTitle(S, R)[0] : role;
       const xs = R.pts.map((_, i) => i), kk = Math.min(k, R.pts.length - 1);
@@ -24,10 +26,10 @@
                  line: {color: col, width: 1.5, shape: 'hv'}, opacity: 0.25, showlegend: false});
       data.push({type: 'scatter', mode: 'lines', name: SV.esc(name) + (R.done ? ' · ' + R.passes.length + ' passes' : ''),
                  x: xs.slice(0, kk + 1), y: R.pts.slice(0, kk + 1), hovertemplate: hover,
-                 line: {color: col, width: 2.4, shape: 'hv'}, showlegend: !!R.meta});
+                 line: {color: col, width: 2.4, shape: 'hv'}, showlegend: !!R.meta, legendrank: 1000 + rank});
       data.push({type: 'scatter', mode: 'markers', name: name + ' now', x: R.meta ? [kk] : [], y: R.meta ? [R.pts[kk]] : [],
                  hovertemplate: hover, marker: {color: col, size: 7}, showlegend: false});
-    }
+    });
     data.push({type: 'scatter', mode: 'lines', name: 'pass on screen', x: [k, k], y: [0, ymax], hoverinfo: 'skip',
                line: {color: C.mark, width: 1, dash: 'dot'}, showlegend: false});
     // the legend above the plot, in rows (inside, it covered where the drafters finish; below, the axis title)

@@ -190,7 +190,7 @@ def cmd_decode(a) -> int:
             "accepted_lengths": [len(p.commits) for p in trace.passes], "drafter": cfg.drafter,
             "walk_ends": trace.walk_ends(), "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
             "prompt_truncated": trace.meta.prompt_truncated, "identity_guaranteed": trace.meta.identity_guaranteed,
-            "drafters": _drafters_used(target, cfg), "reached_gen_length": c.generated_tokens >= cfg.gen_length,
+            "drafters": trace.meta.drafters or None, "reached_gen_length": c.generated_tokens >= cfg.gen_length,
         }, ensure_ascii=False))
     else:
         if trace.meta.prompt_truncated:
@@ -200,7 +200,7 @@ def cmd_decode(a) -> int:
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
-        used = _drafters_used(target, cfg)
+        used = trace.meta.drafters
         if used:
             from .drafter.store import uses_fallback
 
@@ -216,14 +216,6 @@ def cmd_decode(a) -> int:
               f"{c.commits} slots committed in {c.target_passes} target passes ({c.mean_accepted_length:.2f} a pass; "
               f"slots after the end of text count) | {c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
     return 0
-
-
-def _drafters_used(target, cfg) -> str | None:
-    """Whose drafters a run used, in words (None for a run without trained ones: the standard decoder,
-    training-free)."""
-    from .drafter.store import drafters_used
-
-    return None if cfg.drafter in ("none", "training-free") else drafters_used(target.info.name, cfg.drafter_dir)
 
 
 def cmd_trace(a) -> int:
@@ -261,7 +253,7 @@ def cmd_trace(a) -> int:
                           "prompt": m.prompt, "text": trace.text, "tokens": trace.tokens,
                           "target_passes": c.target_passes, "commits": c.commits,
                           "accepted_lengths": [len(p.commits) for p in trace.passes],
-                          "walk_ends": trace.walk_ends(),
+                          "walk_ends": trace.walk_ends(), "drafters": m.drafters or None,
                           "identity_guaranteed": m.identity_guaranteed, "version": trace.version}, ensure_ascii=False))
     else:
         ends = trace.walk_ends()

@@ -65,6 +65,9 @@ class RunMeta:
     # (targets/invariance.py); False: not proven (failed, low precision or unchecked), so speculative output is
     # not guaranteed to equal the standard decoder's
     identity_guaranteed: bool = True
+    # whose trained drafters drafted (drafter/store.drafters_used: the model's shipped ones, another model's
+    # transferred, or a folder's); "" for the standard decoder and training-free, and in traces written before it
+    drafters: str = ""
 
 
 @dataclass

@@ -1,8 +1,6 @@
 """Byte-level BPE tokenizer for the embedded models, trained locally with `tokenizers`."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
@@ -45,7 +43,3 @@ def encode_corpus(tokenizer: PreTrainedTokenizerFast, text: str) -> list[int]:
             ids.append(eot)
         ids.extend(tokenizer(doc, add_special_tokens=False)["input_ids"])
     return ids
-
-
-def save_tokenizer(tokenizer: PreTrainedTokenizerFast, folder: str | Path) -> None:
-    tokenizer.save_pretrained(str(folder))

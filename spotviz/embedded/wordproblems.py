@@ -874,7 +874,7 @@ def split_of(p: Problem) -> str:
         return "heldout-families"
     if p.family not in FAMILY_BY_NAME:  # a compositional story (embedded/stories.py): training data only
         return "train"
-    if p.phrasing == len(FAMILY_BY_NAME[p.family].phrasings) - 1:
+    if p.phrasing == range(len(FAMILY_BY_NAME[p.family].phrasings))[HELDOUT_PHRASING]:
         return "heldout-phrasings"
     return "heldout-problems" if _sample_bucket(p.question) == 0 else "train"
 
@@ -899,7 +899,7 @@ def generate(n: int, split: str = "train", seed: int = 0, families: tuple[str, .
     while len(out) < n:
         fam = FAMILY_BY_NAME[families[i % len(families)]]
         i += 1
-        last = len(fam.phrasings) - 1
+        last = range(len(fam.phrasings))[HELDOUT_PHRASING]  # (the held-out one)
         if split == "heldout-phrasings":
             phrasing = last
         elif split == "heldout-families":

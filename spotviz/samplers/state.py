@@ -12,7 +12,10 @@ from .. import __version__
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
 from ..trace import Commit, Counters, PassRecord, RunMeta, Trace
+from ..drafter.store import drafters_used
 from .config import AUTO, DecodeConfig, encode_prompt, trees_may_cross
+
+TRAINED = ("spot", "spot-sets", "calibrated")  # the drafters that read trained files (RunMeta.drafters)
 
 
 class SpecDecodingStats:
@@ -172,7 +175,8 @@ class DecodeState:
                        threads=torch.get_num_threads(),
                        forward_calls_outside=self.calls_outside,
                        outside_s=round(self.setup_s + self.checks_s, 4),
-                       identity_guaranteed=getattr(info, "batch_invariant", None) is True)
+                       identity_guaranteed=getattr(info, "batch_invariant", None) is True,
+                       drafters=drafters_used(info.name, cfg.drafter_dir) if drafter in TRAINED else "")
 
     def started(self, drafter: str | None = None) -> "Progress":
         """The start event: the run's meta and the prompt row, before the first pass."""

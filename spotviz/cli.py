@@ -460,177 +460,196 @@ def cmd_cost_curve(a) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    import os
-
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS (the drafter): before numpy is imported
-    ap = _Parser(prog="python -m spotviz", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="command")
-    _add_decode_args(sub.add_parser("decode", help="decode a prompt (standard or speculative)"))
-    tr = sub.add_parser("trace", help="check a trace file (as the app's Replay does), summarise it, or render it as "
-                                      "a page of animated Plotly figures")
-    tr.add_argument("file", help="a trace written by decode --trace-out or downloaded from the app")
-    tr.add_argument("--json", action="store_true", help="print one JSON object")
-    tr.add_argument("--html", default=None, metavar="OUT.html",
-                    help="write a standalone page: counters, token canvas and the animated commit order, draft trees "
+def _add_trace_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a trace written by decode --trace-out or downloaded from the app")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--html", default=None, metavar="OUT.html",
+                   help="write a standalone page: counters, token canvas and the animated commit order, draft trees "
                          "and speed-up (plotly.js embedded: opens offline)")
-    tr.add_argument("--baseline", default=None, metavar="STANDARD_TRACE",
-                    help="with --html: the standard run's trace of the same prompt and seed, for the speed-up and the "
+    p.add_argument("--baseline", default=None, metavar="STANDARD_TRACE",
+                   help="with --html: the standard run's trace of the same prompt and seed, for the speed-up and the "
                          "identity check")
-    cc = sub.add_parser("cost-curve", help="measure the target's forward cost f(N) for N states (used by --budget auto)")
-    cc.add_argument("--model", default=None, help="embedded model name, published model name or folder "
-                    "(default: math-bd)")
-    cc.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
-    _add_block_size(cc)
-    cc.add_argument("--json", action="store_true", help="print one JSON object")
-    _add_threads(cc)
 
-    t = sub.add_parser("train-target",
-                       help="train an embedded masked-diffusion model (word problems, Shakespeare or Python code)")
-    t.add_argument("--out", required=True, metavar="DIR",
+
+def _add_cost_curve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="embedded model name, published model name or folder "
+                   "(default: math-bd)")
+    p.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
+    _add_block_size(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_threads(p)
+
+
+def _add_train_target_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, metavar="DIR",
                    help="folder for the run: OUT/checkpoint (resumed when present) and OUT/final (the model)")
-    t.add_argument("--force", action="store_true", help="allow --out inside assets/ (the shipped models)")
-    t.add_argument("--corpus", choices=["shakespeare", "python", "math"], default="shakespeare",
+    p.add_argument("--force", action="store_true", help="allow --out inside assets/ (the shipped models)")
+    p.add_argument("--corpus", choices=["shakespeare", "python", "math"], default="shakespeare",
                    help="training text: Shakespeare's plays, the Python standard library, or generated math word problems")
-    t.add_argument("--init-from", default=None, help="continue from an exported model folder (keeps its tokenizer)")
-    t.add_argument("--block-size", type=int, default=16, help="block size of block-diffusion models")
-    t.add_argument("--amp", choices=["auto", "bf16", "fp32"], default="auto",
+    p.add_argument("--init-from", default=None, help="continue from an exported model folder (keeps its tokenizer)")
+    p.add_argument("--block-size", type=int, default=16, help="block size of block-diffusion models")
+    p.add_argument("--amp", choices=["auto", "bf16", "fp32"], default="auto",
                    help="bf16 autocast for training matmuls; auto: only on CPUs with native bf16")
-    t.add_argument("--attention", choices=["block", "full"], default="block")
-    t.add_argument("--hidden-size", type=int, default=256)
-    t.add_argument("--layers", type=int, default=6)
-    t.add_argument("--heads", type=int, default=8)
-    t.add_argument("--intermediate-size", type=int, default=704)
-    t.add_argument("--seq-len", type=int, default=256)
-    t.add_argument("--context", type=int, default=0,
+    p.add_argument("--attention", choices=["block", "full"], default="block")
+    p.add_argument("--hidden-size", type=int, default=256)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--intermediate-size", type=int, default=704)
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--context", type=int, default=0,
                    help="the model's context (max positions); 0: the training length --seq-len")
-    t.add_argument("--problems", type=int, default=300_000, help="math corpus: generated training problems")
-    t.add_argument("--drills", type=float, default=0.0,
+    p.add_argument("--problems", type=int, default=300_000, help="math corpus: generated training problems")
+    p.add_argument("--drills", type=float, default=0.0,
                    help="math corpus: share of the training problems that are bare arithmetic drills ('What is 48 + 25?')")
-    t.add_argument("--result-weight", type=float, default=1.0,
+    p.add_argument("--result-weight", type=float, default=1.0,
                    help="math corpus: loss weight of the digits of each computed result (a op b = c); others weigh 1")
-    t.add_argument("--batch-tokens", type=int, default=0,
+    p.add_argument("--batch-tokens", type=int, default=0,
                    help="math corpus: a batch of short rows holds max(--batch-size, N // row length) rows (0: off)")
-    t.add_argument("--result-focus", type=float, default=0.0,
+    p.add_argument("--result-focus", type=float, default=0.0,
                    help="math corpus: share of rows noised as decoding meets a result (one result masked, all else given)")
-    t.add_argument("--small-numbers", type=float, default=0.0,
+    p.add_argument("--small-numbers", type=float, default=0.0,
                    help="math corpus: share of training problems with all numbers drawn small ('8 + 5', not '48 + 25')")
-    t.add_argument("--reword", type=float, default=0.0,
+    p.add_argument("--reword", type=float, default=0.0,
                    help="math corpus: share of training questions reworded by synonym swaps that keep the problem "
                         "(embedded/reword.py)")
-    t.add_argument("--stories", type=float, default=0.0, metavar="SHARE",
+    p.add_argument("--stories", type=float, default=0.0, metavar="SHARE",
                    help="math corpus: share of the training word problems drawn from compositional stories, chains "
                         "of known steps that never make a held-out family's combination (embedded/stories.py)")
-    t.add_argument("--device", default="auto",
+    p.add_argument("--device", default="auto",
                    help="where the training steps run: auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps")
-    t.add_argument("--data-workers", type=int, default=0,
+    p.add_argument("--data-workers", type=int, default=0,
                    help="math corpus: draw and tokenize the training problems in chunks over N processes "
                         "(the same corpus for any N > 0; 0: one sequential draw)")
-    t.add_argument("--batch-size", type=int, default=16)
-    t.add_argument("--vocab-size", type=int, default=1024)
-    t.add_argument("--lr", type=float, default=2e-3)
-    t.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: no step limit)")
-    t.add_argument("--minutes", type=float, default=0.0,
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--vocab-size", type=int, default=1024)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: no step limit)")
+    p.add_argument("--minutes", type=float, default=0.0,
                    help="time budget; the learning-rate schedule follows it (0: no time limit; give one of the two)")
-    t.add_argument("--eval-every", type=int, default=200, help="steps between validation lines")
-    t.add_argument("--checkpoint-every", type=int, default=100,
+    p.add_argument("--eval-every", type=int, default=200, help="steps between validation lines")
+    p.add_argument("--checkpoint-every", type=int, default=100,
                    help="steps between checkpoints (OUT/checkpoint; raise it where a step takes milliseconds)")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--corpus-fraction", type=float, default=1.0)
-    t.add_argument("--eval-prompts", type=int, default=20,
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--corpus-fraction", type=float, default=1.0)
+    p.add_argument("--eval-prompts", type=int, default=20,
                    help="held-out prompts for the previous-pass agreement measured after training")
-    t.add_argument("--skip-eval", action="store_true", help="skip that measurement")
-    t.add_argument("--prepare-only", action="store_true",
+    p.add_argument("--skip-eval", action="store_true", help="skip that measurement")
+    p.add_argument("--prepare-only", action="store_true",
                    help="draw and tokenize the corpus into OUT, then stop (e.g. on a CPU before a GPU run)")
-    _add_threads(t)
+    _add_threads(p)
 
-    d = sub.add_parser("train-drafter", help="train the SPOT / SPOT-Sets drafters (or --calibrate one for a new target)")
-    d.add_argument("--model", default=None, help="the target whose decoding the drafters learn (default: math-bd)")
-    d.add_argument("--out", default=None, metavar="DIR", help="output folder (required; e.g. runs/drafters/MODEL)")
-    d.add_argument("--force", action="store_true",
+
+def _add_train_drafter_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="the target whose decoding the drafters learn (default: math-bd)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output folder (required; e.g. runs/drafters/MODEL)")
+    p.add_argument("--force", action="store_true",
                    help="allow --out to overwrite the shipped drafters in assets/drafters/MODEL")
-    d.add_argument("--prompts", default=None, metavar="FILE", dest="prompts_file",
+    p.add_argument("--prompts", default=None, metavar="FILE", dest="prompts_file",
                    help="your own prompts (a JSON list of strings, or paragraphs separated by blank lines): the first "
                         "--n-prompts train, the next --mix-prompts choose the pointer's mixture (default: prompts drawn "
                         "from the model's corpus)")
-    d.add_argument("--n-prompts", dest="n_prompts", type=int, default=120, metavar="N",
+    p.add_argument("--n-prompts", dest="n_prompts", type=int, default=120, metavar="N",
                    help="number of training prompts")
-    d.add_argument("--threshold-prompts", type=int, default=0, metavar="N",
+    p.add_argument("--threshold-prompts", type=int, default=0, metavar="N",
                    help="training prompts of the SPOT-Sets drafter (threshold decoding, several commits per pass: "
                         "fewer passes per prompt, cheaper to collect); 0: as --n-prompts")
-    d.add_argument("--gen-length", type=int, default=128)
-    d.add_argument("--threshold", type=float, default=0.9)
-    d.add_argument("--epochs", type=int, default=12)
-    d.add_argument("--topk", type=int, default=8,
+    p.add_argument("--gen-length", type=int, default=128)
+    p.add_argument("--threshold", type=float, default=0.9)
+    p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("--topk", type=int, default=8,
                    help="how many of the root's top probabilities per position the drafter reads (2-64; the paper's "
                         "drafter reads 32)")
-    d.add_argument("--calibrate", default=None, metavar="DRAFTER_DIR",
+    p.add_argument("--calibrate", default=None, metavar="DRAFTER_DIR",
                    help="light calibration: refit the scalar heads of an existing drafter on this target")
-    d.add_argument("--jobs", type=int, default=1, metavar="N",
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="collect the trajectories in N worker processes side by side, one torch thread each (the "
                         "same data as one process; training then runs on --threads)")
-    d.add_argument("--save-trajectories", action="store_true",
+    p.add_argument("--save-trajectories", action="store_true",
                    help="also write the collected trajectories to OUT/trajectories.safetensors (to train other "
                         "drafters on them without collecting again)")
-    d.add_argument("--trajectories", default=None, metavar="FILE",
+    p.add_argument("--trajectories", default=None, metavar="FILE",
                    help="train on trajectories saved by --save-trajectories instead of collecting (the model, "
                         "length, tau, temperatures and top-k must match)")
-    d.add_argument("--mix-prompts", type=int, default=40, metavar="N",
+    p.add_argument("--mix-prompts", type=int, default=40, metavar="N",
                    help="choose the SPOT drafter's mixture with the training-free order by its target passes on N "
                         "validation prompts (trees of --mix-budget nodes; 7 weights x temperatures x N decodes); "
                         "0: by validation accuracy alone")
-    d.add_argument("--mix-budget", type=int, default=32, metavar="NODES")
-    _add_threads(d)
+    p.add_argument("--mix-budget", type=int, default=32, metavar="NODES")
+    _add_threads(p)
 
-    b = sub.add_parser("bench", help="benchmark every decoder on the held-out prompts")
-    b.add_argument("--model", default=None, help="embedded model name, published model name or folder "
+
+def _add_bench_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="embedded model name, published model name or folder "
                    "(default: math-bd)")
-    b.add_argument("--prompts", default=None, metavar="FILE",
+    p.add_argument("--prompts", default=None, metavar="FILE",
                    help="prompt file: a JSON list of strings (.json), or text with one prompt per blank-line-separated "
                         "paragraph; default: the model's held-out set in assets/prompts")
-    b.add_argument("--n-prompts", type=int, default=20, help="how many of those prompts to use (the first N)")
-    b.add_argument("--gen-length", type=int, default=128)
-    b.add_argument("--budgets", default="auto,2,4,8,16,32",
+    p.add_argument("--n-prompts", type=int, default=20, help="how many of those prompts to use (the first N)")
+    p.add_argument("--gen-length", type=int, default=128)
+    p.add_argument("--budgets", default="auto,2,4,8,16,32",
                    help="budgets swept in the first mode at the first temperature (numbers and auto)")
-    b.add_argument("--other-budgets", default=None, help="budgets for the other mode/temperature pairs "
+    p.add_argument("--other-budgets", default=None, help="budgets for the other mode/temperature pairs "
                                                           "(default: --budgets)")
-    b.add_argument("--temperatures", default="0,1", help="decoding temperatures, separated by commas")
-    b.add_argument("--threshold", type=float, default=0.9)
-    b.add_argument("--modes", default="exact,threshold",
+    p.add_argument("--temperatures", default="0,1", help="decoding temperatures, separated by commas")
+    p.add_argument("--threshold", type=float, default=0.9)
+    p.add_argument("--modes", default="exact,threshold",
                    help="decoding modes benchmarked, separated by commas (exact, threshold)")
-    b.add_argument("--drafters", default="spot,training-free,calibrated",  # (eval/bench.BENCH_DRAFTERS)
+    p.add_argument("--drafters", default="spot,training-free,calibrated",  # (eval/bench.BENCH_DRAFTERS)
                    help="drafters benchmarked, separated by commas (spot, training-free, calibrated)")
-    _add_block_size(b)
-    b.add_argument("--drafter-dir", default=None, metavar="DIR",
+    _add_block_size(p)
+    p.add_argument("--drafter-dir", default=None, metavar="DIR",
                    help="drafters trained by train-drafter (its --out) for this model (default: the model's shipped "
                         "ones, else shakespeare-bd's, which transfer)")
-    b.add_argument("--simulate-curve", default=None, metavar="FILE",
+    p.add_argument("--simulate-curve", default=None, metavar="FILE",
                    help="charge every target forward at another device's measured cost curve (a cost-curve JSON, "
                         "or scripts/gpu_cost_curve.py's result such as docs/gpu-h200.json) on a virtual clock: the "
                         "wall-clock columns then model that device (drafter and bookkeeping at this CPU's cost)")
-    b.add_argument("--no-transfer", action="store_true",
+    p.add_argument("--no-transfer", action="store_true",
                    help="skip the rows that use the other embedded models' drafters on this model")
-    b.add_argument("--prune", type=float, default=0.0,
+    p.add_argument("--prune", type=float, default=0.0,
                    help="also run SPOT with draft nodes below this path probability pruned (0: off)")
-    b.add_argument("--out", default="runs/bench", help="folder for bench-<model>.json and .md")
-    b.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    _add_threads(b)
+    p.add_argument("--out", default="runs/bench", help="folder for bench-<model>.json and .md")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    _add_threads(p)
 
-    ac = sub.add_parser("accuracy", help="answer accuracy of a word-problem model (math-bd) on held-out problems "
-                        "(held-out problems, the same reworded, held-out phrasings, held-out families)")
-    ac.add_argument("--model", default=None, help="a word-problem model (default: math-bd)")
-    ac.add_argument("--per-family", type=int, default=4, help="problems per family in each held-out split")
-    ac.add_argument("--seed", type=int, default=1, help="seed of the generated held-out problems")
-    ac.add_argument("--gen-length", type=int, default=128)
-    ac.add_argument("--out", default=None, help="write every output and the summary (JSON) to this file")
-    ac.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    _add_threads(ac)
+
+def _add_accuracy_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="a word-problem model (default: math-bd)")
+    p.add_argument("--per-family", type=int, default=4, help="problems per family in each held-out split")
+    p.add_argument("--seed", type=int, default=1, help="seed of the generated held-out problems")
+    p.add_argument("--gen-length", type=int, default=128)
+    p.add_argument("--out", default=None, help="write every output and the summary (JSON) to this file")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    _add_threads(p)
+
+
+# every command: its one-line help, the function that adds its options, the function that runs it
+COMMANDS = {
+    "decode": ("decode a prompt (standard or speculative)", _add_decode_args, cmd_decode),
+    "trace": ("check a trace file (as the app's Replay does), summarise it, or render it as a page of animated "
+              "Plotly figures", _add_trace_args, cmd_trace),
+    "cost-curve": ("measure the target's forward cost f(N) for N states (used by --budget auto)",
+                   _add_cost_curve_args, cmd_cost_curve),
+    "train-target": ("train an embedded masked-diffusion model (word problems, Shakespeare or Python code)",
+                     _add_train_target_args, cmd_train_target),
+    "train-drafter": ("train the SPOT / SPOT-Sets drafters (or --calibrate one for a new target)",
+                      _add_train_drafter_args, cmd_train_drafter),
+    "bench": ("benchmark every decoder on the held-out prompts", _add_bench_args, cmd_bench),
+    "accuracy": ("answer accuracy of a word-problem model (math-bd) on held-out problems (held-out problems, the same "
+                 "reworded, held-out phrasings, held-out families)", _add_accuracy_args, cmd_accuracy),
+}
+
+
+def main(argv=None) -> int:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS (the drafter): before numpy is imported
+    ap = _Parser(prog="python -m spotviz", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="command")
+    for name, (about, add_args, _) in COMMANDS.items():
+        add_args(sub.add_parser(name, help=about))
 
     a, unknown = ap.parse_known_args(argv)
     if unknown:  # (blamed on the command, not on spotviz)
         sub.choices[a.cmd].error(f"unrecognized arguments: {' '.join(unknown)}")
-    handlers = {"decode": cmd_decode, "trace": cmd_trace, "train-target": cmd_train_target, "train-drafter": cmd_train_drafter,
-                "bench": cmd_bench, "cost-curve": cmd_cost_curve, "accuracy": cmd_accuracy}
     from .registry import DEFAULT_MODEL, ModelLoadError
     from .samplers.config import DecodeError
     from .trace import TraceError
@@ -650,7 +669,7 @@ def main(argv=None) -> int:
             from .samplers import forward_cost
 
             forward_cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)
-        return handlers[a.cmd](a)
+        return COMMANDS[a.cmd][2](a)
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         if os.environ.get("SPOTVIZ_DEBUG"):  # (a ValueError may also be a bug: the whole traceback, for a report)
             raise

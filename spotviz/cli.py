@@ -245,7 +245,8 @@ def cmd_trace(a) -> int:
 
             if not same_run(trace, baseline):
                 raise ValueError(f"--baseline {a.baseline} decoded another run than {a.file} (model, prompt, seed, "
-                                 "mode, threshold, temperature and generation length must match): nothing to compare")
+                                 "block size, mode, temperature, generation length and, in threshold mode, tau must "
+                                 "match): nothing to compare")
         Path(a.html).write_text(report_html(trace, baseline), encoding="utf-8")
         print(f"wrote {a.html}", file=sys.stderr)
     if a.json:

@@ -11,12 +11,14 @@ default 1, 0 = all cores, at most the machine's cores); `decode_stream` applies 
 """
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Iterator
 
 from .drafter.registry import PROPOSERS
-from .samplers.config import DecodeConfig, DecodeError
+from .samplers.config import DecodeConfig, DecodeError, check_prompt
 from .samplers.state import Progress, run_to_end
-from .targets.base import DiffusionTarget
+from .targets.base import DiffusionTarget, TargetInfo
 from .threads import THREADS_ENV, ensure_threads, set_threads  # noqa: F401  (part of this module's interface)
 
 DRAFTERS = ("none", *PROPOSERS)
@@ -24,13 +26,25 @@ DRAFTERS = ("none", *PROPOSERS)
 
 def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
                   start_event: bool = False) -> Iterator[Progress]:
-    """Yield a Progress after every target pass; the last one carries the finished Trace. `cfg` was checked when
-    it was made (DecodeConfig is frozen)."""
+    """Yield a Progress after every target pass; the last one carries the finished Trace. `target`: a loaded target
+    (registry.load_target), or a name or folder to load (each call loads it again: load it once for many runs).
+    `cfg` was checked when it was made (DecodeConfig is frozen); the prompt is checked here, before the first pass.
+    Where the target's batched passes are not proven bit-identical to one-row passes (targets/invariance.py), a
+    speculative run warns (RuntimeWarning): its output may then differ from the standard decoder's."""
+    if not isinstance(cfg, DecodeConfig):
+        raise TypeError(f"cfg must be a DecodeConfig (spotviz.samplers.config), got {type(cfg).__name__}")
     ensure_threads()
-    if isinstance(target, str):
+    if target is None or isinstance(target, (str, os.PathLike)):
         from .registry import load_target
 
         target = load_target(target)
+    if not isinstance(getattr(target, "info", None), TargetInfo):
+        raise TypeError(f"target must be a loaded target (spotviz.registry.load_target) or a model name, got "
+                        f"{type(target).__name__}")
+    check_prompt(prompt)
+    if cfg.drafter != "none" and target.info.batch_invariant is not True:
+        warnings.warn(f"{target.info.name}: {target.info.extra.get('invariance', 'batch invariance not checked')}; "
+                      "speculative output may differ from the standard decoder's", RuntimeWarning, stacklevel=2)
     if cfg.drafter == "none":
         from .samplers.standard import decode_standard_stream
 
@@ -41,4 +55,6 @@ def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
 
 
 def decode(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig):
+    """Decode `prompt` to the end and return its Trace (text, tokens, every pass, counters): decode_stream's run,
+    consumed."""
     return run_to_end(decode_stream(target, prompt, cfg))

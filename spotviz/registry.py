@@ -3,6 +3,7 @@ transformers (see targets/published.py). Weights load from safetensors only."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .paths import ASSETS
@@ -33,12 +34,10 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     a model that fails is upcast to float32, or marked "identity not guaranteed" if that fails too."""
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
     from .embedded import modeling  # noqa: F401  (Auto registration)
     from .targets.embedded import EmbeddedTarget
-    from .targets.hub import check_finite, refuse_pickles
+    from .targets.hub import check_finite, quiet_loading, refuse_pickles
 
     folder = Path(folder)
     name = name or folder.name
@@ -62,9 +61,11 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     except Exception as e:  # safetensors raises its own error types
         raise ModelLoadError(f"model {name!r}: model.safetensors is corrupt or truncated ({e})") from None
     try:
-        model, report = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True, trust_remote_code=False,
-                                                             dtype=dtype or torch.float32, output_loading_info=True)
-        tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+        with quiet_loading():
+            model, report = AutoModelForMaskedLM.from_pretrained(str(folder), use_safetensors=True,
+                                                                 trust_remote_code=False, dtype=dtype or torch.float32,
+                                                                 output_loading_info=True)
+            tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     except Exception as e:
         raise ModelLoadError(f"model {name!r}: could not load from {folder}: {e}") from None
     # transformers only warns about missing tensors (and initialises them at random): refuse instead
@@ -95,7 +96,11 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
     published model's block (SDAR) or window (LLaDA, Dream) size instead of its config's (an embedded model decodes
     at the block size it was trained with)."""
     name = DEFAULT_MODEL if name_or_path is None else name_or_path
-    if not isinstance(name, str) or not name.strip():
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str):
+        raise ModelLoadError(f"model must be a name or a folder (str or path), got {type(name).__name__}")
+    if not name.strip():
         raise ModelLoadError("model name is empty")
     ensure_threads()
 

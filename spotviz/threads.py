@@ -41,7 +41,7 @@ def resolve_threads(threads: int | str | None = None, option: str = "--threads")
         source, value = THREADS_ENV, env
     cores = machine_cores()
     try:
-        n = int(value)
+        n = None if isinstance(value, bool) or isinstance(value, float) and not value.is_integer() else int(value)
     except (TypeError, ValueError):
         n = None
     if n is None or n < 0 or n > cores:

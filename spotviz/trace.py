@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -147,6 +148,8 @@ class Trace:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def save(self, path: str | Path) -> None:
+        """Write the trace as JSON (its folder made if missing); Trace.load reads it back, checked."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
@@ -195,6 +198,10 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
+        """A trace file, checked (size limit, JSON, format and version, every field's type, the counters against
+        the passes): TraceError with a plain message otherwise."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TraceError(f"a trace file's path must be a str or a path, got {type(path).__name__}")
         p = Path(path)
         if not p.is_file():
             raise TraceError(f"no trace file at {p}")

@@ -223,7 +223,7 @@ def test_mask_token_is_never_committed(attention, T, tiny_targets, tiny_prompt):
 # ------------------------------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("prompt", ["", "   ", "\n\t ", None, 42])
 def test_empty_prompt(prompt, tiny_block_target):
-    with pytest.raises(DecodeError, match="empty"):
+    with pytest.raises(DecodeError, match="empty" if prompt is None or isinstance(prompt, str) else "must be text"):
         decode(tiny_block_target, prompt, DecodeConfig(gen_length=8))
 
 
@@ -294,3 +294,33 @@ def test_long_prompt_is_truncated(attention, tiny_targets):
                                                  [c.token for p in trace.passes for c in p.commits])
     short = decode(target, "ROMEO.", DecodeConfig(gen_length=gen))
     assert short.meta.prompt_truncated is False
+
+
+def test_the_library_takes_numpy_numbers_and_paths_and_names_wrong_types(tiny_block_target, tiny_block_dir,
+                                                                         tiny_prompt):
+    """A sweep built with numpy, a folder given as a Path: accepted as the plain values they are; a wrong type is
+    named, not reported as an empty prompt or an AttributeError."""
+    import numpy as np
+    from pathlib import Path
+
+    from spotviz.registry import ModelLoadError, load_target
+    from spotviz.threads import set_threads
+
+    cfg = DecodeConfig(seed=np.int64(3), temperature=np.float32(0.5), gen_length=np.int64(16), budget=np.int64(4),
+                       drafter="training-free")
+    assert (type(cfg.seed), type(cfg.temperature), type(cfg.budget)) == (int, float, int)
+    assert decode(tiny_block_target, tiny_prompt, cfg).tokens == decode(
+        tiny_block_target, tiny_prompt, DecodeConfig(seed=3, temperature=0.5, gen_length=16)).tokens
+    assert load_target(Path(tiny_block_dir)).info.name == Path(tiny_block_dir).name
+    with pytest.raises(DecodeError, match="seed must be a whole number, got 1.5"):
+        DecodeConfig(seed=1.5)
+    with pytest.raises(DecodeError, match="the prompt must be text"):
+        decode(tiny_block_target, [1, 2, 3], DecodeConfig(gen_length=8))
+    with pytest.raises(TypeError, match="cfg must be a DecodeConfig"):
+        decode(tiny_block_target, tiny_prompt, {"drafter": "spot"})
+    with pytest.raises(TypeError, match="target must be a loaded target"):
+        decode(object(), tiny_prompt, DecodeConfig(gen_length=8))
+    with pytest.raises(ModelLoadError, match="got int"):
+        load_target(123)
+    with pytest.raises(DecodeError, match="got 1.5"):
+        set_threads(1.5)

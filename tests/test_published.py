@@ -791,3 +791,26 @@ def test_remote_code_runs_only_for_allow_listed_repos(tmp_path, monkeypatch):
     assert "*.py" in fetched["GSAI-ML/LLaDA-8B-Instruct"]
     assert calls == [{"trust_remote_code": True, "use_safetensors": True, "dtype": torch.float32}]
     assert hub.remote_code_allowed("GSAI-ML/LLaDA-8B-Base") and not hub.remote_code_allowed(None)
+
+
+def test_a_published_folder_named_like_a_shipped_model_is_named_by_its_path(sdar_dir, tmp_path):
+    """A published-architecture folder called python-bd must not take python-bd's shipped drafters, its cached
+    cost curve or its name (as a spotviz folder of that name does not: registry.load_target)."""
+    import shutil
+
+    from spotviz.drafter.store import uses_fallback
+    from spotviz.registry import load_target
+    from spotviz.samplers.forward_cost import cacheable
+
+    folder = tmp_path / "python-bd"
+    shutil.copytree(sdar_dir, folder)
+    target = load_target(str(folder), device="cpu")
+    assert target.info.name == str(folder.resolve()) and uses_fallback(target.info.name) and not cacheable(target)
+    assert load_published(str(sdar_dir), device="cpu").info.name == "tiny-sdar"  # (any other name is kept)
+
+
+def test_a_block_size_the_context_cannot_hold_is_refused_when_loading(sdar_dir):
+    from spotviz.targets.base import ModelLoadError
+
+    with pytest.raises(ModelLoadError, match="block size 65 leaves too little of its context of 128 tokens"):
+        load_published(str(sdar_dir), device="cpu", block_size=65)

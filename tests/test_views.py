@@ -334,3 +334,18 @@ def test_the_headlines_ceiling_is_the_benchs(real_traces):
     main.meta.cost_curve, main.meta.cost_curve_two_windows = curve.as_pairs(), curve.as_pairs(fused=True)
     assert any(p.two_windows for p in main.passes + base.passes)  # (both widths priced)
     assert cost_of_trees(main, base)["ceiling"] == round(ceiling(base.passes, main.passes, curve), 2)
+
+
+def test_runs_at_another_block_size_are_not_compared():
+    """A published model decoded at two block sizes makes two different runs: their outputs need not agree, and the
+    headline must not say "output differs" (which reads as SPOT losing exactness); tau counts in threshold mode
+    only."""
+    from spotviz.views.headline import identical_output, same_run
+
+    a, b = _standard_trace(4), _standard_trace(4, tokens=[9, 9, 9, 9])
+    b.meta.block_size = a.meta.block_size * 2
+    assert not same_run(a, b) and identical_output(a, b) is None
+    b.meta.block_size, b.meta.threshold = a.meta.block_size, 0.5  # (exact mode: tau plays no part)
+    assert same_run(a, b) and identical_output(a, b) is False
+    a.meta.mode = b.meta.mode = "threshold"
+    assert not same_run(a, b)

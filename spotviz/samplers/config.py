@@ -2,6 +2,8 @@
 against, and the checks of a prompt (encode_prompt)."""
 from __future__ import annotations
 
+import numbers
+import os
 from dataclasses import dataclass, field
 
 from ..decision import MODES, DecisionRule
@@ -46,6 +48,17 @@ class DecodeConfig:
     limits: Limits = field(default=Limits(), repr=False, compare=False)  # the ranges it was checked against
 
     def __post_init__(self):
+        # numbers of other types (numpy's int64 / float32 of a sweep, a path object) stored as the plain ones the
+        # run records: the same value, checked below like any other
+        for name, whole in (("seed", True), ("gen_length", True), ("budget", True), ("temperature", False),
+                            ("threshold", False), ("min_path_prob", False)):
+            v = getattr(self, name)
+            if isinstance(v, numbers.Integral) and not isinstance(v, (bool, int)):
+                object.__setattr__(self, name, int(v))
+            elif not whole and isinstance(v, numbers.Real) and not isinstance(v, (bool, int, float)):
+                object.__setattr__(self, name, float(v))
+        if isinstance(self.drafter_dir, os.PathLike):
+            object.__setattr__(self, "drafter_dir", os.fspath(self.drafter_dir))
         self.validate()
 
     def validate(self) -> None:
@@ -58,7 +71,8 @@ class DecodeConfig:
         def num(name, kind):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, kind):
-                raise DecodeError(f"{name} must be a number, got {v!r}")
+                whole = kind is int and isinstance(v, float)
+                raise DecodeError(f"{name} must be a {'whole ' if whole else ''}number, got {v!r}")
             return v
 
         num("gen_length", int)
@@ -112,12 +126,19 @@ def trees_may_cross(cfg: DecodeConfig, info) -> bool:
     return bool(cfg.cross_window and cfg.mode == "exact" and info.blockwise_exact)
 
 
-def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tuple[list[int], bool]:
-    """Token ids of the prompt; keeps the last tokens (and says so) if prompt + generation exceed the context."""
-    if not isinstance(prompt, str) or not prompt.strip():
+def check_prompt(prompt) -> None:
+    """The prompt's own checks (text, not empty, not too long): DecodeError with the message for the user."""
+    if prompt is not None and not isinstance(prompt, str):
+        raise DecodeError(f"the prompt must be text (a str), got {type(prompt).__name__}")
+    if prompt is None or not prompt.strip():
         raise DecodeError("the prompt is empty: type some text to continue")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise DecodeError(f"the prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+
+
+def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tuple[list[int], bool]:
+    """Token ids of the prompt; keeps the last tokens (and says so) if prompt + generation exceed the context."""
+    check_prompt(prompt)
     room = target.info.max_length - gen_length
     if room < 1:
         raise DecodeError(f"gen_length {gen_length} leaves no room for a prompt: "

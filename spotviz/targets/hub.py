@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import json
 from pathlib import Path
 
@@ -172,3 +174,18 @@ def _quietly(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     finally:
         logging.set_verbosity(level)
+
+
+@contextmanager
+def quiet_loading():
+    """Loading weights without transformers' progress bars ("Loading weights" in a decode's output), then the bars
+    as they were: a download later in the process still shows its progress."""
+    from transformers.utils import logging
+
+    was_on = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            logging.enable_progress_bar()

@@ -18,7 +18,8 @@ import torch
 from .adapters import PublishedTarget
 from .base import ModelLoadError, TargetInfo, pick_device
 from .families import BLOCK_SIZE_KEYS, FAMILIES, detect_family, first, token_id
-from .hub import download_snapshot, load_tokenizer, read_config, remote_code_allowed
+from ..paths import ASSETS
+from .hub import download_snapshot, load_tokenizer, quiet_loading, read_config, remote_code_allowed
 
 DEFAULT_WINDOW = 32  # block/window size when neither the caller nor the model's config gives one
 END_TOKENS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>")  # end-of-text/turn tokens, used as EOS where present
@@ -66,11 +67,9 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
     if family not in FAMILIES:
         raise ModelLoadError(f"model {name!r}: unknown family {family!r} (known: {', '.join(FAMILIES)})")
     fam = FAMILIES[family]
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # (as load_embedded: no "Loading weights" bars in a decode's output)
-    tokenizer = load_tokenizer(folder, name)
-    model = fam.load(folder, config, repo, dtype, name)
+    with quiet_loading():  # (as load_embedded: no "Loading weights" bars in a decode's output)
+        tokenizer = load_tokenizer(folder, name)
+        model = fam.load(folder, config, repo, dtype, name)
     cls, attention, shift = fam.adapter(model), fam.attention, fam.logit_shift
     mask_id = fam.mask_id(config, tokenizer)
 
@@ -94,6 +93,10 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
     except (RuntimeError, AssertionError, ValueError) as e:  # no such device, out of memory
         raise ModelLoadError(f"model {name!r}: could not move to {device} ({e})") from None
     options = {"chat_template": chat, "prepend_bos": bos}
+    if window > info.max_length // 2:
+        raise ModelLoadError(f"model {name!r}: block size {window} leaves too little of its context of "
+                             f"{info.max_length} tokens (a prompt and a block must fit: give at most "
+                             f"{info.max_length // 2})")
     target = cls(model, tokenizer, info, **options)
     if not check_invariance:
         return target
@@ -115,8 +118,9 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
         spec = PUBLISHED[name]
         return download_snapshot(spec["repo"], remote_code_allowed(spec["repo"])), spec["repo"], spec, name
     path = Path(name).expanduser()
-    if path.is_dir():
-        return path, None, {}, path.name
+    if path.is_dir():  # named by its folder, unless that is a shipped or published model's name (registry.load_target)
+        shipped = path.name in PUBLISHED or (ASSETS / "models" / path.name).is_dir()
+        return path, None, {}, str(path.resolve()) if shipped else path.name
     if path.exists():
         raise ModelLoadError(f"model {name!r}: {path} is a file, not a model folder")
     if name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name:

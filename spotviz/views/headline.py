@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 
-SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "threshold", "temperature", "gen_length")
+SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "temperature", "gen_length", "block_size")
 
 
 def same_run(a, b) -> bool:
-    """True if `a` and `b` decoded the same prompt with the same settings (so their outputs must agree)."""
-    return all(getattr(a.meta, f) == getattr(b.meta, f) for f in SAME_RUN_FIELDS)
+    """True if `a` and `b` decoded the same prompt with the same settings (so their outputs must agree): the same
+    model at the same block size, prompt, seed, mode, temperature and length, and tau where the mode reads it."""
+    fields = SAME_RUN_FIELDS + (("threshold",) if a.meta.mode == "threshold" else ())
+    return all(getattr(a.meta, f) == getattr(b.meta, f) for f in fields)
 
 
 def identical_output(trace, baseline) -> bool | None:

@@ -42,7 +42,7 @@ COMPONENTS = [
     ("spotviz.samplers.spot", "tree_record", "trace record"),
     ("spotviz.samplers.spot", "remember", "known states"),
     ("spotviz.samplers.spot", "window_memory", "known states"),
-    ("spotviz.samplers.verify", "KnownStates.decision", "known states"),
+    ("spotviz.samplers.known_states", "KnownStates.decision", "known states"),
     ("spotviz.samplers.state", "DecodeState.add_pass", "bookkeeping"),
     ("spotviz.samplers.state", "DecodeState.counters", "bookkeeping"),
     ("spotviz.samplers.state", "DecodeState.progress", "bookkeeping"),

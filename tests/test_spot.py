@@ -1091,7 +1091,7 @@ def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(mode,
     step (the store keeps each state's candidates per step), with fewer masked positions than the stored state (what
     a likely edge asks), and for a next window's store whose masked positions are given, it is still `decide`'s."""
     from spotviz.decision import decide
-    from spotviz.samplers.verify import KnownStates
+    from spotviz.samplers.known_states import KnownStates
 
     for prompt in PROMPTS:  # (a first window with at least five masked positions)
         view = _view(tiny_block_target, prompt, mode, tau, 1.0, seed=3)
@@ -1295,7 +1295,7 @@ def test_the_nearest_evaluated_state_above_a_node_gives_its_likely_edge(tiny_blo
     it does not have): never the node's own state (a certain edge), never a state with a commit or token the node
     lacks, nothing when every stored state is further away."""
     from spotviz.decision import decide
-    from spotviz.samplers.verify import NEAR_MISSING, KnownStates
+    from spotviz.samplers.known_states import NEAR_MISSING, KnownStates
 
     view = _view(tiny_block_target, PROMPTS[2], "exact", 0.9, 1.0, seed=3)
     lo, hi, mask = view.lo, view.hi, tiny_block_target.info.mask_id

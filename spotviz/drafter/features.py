@@ -58,7 +58,7 @@ class RootView:
     noise: GumbelNoise | None  # the noise the drafter uses (the target's own when coupled)
     ahead: "RootView | None" = None  # the next window [hi, hi + w'), drafted only after this one is complete
     eos_ids: tuple = ()  # end-of-text tokens: a drafted one ends the text, so nothing is drafted ahead of it
-    known: object = None  # samplers/verify.KnownStates: logits at states a pass already evaluated (exact decisions)
+    known: object = None  # samplers/known_states.KnownStates: logits at states a pass already evaluated (exact decisions)
     root: object = None  # decision.Decision at r, whose log-probabilities `logp` is when not given
 
     @property

@@ -12,7 +12,7 @@ Loop (DESIGN.md section 3), starting from a root r whose logits are known from t
 4. walk from s1 along the edges equal to the target's own decisions (samplers/verify.py), across the window's end
    where the tree goes on; the stop node's decision is the pass's bonus, and its state becomes the root;
 5. keep the logits of every node for the window's later passes: a later tree node whose window an earlier pass
-   already evaluated gets the target's decision there as a certain edge (verify.KnownStates, drafter/tree.py).
+   already evaluated gets the target's decision there as a certain edge (known_states.KnownStates, drafter/tree.py).
 Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's.
 Decisions per pass = accepted edges + 1 (a decision commits one position in exact mode, a set in threshold mode).
 """
@@ -31,7 +31,8 @@ from .state import DecodeState, Progress, run_to_end
 from .auto_budget import CostAwareBudget, PassOutcome, budget_policy, remember_policy
 from .forward_cost import pass_clock
 from .standard import standard_pass, standard_step
-from .verify import KnownStates, accept_walk, bonus, remember, tree_record, verify, walk_end
+from .known_states import KnownStates, remember
+from .verify import accept_walk, bonus, tree_record, verify, walk_end
 
 
 
@@ -140,7 +141,7 @@ def plain_pass(st: DecodeState, lo: int, hi: int, masked, policy, t_start: float
 
 
 def window_memory(st: DecodeState, window, nxt, knowing: bool, crossing: bool):
-    """Fresh stores of evaluated logits for a window's passes (samplers/verify.KnownStates): the window's own, and
+    """Fresh stores of evaluated logits for a window's passes (samplers/known_states.KnownStates): the window's own, and
     the next window's after a completed one (only when trees may cross). None where the drafter's noise is not the
     target's (the decision there could not be known)."""
     if not knowing:

@@ -17,25 +17,19 @@ Why the walk stopped (`walk_end`, recorded per pass; trace.WALK_ENDS): the stop 
 held nothing past it ("window"), the text was complete ("end"), the target's decision was a guess the budget left
 out or the stop never got guesses ("budget"), the stop's guesses named other positions ("position") or the right
 positions with other tokens ("token").
-What the walk did not use is kept: the logits at every node, for the window's later passes (KnownStates), where a
-node an earlier pass evaluated gets the target's decision as a certain edge, and a node one or two commits past an
-evaluated state gets the target's decision there as a likely edge (docs/DESIGN.md section 3).
+What the walk did not use is kept for the window's later passes: samplers/known_states.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from ..decision import Decision, candidates, choose, decide, masked_log_softmax
+from ..decision import Decision, decide, masked_log_softmax
 from ..drafter.tree import DraftNode
 from ..targets.base import ForwardOutput
 from ..targets.invariance import check_pass
 from ..trace import TreeNode
-
-
-NEAR_MISSING = 2  # how many commits a likely edge's evaluated state may lack (docs/DESIGN.md section 3)
 
 
 @dataclass
@@ -163,107 +157,6 @@ def _edge_into(parent: DraftNode, child: int):
     """((offsets, tokens), drafter probability) of parent's drafted edge into child; None if it drafted none."""
     key = next((k for k, c in parent.children.items() if c == child), None)
     return None if key is None else (key, parent.edge_prob[key])
-
-
-class KnownStates:
-    """The logits of a window [lo, hi) at states a target pass has already evaluated, keyed by the tokens that
-    condition them: the window's own tokens (masks included) for the window itself, the tokens of the completed
-    window before it for a next window. A window's logits depend only on those tokens (never on the order in which
-    they were committed, nor on the step), so at any later draft node with the same tokens the target's decision is
-    known exactly: the rule applied to the stored logits with that node's step and the target's own noise. The tree
-    drafts it as a certain edge (drafter/tree.py); at a state one or two commits past a stored one, the decision
-    there is a likely one (nearest). Only where the drafter's noise is the target's (coupled, or T = 0).
-    Kept for the passes of one window; a few dozen [w, V] rows."""
-
-    def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None):
-        self.lo, self.hi, self.rule, self.noise, self.mask_id = lo, hi, rule, noise, mask_id
-        self.logits: dict[bytes, torch.Tensor] = {}
-        self.open: dict[bytes, list[bool]] = {}  # key -> its masked window positions (hi - lo flags)
-        self._rows: np.ndarray | None = None  # the keys, in order, as one [S, hi - lo] int64 array (built when needed)
-        self._cands: dict = {}  # (key, step) -> {offset: (token, confidence)} at the state's masked positions
-
-    def add(self, key: bytes, logits: torch.Tensor, masked: torch.Tensor | None = None) -> None:
-        """key: the conditioning tokens as int64 bytes; logits [hi - lo, V] of the window at that state; masked: its
-        masked window positions (default: where the key holds MASK, as for the window's own tokens)."""
-        if key not in self.logits:
-            self.logits[key] = logits
-            self.open[key] = (np.frombuffer(key, dtype=np.int64) == self.mask_id).tolist() if masked is None \
-                else masked.tolist()
-            self._rows = None
-
-    def decision(self, key: bytes, masked: torch.Tensor, step: int) -> Decision | None:
-        """The target's decision in this window at a state conditioned by `key` (the conditioning tokens as int64
-        bytes) whose masked window positions are `masked` ([hi - lo] bool), made at decision index `step`; None if
-        no pass evaluated such a state (or nothing is left to decide).
-
-        A tree asks this for many nodes and passes of a window, so the candidates at a stored state (token and
-        confidence per position: decision.candidates, with noise at its masked positions) are computed once per
-        step (once in all at T = 0) and the rule's choice is made from them here: the same numbers as `decide`
-        at every position a node may commit (its masked positions are the stored state's, or fewer). The
-        decision carries offsets, tokens and confidences, not the window's confidences or log-probabilities."""
-        lg = self.logits.get(key)
-        if lg is None:
-            return None
-        open_ = self.open[key]
-        offs = [o for o, m in enumerate(masked.tolist()) if m]
-        if not offs:
-            return None
-        if any(not open_[o] for o in offs):  # (a position the stored state had committed: never asked; the rule)
-            return decide(lg.unsqueeze(0), masked.unsqueeze(0), [step], self.lo, self.rule, self.noise,
-                          self.mask_id)[0]
-        ck = (key, step if self.rule.temperature > 0 else 0)
-        if ck not in self._cands:
-            _, o, t, c = candidates(lg.unsqueeze(0), [step], self.lo, self.rule, self.noise, self.mask_id,
-                                    torch.tensor([open_]))
-            self._cands[ck] = dict(zip(o, zip(t, c)))
-        cand = self._cands[ck]
-        return choose(offs, [cand[o][0] for o in offs], [cand[o][1] for o in offs], self.rule)
-
-    def nearest(self, window: np.ndarray, masked: torch.Tensor, step: int,
-                max_missing: int = NEAR_MISSING) -> Decision | None:
-        """The target's decision at the nearest evaluated state above one with window tokens `window` ([hi - lo]
-        int64, masks included): a stored state whose commits are all among this one's and that lacks the fewest of
-        them (1 to max_missing), decided with this state's masked positions and step. None if there is none. Not
-        the target's decision here (its logits miss those commits), only a likely one: a tree drafts it as a likely
-        edge (drafter/tree.py)."""
-        if not self.logits:
-            return None
-        if self._rows is None:
-            self._rows = np.stack([np.frombuffer(k, dtype=np.int64) for k in self.logits])
-        rows = self._rows
-        open_ = rows == self.mask_id
-        below = ((rows == window) | open_).all(1)  # its commits are this state's
-        missing = np.where(below, (open_ & (window != self.mask_id)).sum(1), max_missing + 1)
-        missing[missing == 0] = max_missing + 1  # (the state itself: a certain edge, decision())
-        best = int(missing.argmin())
-        if missing[best] > max_missing:
-            return None
-        return self.decision(self._rows[best].tobytes(), masked, step)
-
-
-def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: int, here: KnownStates | None,
-             nxt: KnownStates | None) -> None:
-    """Store a pass's logits off its walk (the walk's states have fewer commits than the next root: no later node
-    can equal them): this window's at every node with something left to decide (in `here`), the next window's at
-    every node that completes this one with nothing committed in the next yet (in `nxt`, fused passes). The stored
-    rows are views of the pass's output."""
-    if len(walk) == len(rows) or (here is None and nxt is None):
-        return
-    w = hi - lo
-    keys = rows[:, lo:hi].numpy()
-    open_ = (keys == st.mask_id).any(1)
-    # (a node drafted on into the next window: its logits there are not the first decision's)
-    nmasked = rows[:, hi: lo + v.out.logits.shape[1]] == st.mask_id
-    fresh = nmasked.all(1).numpy()
-    on_walk = set(walk)
-    for i in range(len(keys)):
-        if i in on_walk:
-            continue
-        if open_[i]:
-            if here is not None:
-                here.add(keys[i].tobytes(), v.out.logits[i, :w])
-        elif nxt is not None and v.fused and fresh[i]:
-            nxt.add(keys[i].tobytes(), v.out.logits[i, w:], nmasked[i])
 
 
 def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi: int, next_window,

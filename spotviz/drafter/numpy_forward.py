@@ -26,10 +26,13 @@ def np_sigmoid(x):
     return 1.0 / (1.0 + np.exp(-np.clip(x, -60.0, 60.0)))
 
 
+STALE_SLOPE = 8.0  # the training-free set rule's slope (also the calibrated template's starting slope)
+
+
 def stale_inclusion(conf, tau: float):
-    """The training-free SPOT-Sets rule as a probability: sigmoid(8 (c - tau)) of the stale confidence c
+    """The training-free SPOT-Sets rule as a probability: sigmoid(STALE_SLOPE (c - tau)) of the stale confidence c
     (works on torch tensors and numpy arrays)."""
-    x = 8.0 * (conf - tau)
+    x = STALE_SLOPE * (conf - tau)
     return torch.sigmoid(x) if torch.is_tensor(x) else np_sigmoid(x)
 
 

@@ -34,6 +34,7 @@ from ..drafter.features import (TEMPERATURE_FEATURE, TOPK, RootView, check_topk,
                        position_features)
 from ..drafter.losses import keep_logits, pointer_loss, set_inclusion, teacher_forced_pointer, teacher_forced_scores
 from ..drafter.model import DrafterConfig, SpotDrafter
+from ..drafter.numpy_forward import STALE_SLOPE
 from ..drafter.proposers import Calibrated, SpotProposer
 
 MAX_DEPTH = 16
@@ -400,7 +401,7 @@ def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> d
             m = rem_t[:, d] & (thresh["depth_valid"][:, d] > 0).unsqueeze(-1)
             x = (thresh["logc"][:, d] - math.log(thresh["tau"]))[m]
             y = thresh["sets"][:, d][m]
-            ab = torch.tensor([8.0, 0.0], requires_grad=True)
+            ab = torch.tensor([STALE_SLOPE, 0.0], requires_grad=True)
             opt = torch.optim.LBFGS([ab], max_iter=50)
 
             def closure():
@@ -412,7 +413,7 @@ def calibrate_template(exact: dict, thresh: dict | None, max_rank: int = 8) -> d
             if len(y):
                 opt.step(closure)
             set_params.append([float(ab[0].detach()), float(ab[1].detach())])
-    return {"rank_probs": rank_probs, "set_params": set_params or [[8.0, 0.0]]}
+    return {"rank_probs": rank_probs, "set_params": set_params or [[STALE_SLOPE, 0.0]]}
 
 
 TRAJECTORIES = "trajectories.safetensors"  # --save-trajectories writes it into --out

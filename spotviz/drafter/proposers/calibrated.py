@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..features import first_depth_candidates
-from ..numpy_forward import np_sigmoid
+from ..numpy_forward import STALE_SLOPE, np_sigmoid
 from ..tree import Proposer
 from .common import Context, exact_children, set_children
 
@@ -21,7 +21,7 @@ class Calibrated(Proposer):
 
     def __init__(self, table: dict):
         self.rank_probs = [np.asarray(r, dtype=np.float64) for r in table["rank_probs"]]  # [depth][rank]
-        self.set_params = table.get("set_params") or [[8.0, 0.0]]  # [depth][a, b]
+        self.set_params = table.get("set_params") or [[STALE_SLOPE, 0.0]]  # [depth][a, b]
         if not self.rank_probs or any(r.ndim != 1 for r in self.rank_probs):
             raise ValueError("rank_probs must be a non-empty list of per-depth lists of probabilities")
         if np.asarray(self.set_params, dtype=np.float64).ndim != 2 or len(self.set_params[0]) != 2:

@@ -123,7 +123,7 @@ def np_position_features(view: RootView, topk: int = TOPK) -> np.ndarray:
              (top[:, 0] >= tau).astype(np.float32), top[:, 0] - tau, min(float(view.rule.temperature), 2.0)]
     f = np.empty((w, topk + len(shape)), np.float32)
     f[:, :topk] = top
-    for i, col in enumerate(shape):  # (column by column into float32: cheaper than stacking 47 columns)
+    for i, col in enumerate(shape):  # (column by column into float32: cheaper than stacking them)
         f[:, topk + i] = col
     return f
 

@@ -2,7 +2,7 @@
 commit sets (SPOT-Sets, threshold mode); one drafter forward per pass, in numpy.
 
 A partner hedges the learned heads: the proposer's children are the mixture (1 - w) P_learned + w P_partner of its
-own candidates and a training-free partner's (tree.mix_candidates), so a tree holds the likeliest
+own candidates and a baseline partner's (tree.mix_candidates), so a tree holds the likeliest
 alternatives of both and best-first growth spends the budget where their mixture puts the mass. Partners: the
 calibrated rank template of the drafter's folder in exact mode, the stale threshold rule in threshold mode.
 Why: the learned heads are best on what they were trained on and do not generalise everywhere (on math-bd's
@@ -54,7 +54,7 @@ class SpotProposer(Proposer):
                  partner: Proposer | None = None, partner_weight: float = PARTNER_WEIGHT):
         self.drafter = drafter
         self.token_branching = token_branching
-        self.partner = partner  # a training-free proposer whose candidates are mixed in (None: the heads alone)
+        self.partner = partner  # a baseline proposer (calibrated template, stale rule) mixed in (None: the heads alone)
         self.partner_weight = partner_weight
         self.fast = fast or NumpyDrafter(drafter)  # the same forward in numpy: inference runs it once per pass
 

@@ -18,29 +18,35 @@ from .config import AUTO, DecodeConfig, encode_prompt, trees_may_cross
 TRAINED = ("spot", "spot-sets", "calibrated")  # the drafters that read trained files (RunMeta.drafters)
 
 
+@dataclass
 class SpecDecodingStats:
-    """Running totals of a decode (as vLLM's SpecDecodingStats), updated once per pass so that the counters
-    streamed after every pass cost O(1): commits, accepted drafted commits, drafted nodes, and per depth d the
-    passes whose walk reached depth d - 1 and how many of them accepted depth d."""
+    """Running totals of a decode, named as vLLM's SpecDecodingStats, updated once per pass so that the counters
+    streamed after every pass cost O(1): passes that verified a tree (num_drafts), drafted states verified
+    (num_draft_tokens), drafted commits accepted (num_accepted_tokens), slots committed (num_commits), and per depth
+    d the passes whose walk reached depth d - 1 and how many of them accepted depth d
+    (num_accepted_tokens_per_pos: d -> [accepted, reached])."""
 
-    def __init__(self):
-        self.commits = self.accepted = self.drafted = 0
-        self.depth_hits: dict[int, list[int]] = {}
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    num_commits: int = 0
+    num_accepted_tokens_per_pos: dict = field(default_factory=dict)
 
     def observe(self, rec: PassRecord) -> None:
-        self.commits += len(rec.commits)
-        self.accepted += sum(c.drafted for c in rec.commits)
+        self.num_commits += len(rec.commits)
+        self.num_accepted_tokens += sum(c.drafted for c in rec.commits)
         if len(rec.tree) > 1:
-            self.drafted += len(rec.tree) - 1
+            self.num_drafts += 1
+            self.num_draft_tokens += len(rec.tree) - 1
             reached = len(rec.accepted_path) - 1  # accepted drafted edges
             for d in range(1, max(n.depth for n in rec.tree) + 1):  # P(accept depth d | reached depth d-1)
                 if reached >= d - 1:
-                    hits = self.depth_hits.setdefault(d, [0, 0])
+                    hits = self.num_accepted_tokens_per_pos.setdefault(d, [0, 0])
                     hits[0] += int(reached >= d)
                     hits[1] += 1
 
     def acceptance_per_depth(self) -> list[float]:
-        return [h / n for _, (h, n) in sorted(self.depth_hits.items())]
+        return [h / n for _, (h, n) in sorted(self.num_accepted_tokens_per_pos.items())]
 
 
 class DecodeState:
@@ -149,8 +155,9 @@ class DecodeState:
         n_pass = len(self.passes)
         gen = len(self.generated())
         s = self.stats
-        return Counters(target_passes=n_pass, commits=s.commits, generated_tokens=gen, drafted_nodes=s.drafted,
-                        accepted_drafts=s.accepted, mean_accepted_length=s.commits / max(n_pass, 1),
+        return Counters(target_passes=n_pass, commits=s.num_commits, generated_tokens=gen,
+                        drafted_nodes=s.num_draft_tokens, accepted_drafts=s.num_accepted_tokens,
+                        mean_accepted_length=s.num_commits / max(n_pass, 1),
                         acceptance_per_depth=s.acceptance_per_depth(), wall_s=wall,
                         tokens_per_s=gen / wall if wall > 0 else 0.0)
 

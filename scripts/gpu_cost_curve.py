@@ -142,7 +142,7 @@ def main(argv=None) -> int:
         for name in names:  # SPOT's wall-clock there: paired with the standard decoder, auto and fixed budgets
             budgets = tuple(b if b == "auto" else int(b) for b in a.budgets.split(","))
             temps = tuple(float(t) for t in a.temperatures.split(","))
-            res = run_bench(name, n_prompts=a.bench_prompts, gen_length=a.gen_length, budgets=budgets,
+            res = run_bench(model=name, n_prompts=a.bench_prompts, gen_length=a.gen_length, budgets=budgets,
                             other_budgets=("auto", 8), temperatures=temps, drafters=("spot",), transfer=False)
             save(res, out)
             md.append(to_markdown(res))

@@ -361,7 +361,7 @@ def cmd_train_drafter(a) -> int:
 def cmd_bench(a) -> int:
     from dataclasses import asdict
 
-    from .eval.bench import run_bench, save, to_markdown
+    from .eval.bench import BenchConfig, run_bench, save, to_markdown
 
     def ints(s, option):  # a list of budgets: whole numbers and "auto"
         try:
@@ -393,12 +393,12 @@ def cmd_bench(a) -> int:
         if not load_prompts(a.prompts):
             raise ValueError(f"--prompts: {a.prompts} holds no prompts")
     _writable(a.out, "--out", folder=True, hint=False)
-    res = run_bench(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
-                    transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
-                    modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
-                    drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
-                    simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size,
-                    log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
+    cfg = BenchConfig(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
+                      transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
+                      modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
+                      drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
+                      simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size)
+    res = run_bench(cfg, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
     save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
     return 0

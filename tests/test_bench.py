@@ -7,7 +7,7 @@ from spotviz.cli import main
 
 def test_bench_rows_and_files(tiny_block_dir, tmp_path):
     logs = []
-    res = run_bench(str(tiny_block_dir), n_prompts=2, gen_length=16, budgets=(2, 4), other_budgets=(4,),
+    res = run_bench(model=str(tiny_block_dir), n_prompts=2, gen_length=16, budgets=(2, 4), other_budgets=(4,),
                     temperatures=(0.0, 1.0), transfer=False, log=lambda *a: logs.append(" ".join(map(str, a))))
     # an estimate before the work, an ETA on every row, and the plan it was made from is the work done
     first_row = next(i for i, line in enumerate(logs) if "identical" in line)
@@ -78,7 +78,7 @@ def test_bench_one_mode_takes_the_headline_budgets(tiny_block_dir, tmp_path, cap
 
 
 def test_bench_pruned_rows(tiny_block_dir, tmp_path):
-    res = run_bench(str(tiny_block_dir), n_prompts=1, gen_length=16, budgets=(2, 8), temperatures=(0.0,),
+    res = run_bench(model=str(tiny_block_dir), n_prompts=1, gen_length=16, budgets=(2, 8), temperatures=(0.0,),
                     drafters=("spot",), transfer=False, prune=0.3, log=lambda *a: None)
     pruned = [r for r in res.rows if "pruned" in r.note]
     # one pruned row per swept budget above 2, in both modes

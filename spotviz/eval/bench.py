@@ -22,7 +22,7 @@ import torch
 from ..drafter.registry import learned_drafter, load_proposer
 from ..drafter.store import DRAFTER_DIR, drafters_used
 from ..embedded.prompts import heldout_prompts, load_prompts
-from ..registry import EMBEDDED, load_target
+from ..registry import DEFAULT_MODEL, EMBEDDED, load_target
 from ..samplers.config import AUTO, DecodeConfig
 from ..samplers.forward_cost import ceiling, cost_curve
 from ..samplers.spot import decode_spot
@@ -77,6 +77,7 @@ class BenchResult:
     # passes, its passes over the windows it decodes (eval/stats.window_bound)
     window_bound: dict = field(default_factory=dict)
     drafters: str = ""  # where the drafters came from (drafter/store.drafters_used)
+    config: dict = field(default_factory=dict)  # the BenchConfig it ran (to run it again)
 
 
 def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: None, spec_units: float = 1.0):
@@ -128,28 +129,58 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
                     walk_end_counts([p for tr in traces for p in tr.passes]))
 
 
-def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts: int = 20,
-              gen_length: int = 128, budgets=(AUTO, 2, 4, 8, 16, 32), temperatures=(0.0, 1.0), threshold: float = 0.9,
-              drafters=BENCH_DRAFTERS, transfer: bool = True, other_budgets=None,
-              prune: float = 0.0, modes=("exact", "threshold"), simulate_curve: str | None = None,
-              drafter_dir: str | None = None, block_size: int | None = None, log=print) -> BenchResult:
-    """`modes`: the decoding modes benchmarked (exact, threshold or both). `budgets` apply to the first mode at the
-    first temperature (the headline sweep); `other_budgets` (default: the same) to the other (mode, temperature)
-    pairs, so a CPU run can sweep fewer budgets there. Transfer rows and the coupled-noise ablation use budget 16 (or
-    the nearest number swept). The target's cost curve (measured now if not cached; recorded in the result) serves
-    budget "auto" and every row's zero-overhead ceiling. `prune` > 0 adds, for the SPOT drafter at every budget
-    swept, a row with draft nodes below that path probability pruned (the budget becomes a cap). `simulate_curve`: a
-    cost-curve file (samplers/simulated.load_curve) whose f(N) every forward is charged at, on a virtual clock: the
-    wall-clock columns then say what the decoders would take where a forward costs that (the drafter and the
-    bookkeeping at this machine's cost). `drafter_dir`: drafters trained by train-drafter (default: the model's shipped
-    ones, else the fallback's: drafter/store.py); the result says which (`drafters`). `block_size`: a published
-    model's block or window size instead of its config's (registry.load_target)."""
-    if not modes or any(m not in ("exact", "threshold") for m in modes):
-        raise ValueError(f"--modes {', '.join(modes) or '(none)'}: choose exact, threshold or both")
-    if not drafters or any(d not in BENCH_DRAFTERS for d in drafters):
-        raise ValueError(f"--drafters {', '.join(drafters) or '(none)'}: choose from {', '.join(BENCH_DRAFTERS)}")
-    if drafter_dir is not None and not Path(drafter_dir).expanduser().is_dir():
-        raise ValueError(f"--drafter-dir: {drafter_dir!r} is not a folder of trained drafters (train-drafter --out)")
+@dataclass(frozen=True)
+class BenchConfig:
+    """One bench, end to end (checked when made). `modes`: the decoding modes benchmarked (exact, threshold or
+    both). `budgets` apply to the first mode at the first temperature (the headline sweep); `other_budgets` (default:
+    the same) to the other (mode, temperature) pairs, so a CPU run can sweep fewer budgets there. Transfer rows
+    (`transfer`: the other embedded models' drafters) and the coupled-noise ablation use budget 16 (or the nearest
+    number swept). `prune` > 0 adds, for the SPOT drafter at every budget swept, a row with draft nodes below that
+    path probability pruned (the budget becomes a cap). `simulate_curve`: a cost-curve file
+    (samplers/simulated.load_curve) whose f(N) every forward is charged at, on a virtual clock: the wall-clock columns
+    then say what the decoders would take where a forward costs that (the drafter and the bookkeeping at this
+    machine's cost). `drafter_dir`: drafters trained by train-drafter (default: the model's shipped ones, else the
+    fallback's: drafter/store.py). `block_size`: a published model's block or window size instead of its config's
+    (registry.load_target). `prompts_file`: one's own prompts (default: the model's held-out set)."""
+
+    model: str = DEFAULT_MODEL
+    prompts_file: str | None = None
+    n_prompts: int = 20
+    gen_length: int = 128
+    budgets: tuple = (AUTO, 2, 4, 8, 16, 32)
+    temperatures: tuple = (0.0, 1.0)
+    threshold: float = 0.9
+    drafters: tuple = BENCH_DRAFTERS
+    transfer: bool = True
+    other_budgets: tuple | None = None
+    prune: float = 0.0
+    modes: tuple = ("exact", "threshold")
+    simulate_curve: str | None = None
+    drafter_dir: str | None = None
+    block_size: int | None = None
+
+    def __post_init__(self):
+        if not self.modes or any(m not in ("exact", "threshold") for m in self.modes):
+            raise ValueError(f"--modes {', '.join(self.modes) or '(none)'}: choose exact, threshold or both")
+        if not self.drafters or any(d not in BENCH_DRAFTERS for d in self.drafters):
+            raise ValueError(f"--drafters {', '.join(self.drafters) or '(none)'}: choose from "
+                             f"{', '.join(BENCH_DRAFTERS)}")
+        if self.drafter_dir is not None and not Path(self.drafter_dir).expanduser().is_dir():
+            raise ValueError(f"--drafter-dir: {self.drafter_dir!r} is not a folder of trained drafters "
+                             "(train-drafter --out)")
+
+
+def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchResult:
+    """Benchmark every decoder of `cfg` (a BenchConfig, or its fields as keywords) on its prompts; the target's cost
+    curve (measured now if not cached; recorded in the result) serves budget "auto" and every row's zero-overhead
+    ceiling; the result says whose drafters ran (`drafters`)."""
+    if cfg is not None and not isinstance(cfg, BenchConfig):
+        raise TypeError(f"cfg must be a BenchConfig (or give its fields as keywords), got {type(cfg).__name__}")
+    cfg = cfg or BenchConfig(**settings)
+    model, prompts_file, n_prompts, gen_length = cfg.model, cfg.prompts_file, cfg.n_prompts, cfg.gen_length
+    budgets, temperatures, threshold, drafters = cfg.budgets, cfg.temperatures, cfg.threshold, cfg.drafters
+    transfer, other_budgets, prune, modes = cfg.transfer, cfg.other_budgets, cfg.prune, cfg.modes
+    simulate_curve, drafter_dir, block_size = cfg.simulate_curve, cfg.drafter_dir, cfg.block_size
     simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
@@ -157,7 +188,7 @@ def run_bench(model: str = "math-bd", prompts_file: str | None = None, n_prompts
     prompts = (prompts or heldout_prompts(target))[:n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=prune,
-                      drafters=drafters_used(target.info.name, drafter_dir))
+                      drafters=drafters_used(target.info.name, drafter_dir), config=asdict(cfg))
     if simulated is not None:
         target = SimulatedCost(target, simulated)
         res.simulated = f"{simulated.device or 'another device'} ({simulated.dtype or 'its dtype'}), {simulate_curve}"

@@ -27,7 +27,7 @@ DRAFTERS = ("none", *PROPOSERS)
 def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
                   start_event: bool = False) -> Iterator[Progress]:
     """Yield a Progress after every target pass; the last one carries the finished Trace. `target`: a loaded target
-    (registry.load_target), or a name or folder to load (each call loads it again: load it once for many runs).
+    (registry.load_target), or a name or folder, loaded on first use and kept (the last two) for later calls.
     `cfg` was checked when it was made (DecodeConfig is frozen); the prompt is checked here, before the first pass.
     Where the target's batched passes are not proven bit-identical to one-row passes (targets/invariance.py), a
     speculative run warns (RuntimeWarning): its output may then differ from the standard decoder's."""
@@ -35,9 +35,7 @@ def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
         raise TypeError(f"cfg must be a DecodeConfig (spotviz.samplers.config), got {type(cfg).__name__}")
     ensure_threads()
     if target is None or isinstance(target, (str, os.PathLike)):
-        from .registry import load_target
-
-        target = load_target(target)
+        target = _named_target(target)
     if not isinstance(getattr(target, "info", None), TargetInfo):
         raise TypeError(f"target must be a loaded target (spotviz.registry.load_target) or a model name, got "
                         f"{type(target).__name__}")
@@ -52,6 +50,20 @@ def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
     from .samplers.spot import decode_spot_stream
 
     return decode_spot_stream(target, prompt, cfg, start_event=start_event)
+
+
+_NAMED: dict = {}  # the targets decode_stream loaded by name, the last two kept (a loop over prompts loads once)
+
+
+def _named_target(name) -> DiffusionTarget:
+    from .registry import load_target
+
+    key = None if name is None else os.fspath(name)
+    if key not in _NAMED:
+        while len(_NAMED) >= 2:
+            _NAMED.pop(next(iter(_NAMED)))
+        _NAMED[key] = load_target(key)
+    return _NAMED[key]
 
 
 def decode(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig):

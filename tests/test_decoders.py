@@ -324,3 +324,13 @@ def test_the_library_takes_numpy_numbers_and_paths_and_names_wrong_types(tiny_bl
         load_target(123)
     with pytest.raises(DecodeError, match="got 1.5"):
         set_threads(1.5)
+
+
+def test_a_model_named_to_decode_is_loaded_once(tiny_block_dir, tiny_prompt, monkeypatch):
+    from spotviz import engine
+
+    monkeypatch.setattr(engine, "_NAMED", {})
+    a = decode(str(tiny_block_dir), tiny_prompt, DecodeConfig(gen_length=8))
+    loaded = dict(engine._NAMED)
+    b = decode(tiny_block_dir, tiny_prompt, DecodeConfig(gen_length=8))  # (a path names the same folder)
+    assert a.tokens == b.tokens and len(loaded) == 1 and engine._NAMED == loaded

@@ -9,10 +9,10 @@ from typing import Iterator
 import torch
 
 from .. import __version__
+from ..drafter.store import drafters_used
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
 from ..trace import Commit, Counters, PassRecord, RunMeta, Trace
-from ..drafter.store import drafters_used
 from .config import AUTO, DecodeConfig, encode_prompt, trees_may_cross
 
 TRAINED = ("spot", "spot-sets", "calibrated")  # the drafters that read trained files (RunMeta.drafters)

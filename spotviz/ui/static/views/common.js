@@ -16,4 +16,15 @@
   SV.note = (text, y) => ({text: SV.esc(text), xref: 'paper', yref: 'paper', x: 0, y: y == null ? 0.5 : y,
     xanchor: 'left', yanchor: 'middle', showarrow: false, align: 'left', font: {size: 12, color: '#555'}});
   SV.clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
+  // Escaped text in lines of at most about `width` characters (Plotly's <br>): a hover label stays narrow enough
+  // to show whole near the edge of a box that scrolls
+  SV.wrap = (s, width) => {
+    const lines = [];
+    let line = '';
+    for (const word of String(s).split(' ')) {
+      if (line && line.length + 1 + word.length > width) { lines.push(line); line = word; } else line = line ? line + ' ' + word : word;
+    }
+    if (line) lines.push(line);
+    return lines.map(SV.esc).join('<br>');
+  };
 })();

@@ -60,7 +60,7 @@
       const top = t.bonus ? 1 : 0;   // the bonus gets its own row on top: it never overlaps a node
       for (const n of t.nodes) {
         const y = n[3] + top;
-        if (n[1] < 0) { root.x.push(n[2]); root.y.push(y); root.text.push('start'); root.hovertext.push(SV.esc(n[5])); root.customdata.push(n[0]); continue; }
+        if (n[1] < 0) { root.x.push(n[2]); root.y.push(y); root.text.push('start'); root.hovertext.push(SV.wrap(n[5], 44)); root.customdata.push(n[0]); continue; }
         const par = at.get(n[1]), on = n[6] && par && par[6];
         const e = on ? ex.a : ex.r;
         if (par) { e[0].push(par[2], n[2], null); e[1].push(par[3] + top, y, null); }
@@ -71,14 +71,14 @@
         const tgt = n[6] ? nodes.a : nodes.r;
         tgt.x.push(n[2]); tgt.y.push(y); tgt.text.push(SV.esc(SV.clip(n[4], LABEL_CHARS)));
         tgt.symbol.push(SYMBOL[n[9] || ''] || 'circle');
-        tgt.hovertext.push(SV.esc(n[5] + (n[0] === t.stop ? ' · the walk stopped here' : ''))); tgt.customdata.push(n[0]);
+        tgt.hovertext.push(SV.wrap(n[5] + (n[0] === t.stop ? ' · the walk stopped here' : ''), 44)); tgt.customdata.push(n[0]);
       }
       cols = t.cols; rows = t.rows + top;
       if (t.bonus) {
         const s = at.get(t.stop), bx = s[2] + 1, by = 0;
         bonusEdge.x.push(s[2], bx); bonusEdge.y.push(s[3] + top, by);
         bonus.x.push(bx); bonus.y.push(by); bonus.text.push(SV.esc(SV.clip(t.bonus[0], LABEL_CHARS)));
-        bonus.hovertext.push(SV.esc(t.bonus[1])); bonus.customdata.push('bonus');
+        bonus.hovertext.push(SV.wrap(t.bonus[1], 44)); bonus.customdata.push('bonus');
         cols = Math.max(cols, bx + 1);
       }
     }

@@ -49,14 +49,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _budget(s: str):
-    from .samplers.config import AUTO
+    from .samplers.config import AUTO, MAX_BUDGET
 
     if s == AUTO:
         return s
     try:
         return int(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be auto or a whole number, got {s!r}") from None
+        raise argparse.ArgumentTypeError(f"must be auto or between 1 and {MAX_BUDGET} nodes, got {s!r}") from None
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A)}

@@ -254,7 +254,7 @@ CASES = [
          {"drafter": "training-free", "budget": 0}, "budget"),
     Case("budget-too-big", "decode", ["--budget", "100000"], {"budget": 100_000}, "budget"),
     Case("budget-not-a-number", "decode", ["--budget", "lots"], {"budget": "lots"},
-         ("must be auto or a whole number", "tree budget must be a whole number")),
+         ("must be auto or between 1 and 256 nodes", "tree budget must be a whole number")),
     # tau
     Case("tau-zero", "decode", ["--mode", "threshold", "--threshold", "0"], {"mode": "threshold", "tau": 0},
          "threshold"),

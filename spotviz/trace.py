@@ -222,6 +222,11 @@ class Trace:
         for p in self.passes:
             if p.walk_end and p.walk_end not in WALK_ENDS:
                 raise TraceError(f"pass {p.index}: unknown walk_end {p.walk_end!r} (one of {sorted(WALK_ENDS)})")
+            ids = {n.id for n in p.tree}
+            if any(n.parent != -1 and n.parent not in ids or not set(n.merged_from) <= ids for n in p.tree) \
+                    or not set(p.accepted_path) <= ids | ({0} if not p.tree else set()):
+                raise TraceError(f"pass {p.index}: its tree names a node it does not hold (a parent, a merged edge "
+                                 "or the accepted path)")
             for cm in p.commits:
                 if cm.position in seen:
                     raise TraceError(f"position {cm.position} is committed twice")
@@ -269,10 +274,16 @@ def _build(cls, d, name):
         t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
         if t == "int" and not (isinstance(v, int) and not isinstance(v, bool)):
             raise TraceError(f"{name}.{f.name} must be an integer")
-        if t == "float" and not isinstance(v, (int, float)):
+        if t == "float" and not (isinstance(v, (int, float)) and not isinstance(v, bool)):
             raise TraceError(f"{name}.{f.name} must be a number")
+        if t == "float" and not math.isfinite(v):
+            raise TraceError(f"{name}.{f.name} must be a finite number, got {v}")
+        if t == "bool" and not isinstance(v, bool):
+            raise TraceError(f"{name}.{f.name} must be true or false")
         if t == "str" and not isinstance(v, str):
             raise TraceError(f"{name}.{f.name} must be a string")
         if t.startswith("list") and not isinstance(v, list):
             raise TraceError(f"{name}.{f.name} must be a list")
+        if t == "list[int]" and not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            raise TraceError(f"{name}.{f.name} must be a list of integers")
     return obj

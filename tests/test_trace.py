@@ -202,7 +202,30 @@ def test_walk_end_is_one_of_the_reasons(d):
                                           ("mean_accepted_length", float("inf"))])
 def test_bad_counter_values(d, field, value):
     d["counters"][field] = value
-    with pytest.raises(TraceError, match="inconsistent counters"):
+    with pytest.raises(TraceError, match="inconsistent counters|must be a finite number"):
+        Trace.from_dict(d)
+
+
+@pytest.mark.parametrize("where, value, message", [
+    (("meta", "temperature"), float("nan"), "meta.temperature must be a finite number"),
+    (("meta", "prompt_tokens"), ["a"], "meta.prompt_tokens must be a list of integers"),
+    (("meta", "coupled_noise"), "yes", "meta.coupled_noise must be true or false"),
+])
+def test_a_tampered_field_is_refused(d, where, value, message):
+    d[where[0]][where[1]] = value
+    with pytest.raises(TraceError, match=message):
+        Trace.from_dict(d)
+
+
+def test_a_tree_that_names_a_node_it_does_not_hold_is_refused(tiny_block_target):
+    d = decode(tiny_block_target, "ROMEO.\nO", DecodeConfig(drafter="training-free", budget=4, gen_length=16)).to_dict()
+    tree_pass = next(p for p in d["passes"] if len(p["tree"]) > 1)
+    tree_pass["tree"][1]["parent"] = 99
+    with pytest.raises(TraceError, match="names a node it does not hold"):
+        Trace.from_dict(d)
+    tree_pass["tree"][1]["parent"] = 0
+    tree_pass["accepted_path"] = [0, 99]
+    with pytest.raises(TraceError, match="names a node it does not hold"):
         Trace.from_dict(d)
 
 

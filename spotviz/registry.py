@@ -115,7 +115,7 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
             raise ModelLoadError(f"embedded model {name!r} is missing at {EMBEDDED[name]}; "
                                  f"reinstall spotviz or run: python -m spotviz train-target")
         return embedded(EMBEDDED[name], name)
-    from .targets.published import PUBLISHED, load_published
+    from .targets.published import PUBLISHED, folder_label, load_published
 
     if name in PUBLISHED:
         return load_published(name, device=device, block_size=block_size)
@@ -123,10 +123,7 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
     if p.is_dir():
         cfg = p / "config.json"
         if cfg.is_file() and '"spotviz-dlm"' in cfg.read_text(errors="replace"):
-            # its folder's name, unless that is a shipped model's name and the folder is not that model's: a copy or a
-            # retrained model must not take the shipped one's drafters, cost curve or label
-            same = p.name in EMBEDDED and p.resolve() == EMBEDDED[p.name].resolve()
-            return embedded(p, p.name if same or p.name not in known_models() else str(p.resolve()))
+            return embedded(p, folder_label(p))
         return load_published(str(p), device=device, block_size=block_size)
     if p.exists() or "/" in name or "\\" in name or name.startswith((".", "~")):
         # a path that is not a folder, or a Hub repo id ("org/name"): load_published says which (a file, a folder

@@ -118,9 +118,8 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
         spec = PUBLISHED[name]
         return download_snapshot(spec["repo"], remote_code_allowed(spec["repo"])), spec["repo"], spec, name
     path = Path(name).expanduser()
-    if path.is_dir():  # named by its folder, unless that is a shipped or published model's name (registry.load_target)
-        shipped = path.name in PUBLISHED or (ASSETS / "models" / path.name).is_dir()
-        return path, None, {}, str(path.resolve()) if shipped else path.name
+    if path.is_dir():
+        return path, None, {}, folder_label(path)
     if path.exists():
         raise ModelLoadError(f"model {name!r}: {path} is a file, not a model folder")
     if name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name:
@@ -129,6 +128,16 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
         return download_snapshot(name, remote_code_allowed(name)), name, {}, name
     raise ModelLoadError(f"unknown published model {name!r}: not a known name ({', '.join(PUBLISHED)}), "
                          f"not an existing folder, not a Hugging Face repo id")
+
+
+def folder_label(path: Path) -> str:
+    """The name a model folder goes by: its folder's name, unless that is a shipped or published model's name and the
+    folder is not that model (a copy, a retrained model): then its path, so that it takes neither the shipped model's
+    drafters, nor its cached cost curve, nor its label."""
+    shipped = ASSETS / "models" / path.name
+    if path.name in PUBLISHED or shipped.is_dir() and path.resolve() != shipped.resolve():
+        return str(path.resolve())
+    return path.name
 
 
 def folder_spec(folder: Path, config: dict) -> dict:

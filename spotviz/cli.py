@@ -18,6 +18,9 @@ import argparse
 import json
 import os
 import sys
+import warnings
+
+from .errors import IdentityWarning
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -177,7 +180,9 @@ def cmd_decode(a) -> int:
                            coupled_noise=not a.no_coupled_noise, cross_window=not a.no_cross_window,
                            min_path_prob=a.min_path_prob, drafter_dir=a.drafter_dir)
         target = load_target(a.model, device=a.device, block_size=a.block_size)
-        trace = decode(target, a.prompt, cfg)
+        with warnings.catch_warnings():  # (the command says it below, in its own words, once)
+            warnings.simplefilter("ignore", IdentityWarning)
+            trace = decode(target, a.prompt, cfg)
     except DecodeError as e:
         raise _as_flags(e) from None
     if a.trace_out:

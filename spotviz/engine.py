@@ -16,6 +16,7 @@ import warnings
 from typing import Iterator
 
 from .drafter.registry import PROPOSERS
+from .errors import IdentityWarning
 from .samplers.config import DecodeConfig, DecodeError, check_prompt
 from .samplers.state import Progress, run_to_end
 from .targets.base import DiffusionTarget, TargetInfo
@@ -30,7 +31,8 @@ def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
     (registry.load_target), or a name or folder, loaded on first use and kept (the last two) for later calls.
     `cfg` was checked when it was made (DecodeConfig is frozen); the prompt is checked here, before the first pass.
     Where the target's batched passes are not proven bit-identical to one-row passes (targets/invariance.py), a
-    speculative run warns (RuntimeWarning): its output may then differ from the standard decoder's."""
+    speculative run warns (errors.IdentityWarning, a RuntimeWarning): its output may then differ from the standard
+    decoder's."""
     if not isinstance(cfg, DecodeConfig):
         raise TypeError(f"cfg must be a DecodeConfig (spotviz.samplers.config), got {type(cfg).__name__}")
     ensure_threads()
@@ -42,7 +44,7 @@ def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
     check_prompt(prompt)
     if cfg.drafter != "none" and target.info.batch_invariant is not True:
         warnings.warn(f"{target.info.name}: {target.info.extra.get('invariance', 'batch invariance not checked')}; "
-                      "speculative output may differ from the standard decoder's", RuntimeWarning, stacklevel=2)
+                      "speculative output may differ from the standard decoder's", IdentityWarning, stacklevel=2)
     if cfg.drafter == "none":
         from .samplers.standard import decode_standard_stream
 

@@ -572,8 +572,7 @@ def test_long_prompt_model_switch_and_a_clamped_length_are_handled(page):
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'done'", timeout=10_000)
     shown = pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main] .sve-prompt")
     assert shown.startswith("…") and len(shown) < len(long_prompt) // 4  # the tokens the model saw
-    # 9999 in the length box: Gradio clamps it; the page says so, under the slider (and in the status, unless the
-    # server's answer to the typing came first)
+    # 9999 in the length box: Gradio clamps it; the page says so, under the slider
     set_number(pg, "sv-gen-length", 9999)
     top = pg.get_attribute("#sv-gen-length input[type=range]", "max")
     pg.wait_for_function("() => document.querySelector('#sv-gen-length').innerText.includes('you chose 9999')",

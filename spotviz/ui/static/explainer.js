@@ -187,18 +187,6 @@
       });
       window.addEventListener('resize', () => { if (window.__svResize) window.__svResize(); });
       window.addEventListener('scroll', () => { if (window.__svFloat) window.__svFloat(); }, {passive: true});
-      // The length box: Gradio clamps a number above the slider's maximum without a word; say so (the value
-      // typed is seen here, before Gradio clamps it).
-      document.addEventListener('change', (e) => {
-        const t = e.target;
-        if (!t || t.type !== 'number' || !t.closest || !t.closest('#sv-gen-length')) return;
-        const range = t.closest('#sv-gen-length').querySelector('input[type=range]');
-        const max = range ? +range.max : +t.max, v = +t.value;
-        if (max && v > max) {
-          setTimeout(() => setStatus('Generation length ' + v + ' is more than this model can write after this prompt: ' +
-            'at most ' + max + ' tokens (its context minus the prompt), so the length is set to ' + max + '.', 'info'), 0);
-        }
-      }, true);
     }
     window.__svKey = (e) => {
       if (e.key === 'ArrowLeft') { stopPlay(); setK(K - 1, true); e.preventDefault(); }

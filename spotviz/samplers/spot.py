@@ -89,7 +89,8 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             nodes = build_tree(view, proposer, policy, cfg.min_path_prob)
             rows = node_states(view, nodes)
         else:  # s1 alone: the standard decoder's pass
-            nodes, rows = [DraftNode(0, -1, 0, (), (), 1.0, 1.0)], st.tokens.unsqueeze(0)  # (a node of its own each pass)
+            # (a root node of its own each pass: nodes are not shared between runs)
+            nodes, rows = [DraftNode(0, -1, 0, (), (), 1.0, 1.0)], st.tokens.unsqueeze(0)
         v = verify(st, rows, nodes, lo, hi, nxt and nxt[1])  # 3. verify: one pass, all nodes
         walk, accepted = accept_walk(nodes, v, lo, st.step)  # 4. accept walk, then the bonus
         stop = nodes[walk[-1]]

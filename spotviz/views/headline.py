@@ -2,7 +2,8 @@
 beside this hardware's ceiling for it, and one plain sentence saying why the two differ.
 
 A SPOT pass verifies a tree of N states in one batched forward and makes (accepted depth + 1) decisions, where
-the standard decoder's pass (N = 1) makes one (in exact mode a decision commits one slot, in threshold mode a set). Passes saved therefore count model calls saved. Time saved
+the standard decoder's pass (N = 1) makes one (in exact mode a decision commits one slot, in threshold mode a set).
+Passes saved therefore count model calls saved. Time saved
 also depends on what a batch of N states costs: with f(N) the seconds of one forward over N states (the cost
 curve the auto budget measured, RunMeta.cost_curve), the forwards of a run cost sum_i f(N_i), so the best
 wall-clock ratio the forwards allow against the standard decoder's P passes is
@@ -18,6 +19,7 @@ of its tree passes over the standard run's.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "temperature", "gen_length", "block_size")
 
@@ -102,10 +104,7 @@ def one_pass_windows(trace) -> bool:
     """Whether every window of a threshold run was filled in one pass (then no pass had a slot left to draft)."""
     if trace.meta.mode != "threshold" or not trace.passes:
         return False
-    per_window: dict = {}
-    for p in trace.passes:
-        per_window[tuple(p.window)] = per_window.get(tuple(p.window), 0) + 1
-    return max(per_window.values()) == 1
+    return max(Counter(tuple(p.window) for p in trace.passes).values()) == 1
 
 
 def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
@@ -120,8 +119,9 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
                 "plain pass, so passes saved become time saved there.")
     where = ("measured on the machine that recorded it" if recorded else "measured on this machine") \
         if cost["source"] == "measured" else "timed in this run"
-    lead = (f"{'On the machine that recorded this run' if recorded else 'Here'} a pass checking {cost['states']} states (this run's mean) costs {cost['ratio']:.1f} plain passes "
-            f"({where})")
+    place = "On the machine that recorded this run" if recorded else "Here"
+    lead = (f"{place} a pass checking {cost['states']} states (this run's mean) costs {cost['ratio']:.1f} plain "
+            f"passes ({where})")
     if cost.get("ceiling") is not None:
         lead += (f", so {times(sum_['ratio'])}× fewer passes allow about {cost['ceiling']:.2f}× the speed (counting the "
                  "forwards alone)")

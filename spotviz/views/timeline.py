@@ -24,8 +24,8 @@ and on the run's header: the live stream and a replayed trace produce the same l
 The maths made visible. Pass k verifies a tree of drafted states in one batched forward; the acceptance walk
 follows the drafted child that equals the target's own decision at each node, and stops at the first node whose
 decision no child drafted: that decision (the "bonus") is committed too, so a pass makes (accepted depth + 1)
-decisions where the standard decoder makes 1 (a decision: one slot in exact mode, a set in threshold mode). Drafts come from the previous pass's predictions ("stale"
-predictions): wherever the stale token at a still-masked slot is already the final token, a draft can be right,
+decisions where the standard decoder makes 1 (a decision: one slot in exact mode, a set in threshold mode).
+Drafts come from the previous pass's predictions ("stale" predictions): wherever the stale token at a still-masked slot is already the final token, a draft can be right,
 which is the observation SPOT builds on. Views are pure functions of the trace; all token text travels as
 plain strings and is inserted with textContent in the browser (never as HTML).
 """

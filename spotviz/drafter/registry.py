@@ -19,6 +19,7 @@ class ProposerSpec:
     help: str
     load: Callable  # (target, mode, folder or None) -> Proposer
     learned: bool = False  # a trained drafter shipped per target (assets/drafters/<model>/<name>/)
+    fitted: bool = False  # reads files fitted to a target (a learned drafter's weights, the calibrated template)
 
 
 def _training_free(target, mode, folder):
@@ -44,13 +45,13 @@ def _learned(name):
 
 PROPOSERS: dict[str, ProposerSpec] = {p.name: p for p in (
     ProposerSpec("spot", ("exact",), "the learned SPOT drafter (pointer head, hedged by the calibrated template): "
-                 "exact mode", _learned("spot"), True),
+                 "exact mode", _learned("spot"), learned=True, fitted=True),
     ProposerSpec("spot-sets", ("threshold",), "the learned SPOT-Sets drafter (set head, hedged by the stale rule): "
-                 "threshold mode", _learned("spot-sets"), True),
+                 "threshold mode", _learned("spot-sets"), learned=True, fitted=True),
     ProposerSpec("training-free", ("exact", "threshold"), "stale-confidence order from the previous pass",
                  _training_free),
     ProposerSpec("calibrated", ("exact", "threshold"), "a static draft-graph template calibrated offline",
-                 _calibrated),
+                 _calibrated, fitted=True),
 )}
 
 

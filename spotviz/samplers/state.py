@@ -9,13 +9,12 @@ from typing import Iterator
 import torch
 
 from .. import __version__
+from ..drafter.registry import PROPOSERS
 from ..drafter.store import drafters_used
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
 from ..trace import Commit, Counters, PassRecord, RunMeta, Trace
 from .config import AUTO, DecodeConfig, encode_prompt, trees_may_cross
-
-TRAINED = ("spot", "spot-sets", "calibrated")  # the drafters that read trained files (RunMeta.drafters)
 
 
 @dataclass
@@ -183,7 +182,8 @@ class DecodeState:
                        forward_calls_outside=self.calls_outside,
                        outside_s=round(self.setup_s + self.checks_s, 4),
                        identity_guaranteed=getattr(info, "batch_invariant", None) is True,
-                       drafters=drafters_used(info.name, cfg.drafter_dir) if drafter in TRAINED else "")
+                       drafters=drafters_used(info.name, cfg.drafter_dir)
+                       if drafter in PROPOSERS and PROPOSERS[drafter].fitted else "")
 
     def started(self, drafter: str | None = None) -> "Progress":
         """The start event: the run's meta and the prompt row, before the first pass."""

@@ -45,7 +45,7 @@ that can rank s1's children from those rows alone drafts it with `first_child` (
 partner for such trees: the same edge with the same probability, tested), skipping the per-pass context over the
 whole window; on math-bd (AVX2 CPU, thread time) a one-guess tree took 0.54 -> 0.33 ms at T = 0 and 0.88 -> 0.46 ms
 at T = 1, and the pass no longer computes the root's log-probabilities over the window. Nor is it grown through the
-heap and the closures below (one_guess_tree: the same nodes and policy calls; AVX-512 CPU, inside decodes, 0.15-0.21
+heap of TreeGrowth below (one_guess_tree: the same nodes and policy calls; AVX-512 CPU, inside decodes, 0.15-0.21
 -> 0.10-0.14 ms at T = 0).
 """
 from __future__ import annotations
@@ -172,109 +172,162 @@ def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float 
 def grow_tree(view: RootView, proposer: Proposer, policy, min_path_prob: float = 0.0) -> list[DraftNode]:
     """build_tree's best-first growth (its docstring), for a budget policy and the proposer that drafts at its
     budget."""
-    root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
-    nodes = [root]
-    index = {(root.state, 0): 0}  # (drafted commits, depth) -> node id
-    masked = view.masked.cpu().numpy()
-    n_masked = int(masked.sum())
-    if policy.budget <= 1 or (n_masked == 0 and view.ahead is None):
-        return nodes
-    ahead = view.ahead
-    w = view.width
-    masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
-    s1_window = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
-    max_depth = n_masked + (int(masked_ahead.sum()) - 1 if ahead is not None else 0)
-    # the proposer's per-pass context, prepared up front as its contract says (none where this window is complete)
-    ctx = proposer.prepare(view, max_depth=min(max_depth, policy.budget - 1)) if n_masked else None
-    ctx_ahead = None  # prepared when a node first completes the window
-    heap: list = []
-    tie = 0
-    eos = set(view.eos_ids)
-    near_ok = view.known is not None and policy.budget > ONE_GUESS  # (one guess: the likeliest first decision will do)
-    policy.begin(n_masked)
+    return TreeGrowth(view, proposer, policy).grow(min_path_prob)
 
-    def expand(node: DraftNode):
-        if node.depth >= max_depth:
+
+class TreeGrowth:
+    """One tree grown best-first (grow_tree): the nodes so far, the index of their states, and the heap of the
+    candidates waiting to become nodes. `grow` pops the likeliest candidate until the policy's budget is full;
+    `expand` asks where a new node's children come from, in this order: a certain edge (known_child), a likely edge
+    mixed with the proposer's (near_children), the proposer's own (drafted_children), and past a completed window
+    the next window's (ahead_children)."""
+
+    def __init__(self, view: RootView, proposer: Proposer, policy):
+        self.view, self.proposer, self.policy = view, proposer, policy
+        self.root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
+        self.nodes = [self.root]
+        self.index = {(self.root.state, 0): 0}  # (drafted commits, depth) -> node id
+        self.masked = view.masked.cpu().numpy()
+        self.n_masked = int(self.masked.sum())
+        self.heap: list = []
+        self.tie = 0  # (heap entries of equal priority keep the order they were pushed in)
+
+    def grow(self, min_path_prob: float = 0.0) -> list[DraftNode]:
+        view, policy, nodes = self.view, self.policy, self.nodes
+        if policy.budget <= 1 or (self.n_masked == 0 and view.ahead is None):
+            return nodes
+        ahead = view.ahead
+        self.w = view.width
+        self.masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
+        self.s1_window = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
+        self.max_depth = self.n_masked + (int(self.masked_ahead.sum()) - 1 if ahead is not None else 0)
+        # the proposer's per-pass context, prepared up front as its contract says (none where this window is complete)
+        self.ctx = self.proposer.prepare(view, max_depth=min(self.max_depth, policy.budget - 1)) \
+            if self.n_masked else None
+        self.ctx_ahead = None  # prepared when a node first completes the window
+        self.eos = set(view.eos_ids)
+        self.near_ok = view.known is not None and policy.budget > ONE_GUESS  # (one guess: the likeliest will do)
+        policy.begin(self.n_masked)
+        self.expand(self.root)
+        heap = self.heap
+        while heap and len(nodes) < policy.budget:
+            neg = heap[0][0]
+            if -neg < min_path_prob:  # the heap is ordered: every remaining candidate is less likely still
+                break
+            if policy.stop(-neg):
+                break
+            _, _, pid, offsets, tokens, p = heapq.heappop(heap)
+            self.add(nodes[pid], offsets, tokens, p)
+        return prefix(nodes, policy.choose(len(nodes)))
+
+    def add(self, parent: DraftNode, offsets: tuple, tokens: tuple, p: float) -> None:
+        """The candidate (offsets, tokens) of `parent` with probability p becomes an edge: into a new node, or into
+        the node of the same state at the same depth (another order of the same commits: no new state)."""
+        key = (offsets, tokens)
+        if key in parent.children:  # (a stale heap entry of an edge already taken)
             return
-        remaining = masked.copy()
+        nodes = self.nodes
+        state = parent.state | frozenset(zip(offsets, tokens))
+        same = self.index.get((state, parent.depth + 1))
+        if same is not None:
+            parent.children[key], parent.edge_prob[key] = same, p
+            nodes[same].merged_from.append(parent.id)
+            self.raise_reach(nodes[same], parent.path_prob * p)
+            return
+        node = DraftNode(len(nodes), parent.id, parent.depth + 1, offsets, tokens, p, parent.path_prob * p,
+                         parent.path + offsets, state=state, added_prob=parent.path_prob * p)
+        parent.children[key], parent.edge_prob[key] = node.id, p
+        self.index[(state, node.depth)] = node.id
+        nodes.append(node)
+        self.policy.add(node.path_prob)
+        if len(nodes) < self.policy.budget:  # (a full tree's last node is never given children)
+            self.expand(node)
+
+    def expand(self, node: DraftNode) -> None:
+        """Find `node`'s candidate children and queue them."""
+        if node.depth >= self.max_depth:
+            return
+        view, w = self.view, self.w
+        remaining = self.masked.copy()
         here = [o for o in node.path if o < w]
         if here:
             remaining[here] = False
         if remaining.any():
-            win = window_tokens(node) if view.known is not None else None  # (what both stores are looked up by)
-            props = known_child(node, view, torch.from_numpy(remaining), win=win) \
-                or near_children(node, remaining, win) or drafted_children(node, remaining)
-        elif ahead is not None and not eos & set(_path_tokens(nodes, node)):
-            props = ahead_children(node)
+            win = self.window_tokens(node) if view.known is not None else None  # (what both stores are looked up by)
+            props = self.known_child(node, view, torch.from_numpy(remaining), win=win) \
+                or self.near_children(node, remaining, win) or self.drafted_children(node, remaining)
+        elif view.ahead is not None and not self.eos & set(_path_tokens(self.nodes, node)):
+            props = self.ahead_children(node)
         else:
             return
         node.proposals = [(tuple(o), tuple(t), p) for o, t, p in props if p > 0]
-        push(node)
+        self.push(node)
 
-    def drafted_children(node: DraftNode, remaining: np.ndarray):
+    def drafted_children(self, node: DraftNode, remaining: np.ndarray):
         """The proposer's candidates at `node`."""
-        return proposer.children(ctx, view, node, remaining)
+        return self.proposer.children(self.ctx, self.view, node, remaining)
 
-    def known_child(node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0, win=None):
+    def known_child(self, node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0, win=None):
         """[the target's own decision at `node` as a certain edge] if a pass already evaluated the state that
         conditions it (v.known: this window's tokens at the node, `win` if given), else None; offsets moved by
         `shift`."""
         if v.known is None:
             return None
-        key = (window_tokens(node) if win is None else win).tobytes()
-        d = v.known.decision(key, masked, view.step + node.depth)
+        key = (self.window_tokens(node) if win is None else win).tobytes()
+        d = v.known.decision(key, masked, self.view.step + node.depth)
         if d is None:
             return None
         node.decided = True
         return [(tuple(o + shift for o in d.offsets), tuple(d.tokens), 1.0)]
 
-    def near_children(node: DraftNode, remaining: np.ndarray, win: np.ndarray | None):
+    def near_children(self, node: DraftNode, remaining: np.ndarray, win: np.ndarray | None):
         """The proposer's candidates with the target's decision at the nearest evaluated state above `node` (whose
         window tokens are `win`) mixed in as a likely edge (module docstring), None if no evaluated state is near."""
-        if not near_ok:
+        if not self.near_ok:
             return None
-        d = view.known.nearest(win, torch.from_numpy(remaining), view.step + node.depth)
+        d = self.view.known.nearest(win, torch.from_numpy(remaining), self.view.step + node.depth)
         if d is None:
             return None
         node.near = (tuple(d.offsets), tuple(d.tokens))
-        return mix_candidates((NEAR_WEIGHT, [(*node.near, 1.0)]), (1 - NEAR_WEIGHT, drafted_children(node, remaining)))
+        return mix_candidates((NEAR_WEIGHT, [(*node.near, 1.0)]),
+                              (1 - NEAR_WEIGHT, self.drafted_children(node, remaining)))
 
-    def window_tokens(node: DraftNode) -> np.ndarray:
+    def window_tokens(self, node: DraftNode) -> np.ndarray:
         """The window's tokens at `node`: s1 with the path's commits in this window, masks included ([w] int64)."""
-        win = s1_window.copy()
-        for o, t in zip(node.path, _path_tokens(nodes, node)):
-            if o < w:
+        win = self.s1_window.copy()
+        for o, t in zip(node.path, _path_tokens(self.nodes, node)):
+            if o < self.w:
                 win[o] = t
         return win
 
-    def ahead_children(node: DraftNode):
+    def ahead_children(self, node: DraftNode):
         """The node's children in the next window: the proposer's, on the ahead view, with offsets moved by w;
         none that completes that window."""
-        nonlocal ctx_ahead
-        remaining = masked_ahead.copy()
+        ahead, w = self.view.ahead, self.w
+        remaining = self.masked_ahead.copy()
         there = tuple(o - w for o in node.path if o >= w)
         if there:
             remaining[list(there)] = False
         left = int(remaining.sum())
         if left <= 1:
             return []
-        known = known_child(node, ahead, ahead.masked, shift=w) if not there else None
+        known = self.known_child(node, ahead, ahead.masked, shift=w) if not there else None
         if known:  # (the next window's first decision after a completed window a pass evaluated)
             return [c for c in known if len(c[0]) < left]
-        if ctx_ahead is None:
-            ctx_ahead = proposer.prepare(ahead, max_depth=min(max_depth, policy.budget - 1))
+        if self.ctx_ahead is None:
+            self.ctx_ahead = self.proposer.prepare(ahead, max_depth=min(self.max_depth, self.policy.budget - 1))
         seen = DraftNode(node.id, node.parent, node.depth, (), (), node.prob, node.path_prob, there)
         return [(tuple(o + w for o in offs), toks, p) for offs, toks, p in
-                proposer.children(ctx_ahead, ahead, seen, remaining) if len(offs) < left]
+                self.proposer.children(self.ctx_ahead, ahead, seen, remaining) if len(offs) < left]
 
-    def push(node: DraftNode):
-        nonlocal tie
+    def push(self, node: DraftNode) -> None:
+        """Queue `node`'s candidates not yet taken, at priority reach x probability."""
         for offsets, tokens, p in node.proposals:
             if (offsets, tokens) not in node.children:
-                tie += 1
-                heapq.heappush(heap, (-node.path_prob * p, tie, node.id, offsets, tokens, p))
+                self.tie += 1
+                heapq.heappush(self.heap, (-node.path_prob * p, self.tie, node.id, offsets, tokens, p))
 
-    def raise_reach(node: DraftNode, delta: float):
+    def raise_reach(self, node: DraftNode, delta: float) -> None:
         """A new edge into `node` adds `delta` to the chance that the walk reaches it, and through it to its
         descendants' (level by level: every edge goes one step deeper, so each node is updated once); their
         waiting candidates are queued again at the higher priority (the stale copies are skipped when popped)."""
@@ -282,41 +335,12 @@ def grow_tree(view: RootView, proposer: Proposer, policy, min_path_prob: float =
         while level:
             deeper: dict[int, float] = {}
             for i, dl in level.items():
-                n = nodes[i]
+                n = self.nodes[i]
                 n.path_prob += dl
-                push(n)
+                self.push(n)
                 for key, c in n.children.items():
                     deeper[c] = deeper.get(c, 0.0) + dl * n.edge_prob[key]
             level = deeper
-
-    expand(root)
-    while heap and len(nodes) < policy.budget:
-        neg = heap[0][0]
-        if -neg < min_path_prob:  # the heap is ordered: every remaining candidate is less likely still
-            break
-        if policy.stop(-neg):
-            break
-        neg, _, pid, offsets, tokens, p = heapq.heappop(heap)
-        parent = nodes[pid]
-        key = (offsets, tokens)
-        if key in parent.children:
-            continue
-        state = parent.state | frozenset(zip(offsets, tokens))
-        same = index.get((state, parent.depth + 1))
-        if same is not None:  # another order of the same commits: an edge into that node, no new state
-            parent.children[key], parent.edge_prob[key] = same, p
-            nodes[same].merged_from.append(pid)
-            raise_reach(nodes[same], parent.path_prob * p)
-            continue
-        node = DraftNode(len(nodes), pid, parent.depth + 1, offsets, tokens, p, parent.path_prob * p,
-                         parent.path + offsets, state=state, added_prob=parent.path_prob * p)
-        parent.children[key], parent.edge_prob[key] = node.id, p
-        index[(state, node.depth)] = node.id
-        nodes.append(node)
-        policy.add(node.path_prob)
-        if len(nodes) < policy.budget:  # (a full tree's last node is never given children)
-            expand(node)
-    return prefix(nodes, policy.choose(len(nodes)))
 
 
 def one_guess_tree(view: RootView, proposer: Proposer, policy, masked: np.ndarray,

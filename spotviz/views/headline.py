@@ -95,7 +95,7 @@ def cost_of_trees(main, base) -> dict | None:
 
 def auto_off(trace) -> int:
     """Passes (after the first) where the cost-aware budget drafted nothing: it judged a tree not worth its cost."""
-    if not getattr(trace.meta, "budget_auto", False):
+    if not trace.meta.budget_auto:
         return 0
     return sum(1 for p in trace.passes[1:] if len(p.tree) <= 1)
 
@@ -134,7 +134,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
     runs are replayed from traces (an example, an upload), timed where they were recorded."""
     c = main.counters
     out = {"t": "sum", "passes": c.target_passes, "drafter": main.meta.drafter, "device": main.meta.device,
-           "wall": round(c.wall_s, 4), "guaranteed": bool(getattr(main.meta, "identity_guaranteed", True)),
+           "wall": round(c.wall_s, 4), "guaranteed": bool(main.meta.identity_guaranteed),
            "kpis": [], "note": ""}
     kpis = out["kpis"]
     if base is not None and same_run(main, base) and main.meta.drafter != "none":
@@ -149,7 +149,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                      "tone": "good" if out["saved"] > 0 else "warn"})
         if out["wall_ratio"] is not None:
             ceiling = (out["cost"] or {}).get("ceiling")
-            setup = float(getattr(main.meta, "outside_s", 0.0) or 0.0)
+            setup = float(main.meta.outside_s or 0.0)
             kpis.append({"big": f"{out['wall_ratio']:.2f}× wall-clock",
                          "small": f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
                                   + ("(one timing each, where it was recorded)" if recorded else "(one timing each)")

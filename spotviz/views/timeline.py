@@ -56,7 +56,7 @@ def run_header(meta, role: str, token_text: dict[str, str]) -> dict:
         "drafter": meta.drafter, "budget": meta.budget, "mode": meta.mode, "tau": meta.threshold,
         "temperature": meta.temperature, "seed": meta.seed, "model": meta.model,
         "prune": meta.min_path_prob, "truncated": bool(meta.prompt_truncated),
-        "auto": bool(getattr(meta, "budget_auto", False)), "coupled": bool(getattr(meta, "coupled_noise", True)),
+        "auto": bool(meta.budget_auto), "coupled": bool(meta.coupled_noise),
         "mask": token_text.get(str(meta.mask_id), "[MASK]")}}
 
 
@@ -192,7 +192,7 @@ def undrafted_note(rec, meta) -> str:
         return ""
     if rec.index == 0:
         return "The first pass is a plain pass: its decision is free, and there is nothing to draft from yet."
-    if getattr(meta, "budget_auto", False):
+    if meta.budget_auto:
         return ("Budget auto chose 1 state: on this hardware a tree was expected to cost more time than its "
                 "guesses save (drafting pauses for a few passes after such a pass).")
     if meta.min_path_prob > 0:
@@ -206,7 +206,7 @@ def pass_line(rec, role: str, token_text: dict[str, str], committed: int, meta=N
     committed so far, why its acceptance walk stopped (`stop`, in plain words: trace.WALK_ENDS) and, for a pass of
     a drafted run that drafted nothing, why (`note`)."""
     out = {"t": "pass", "r": role, "k": rec.index, "kind": rec.kind, "states": rec.states,
-           "budget": int(getattr(rec, "budget", 0) or 0),
+           "budget": int(rec.budget or 0),
            "wall": round(float(rec.wall_s), 5), "n": committed,
            "c": [[c.position, _label(token_text, c.token), c.step, int(bool(c.drafted)), round(c.confidence, 3)]
                  for c in rec.commits],

@@ -1,12 +1,15 @@
-"""spotviz app: `python app.py` (Gradio; also the Hugging Face Space entry point).
+"""spotviz app: `python app.py` (Gradio; also the Hugging Face Space entry point). It takes no options.
 
 Environment: SPOTVIZ_MODEL (a model name or folder to use as the default model), SPOTVIZ_DRAFTER_DIR (drafters
-trained for that model by train-drafter), SPOTVIZ_THREADS (torch CPU
-threads: default 1, 0 = all cores; the same policy as the command line, spotviz/threads.py), GRADIO_SERVER_NAME /
-GRADIO_SERVER_PORT (Gradio's own). Gradio's usage analytics are off (no network calls).
-"""
+trained for that model by train-drafter), SPOTVIZ_THREADS (torch CPU threads: default 1, 0 = all cores; the same
+policy as the command line, spotviz/threads.py), GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Gradio's own). Gradio's
+usage analytics are off (no network calls)."""
 import os
 import sys
+
+if __name__ == "__main__" and {"-h", "--help"} & set(sys.argv[1:]):  # (the app takes no options: settings are above)
+    print(__doc__.strip())
+    raise SystemExit(0)
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported
 

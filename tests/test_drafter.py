@@ -183,7 +183,7 @@ def test_losses_finite_and_fit_runs(data):
     kl = keep_logits(out, d["order"])
     assert kl.shape == d["order"].shape and torch.isfinite(kl).all()
     res = fit(model, d, d, "exact", epochs=1, lr=1e-3, batch_size=64, log=lambda *a: None)
-    assert {"pos_acc@1", "keep_acc"} <= set(res) and all(0 <= v <= 1 for v in res.values() if not math.isnan(v))
+    assert {"pos_acc@1", "keep_acc"} <= set(res) and all(0 <= v <= 1 for v in res.values())  # (no NaN: JSON cannot hold it)
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
     t = data[("threshold", 1.0)]
     res = fit(model, t, t, "threshold", epochs=1, lr=1e-3, batch_size=64, log=lambda *a: None)

@@ -140,6 +140,14 @@ def test_train_on_python_then_continue_with_init_from(tmp_path):
     with pytest.raises(ValueError, match="init-from"):
         training.train_target(_tiny_python_cfg(tmp_path / "c", init_from=str(first), block_size=8),
                               log=lambda *a: None)
+    # a folder's cached corpus is reused only with the settings it was drawn with (it was trained on another
+    # corpus, and labelled with this run's, when the settings were ignored); the same settings resume
+    before = {f.name: f.stat().st_mtime_ns for f in (tmp_path / "a").iterdir() if f.is_file()}
+    for other in (dict(corpus="shakespeare"), dict(vocab_size=400), dict(corpus_fraction=0.02)):
+        with pytest.raises(ValueError, match="holds a corpus drawn with other settings"):
+            training.train_target(_tiny_python_cfg(tmp_path / "a", **other), log=lambda *a: None)
+    assert {f.name: f.stat().st_mtime_ns for f in (tmp_path / "a").iterdir() if f.is_file()} == before
+    assert training.train_target(_tiny_python_cfg(tmp_path / "a", max_steps=4), log=lambda *a: None)["steps"] == 4
 
 
 # ------------------------------------------------------------------------------------------ quality

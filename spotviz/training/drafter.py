@@ -212,7 +212,8 @@ def _losses(model: SpotDrafter, b: dict, mode: str) -> dict:
 @torch.no_grad()
 def evaluate_drafter(model: SpotDrafter, data: dict, mode: str) -> dict:
     """Exact: top-1 accuracy of the drafted position at depth 1 and k (teacher forcing), keep accuracy.
-    Threshold: exact-set accuracy at depth 1 and 2."""
+    Threshold: exact-set accuracy at depth 1 and 2. A depth no trajectory reaches (a block shorter than it) has no
+    entry (its mean would be NaN, which JSON cannot hold)."""
     model.eval()
     out = model(data["feats"], None)
     rem = remaining_masks(data)
@@ -223,6 +224,8 @@ def evaluate_drafter(model: SpotDrafter, data: dict, mode: str) -> dict:
         stale = data["logc"].masked_fill(~rem, -1e9).argmax(-1)
         for d in (1, 2, 4, 8):
             v = data["depth_valid"][:, d - 1] > 0
+            if not v.any():
+                continue
             res[f"pos_acc@{d}"] = float((pred[v, d - 1] == order[v, d - 1]).float().mean())
             res[f"stale_pos_acc@{d}"] = float((stale[v, d - 1] == order[v, d - 1]).float().mean())
         kl = keep_logits(out, order)
@@ -234,6 +237,8 @@ def evaluate_drafter(model: SpotDrafter, data: dict, mode: str) -> dict:
         pred = (qr > 0.5) | (F.one_hot(qr.argmax(-1), qr.shape[-1]).bool() & rem)  # never empty, as in the tree
         for d in (1, 2):
             v = data["depth_valid"][:, d - 1] > 0
+            if not v.any():
+                continue
             res[f"set_acc@{d}"] = float((pred[v, d - 1] == (data["sets"][v, d - 1] > 0)).all(-1).float().mean())
     model.train()
     return res

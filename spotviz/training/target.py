@@ -135,6 +135,7 @@ def prepare_data(cfg: TrainTargetConfig, out: Path):
     from ..embedded.corpus import split_named_corpus
     from ..embedded.tokenizer import encode_corpus, train_tokenizer
 
+    check_cached_data(cfg, out)
     if cfg.corpus == "math":
         return prepare_problem_data(cfg, out)
     tok_dir = out / "tokenizer"
@@ -153,6 +154,43 @@ def prepare_data(cfg: TrainTargetConfig, out: Path):
     train = torch.from_numpy(np.load(out / "train_ids.npy", allow_pickle=False).astype(np.int64))
     val = torch.from_numpy(np.load(out / "val_ids.npy", allow_pickle=False).astype(np.int64))
     return tok, train, val
+
+
+DATA_FILE = "data.json"  # the settings a folder's cached corpus was drawn with
+
+
+def data_settings(cfg: TrainTargetConfig) -> dict:
+    """The settings that decide a run's cached corpus and tokenizer (what prepare_data writes to `out`)."""
+    keys = ["corpus", "init_from"] + ([] if cfg.init_from else ["vocab_size"])
+    if cfg.corpus == "math":
+        keys += ["problems", "drills", "seed", "small_numbers", "reword", "stories", "seq_len"]
+    else:
+        keys += ["corpus_fraction"]
+    out = {k: getattr(cfg, k) for k in keys}
+    if cfg.corpus == "math":
+        out["chunked"] = bool(cfg.data_workers)  # (a parallel draw is another corpus than the sequential one)
+    return out
+
+
+def check_cached_data(cfg: TrainTargetConfig, out: Path) -> None:
+    """Refuse to train on a corpus that `out` holds from a run with other data settings (prepare_data reuses the
+    cached token ids and tokenizer as they are); record the settings when `out` holds no corpus yet."""
+    cached = (out / "train_rows.npy").exists() or (out / "train_ids.npy").exists()
+    want = data_settings(cfg)
+    if not cached:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / DATA_FILE).write_text(json.dumps(want, indent=1))
+        return
+    if (out / DATA_FILE).is_file():
+        have = json.loads((out / DATA_FILE).read_text())
+    else:  # (a folder from before data.json: its corpus at least)
+        src = json.loads((out / "source.json").read_text()) if (out / "source.json").is_file() else {}
+        have = {**want, "corpus": src.get("corpus", want["corpus"])}
+    diff = [k for k in want if k in have and have[k] != want[k]]
+    if diff:
+        raise ValueError(f"--out {cfg.out} holds a corpus drawn with other settings ("
+                         + ", ".join(f"{k} {have[k]!r} there, {want[k]!r} here" for k in diff)
+                         + "): give the same settings to resume it, or another --out to start afresh")
 
 
 def prepare_problem_data(cfg: TrainTargetConfig, out: Path):

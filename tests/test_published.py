@@ -704,8 +704,20 @@ def test_corrupt_and_missing_weights(sdar_dir, tmp_path):
         load_published(str(mismatch))
 
 
-def test_a_causal_lm_without_diffusion_hints_is_refused(sdar_dir, tmp_path):
-    folder = tmp_path / "plain-qwen3"
+def test_a_llada_folder_with_a_llama_layout_config_is_told_what_llada_needs(tmp_path):
+    """A Llama config relabelled model_type "llada" lacks LLaDA's OLMo-style keys: the message names them (it
+    pointed at remote code, the wrong lever), and no remote code is looked at."""
+    folder = tmp_path / "tiny-llada-llama-config"
+    config = {k: v for k, v in LLADA_CONFIG.items() if k not in ("d_model", "n_heads", "n_layers")}
+    write_llada(folder, {**config, "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})
+    with pytest.raises(ModelLoadError, match="lacks the keys of LLaDA's OLMo-style config: d_model, n_heads, n_layers"):
+        load_published(str(folder))
+    assert not list(folder.glob("EXECUTED-*"))
+
+
+@pytest.mark.parametrize("name", ["plain-qwen3", "my-sdar"])  # (a folder's name is no evidence of a family)
+def test_a_causal_lm_without_diffusion_hints_is_refused(sdar_dir, tmp_path, name):
+    folder = tmp_path / name
     shutil.copytree(sdar_dir, folder)
     config = json.loads((folder / "config.json").read_text())
     for key in ("block_size", "auto_map", "architectures"):

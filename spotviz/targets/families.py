@@ -25,7 +25,7 @@ import torch
 
 from .adapters import BlockCausalTarget, FullAttentionTarget, MaskedLMTarget
 from .base import ModelLoadError
-from .hub import from_pretrained, load_remote_code_model
+from .hub import from_pretrained, load_remote_code_model, remote_code_allowed
 
 LLADA_MASK_ID = 126336
 DREAM_MASK_ID = 151666
@@ -49,8 +49,9 @@ _NOT_CONFIG_KEYS = ("model_type", "architectures", "auto_map", "transformers_ver
 
 
 def detect_family(config: dict, hint: str = "") -> str:
-    """The adapter family of a checkpoint from its config.json (and a name hint such as the repo or folder):
-    "llada", "dream", "sdar" (block diffusion on Qwen3) or "mlm" (a generic Hugging Face masked LM)."""
+    """The adapter family of a checkpoint from its config.json (and, for a Qwen3 config without SDAR's block-size
+    key, the name of the Hub repository it came from; never a local folder's name): "llada", "dream", "sdar" (block
+    diffusion on Qwen3) or "mlm" (a generic Hugging Face masked LM)."""
     model_type = str(config.get("model_type", "")).lower()
     archs = " ".join(config.get("architectures") or []).lower()
     hint = hint.lower()
@@ -89,6 +90,9 @@ def _load_sdar(folder: Path, config: dict, repo: str | None, dtype, name: str):
     return _load_stock_causal(folder, config, "Qwen3", dtype, name)
 
 
+LLADA_CONFIG_KEYS = ("d_model", "n_heads", "n_layers")  # what an OLMo-style (LLaDA) config cannot do without
+
+
 def _llada_llama_config(config: dict):
     """LLaDA's (OLMo-style) config as a LlamaConfig; raises ValueError naming what LLaMA cannot express."""
     from transformers import LlamaConfig
@@ -124,6 +128,13 @@ def _load_llada(folder: Path, config: dict, repo: str | None, dtype, name: str):
     """LLaDA into LlamaForCausalLM (renamed tensors); remote code only for allow-listed repos it cannot express."""
     from transformers import LlamaForCausalLM
 
+    missing = [k for k in LLADA_CONFIG_KEYS if k not in config]
+    if missing and not remote_code_allowed(repo):  # (not LLaDA's config at all: remote code is not the lever)
+        raise ModelLoadError(
+            f"model {name!r}: config.json says LLaDA but lacks the keys of LLaDA's OLMo-style config: "
+            f"{', '.join(missing)} (LLaDA's own config.json has d_model, n_heads, n_kv_heads, n_layers, "
+            f"mlp_hidden_size, max_sequence_length, vocab_size / embedding_size, block_type \"llama\", rope true; "
+            f"a Llama-layout config.json with model_type \"llada\" is not one: docs/MODELS.md)")
     try:
         llama_config = _llada_llama_config(config)
     except ValueError as e:

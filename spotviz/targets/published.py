@@ -58,7 +58,8 @@ def load_published(name_or_path: str, device=None, *, dtype: torch.dtype | None 
     config = read_config(folder, name)
     if repo is None:  # a folder: the published model it is a copy of, where that shows
         spec = folder_spec(folder, config)
-    family = spec.get("family") or detect_family(config, hint=f"{repo or ''} {folder.name}")
+    # (a Hub repo's name may say SDAR; a local folder's name is the user's and says nothing: its config.json decides)
+    family = spec.get("family") or detect_family(config, hint=repo or "")
     dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     window = first(block_size, _config_block_size(config), spec.get("block_size"), DEFAULT_WINDOW)
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:

@@ -579,8 +579,8 @@ def _add_train_drafter_args(p: argparse.ArgumentParser) -> None:
                         "length, tau, temperatures and top-k must match)")
     p.add_argument("--mix-prompts", type=int, default=40, metavar="N",
                    help="choose the SPOT drafter's mixture with the training-free order by its target passes on N "
-                        "validation prompts (trees of --mix-budget nodes; 7 weights x temperatures x N decodes); "
-                        "0: by validation accuracy alone")
+                        "validation prompts (trees of --mix-budget nodes; 7 weights x temperatures x N decodes, "
+                        "often the longest part of a run on a CPU); 0: by validation accuracy alone")
     p.add_argument("--mix-budget", type=int, default=32, metavar="NODES")
     _add_threads(p)
 

@@ -358,17 +358,23 @@ def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatu
     with torch.no_grad():
         for q in model.parameters():
             q.copy_(q.to(torch.bfloat16).float())
+    from ..eval.progress import EtaProgress
+
     chosen, table = dict(keep or {}), {}
+    progress = EtaProgress(len(temperatures) * len(grid) * len(prompts), "choose the pointer mixture")
     for t in temperatures:
         t = float(t)
         table[t] = {}
         for lam in grid:
             set_mix_line(model, chosen | {t: lam})
             proposer = SpotProposer(model, partner=partner)
-            table[t][lam] = sum(len(decode_spot(target, p, DecodeConfig(mode="exact", temperature=t, seed=i,
-                                                                         gen_length=gen_length, budget=budget,
-                                                                         drafter="spot"), proposer).passes)
-                                for i, p in enumerate(prompts))
+            table[t][lam] = 0
+            for i, p in enumerate(prompts):
+                table[t][lam] += len(decode_spot(target, p, DecodeConfig(mode="exact", temperature=t, seed=i,
+                                                                          gen_length=gen_length, budget=budget,
+                                                                          drafter="spot"), proposer).passes)
+                progress.tick()
+        log(f"  ({progress.eta()})")
         near = (prefer or {}).get(t, grid[len(grid) // 2])
         chosen[t] = min(grid, key=lambda lam: (table[t][lam], abs(lam - near)))
         log(f"  pointer mixture at T={t:g}: target passes on {len(prompts)} validation prompts per weight "
@@ -466,6 +472,11 @@ def collect_all(cfg: DrafterTrainConfig, target, topk: dict, log=print) -> dict:
     expected = len(cfg.temperatures) * (cfg.n_prompts * unit_s + n_sets * unit_t) / cfg.jobs
     log(f"estimate: collecting {decodes} standard decodes of {cfg.gen_length} tokens takes ~{duration(expected)} "
         f"(one takes {unit_s:.1f} s here, {unit_t:.1f} s in threshold mode); progress and ETA follow")
+    if cfg.mix_prompts:
+        n_mix = len(cfg.temperatures) * len(MIX_GRID) * cfg.mix_prompts
+        log(f"then fitting, then choosing the pointer mixture: {n_mix} SPOT decodes at budget {cfg.mix_budget} "
+            f"(on a CPU each costs more than a standard decode: often the longest part; its own ETA follows then; "
+            f"--mix-prompts 0 chooses by validation accuracy instead)")
     progress = EtaProgress(decodes, "collect trajectories", expected)
     workers = None
     if cfg.jobs > 1:  # spawned workers (a fork would inherit torch's thread pools)

@@ -228,6 +228,15 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     # standard 7 f(1) + f2(1) = 0.09; SPOT f(1) + f2(6) + f(1) = 0.01 + 0.07 + 0.01 (f2 interpolated)
     assert summary(spot, base)["cost"]["ceiling"] == round(0.09 / (0.01 + 0.02 + 0.07 * 5 / 7 + 0.01), 2)
     assert "costs 3.0 plain passes (measured on this machine)" in s["note"] and "GPU" in s["note"]
+    # without a cost curve the passes themselves were timed: the figure holds the drafting, and says so
+    curve, spot.meta.cost_curve = spot.meta.cost_curve, []
+    for p, w in zip(spot.passes, (0.01, 0.04, 0.01)):
+        p.wall_s = w
+    for p in base.passes:
+        p.wall_s = 0.01
+    timed = summary(spot, base)
+    assert timed["cost"]["source"] == "this run" and "its drafting included (timed in this run)" in timed["note"]
+    spot.meta.cost_curve = curve
     spot.counters.wall_s = 0.005
     assert summary(spot, base)["kpis"][1]["tone"] == "good"
     spot.meta.device = "cuda:0"

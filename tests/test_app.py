@@ -331,10 +331,12 @@ def test_the_page_opens_on_the_default_models_example_and_keeps_a_model_without_
 
     h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
     out = h.first_example()  # (the default, TINY, has no example: the example is the micro model's, by its own name)
-    for name in ("model", "model_banner", "prompt_pick"):
+    for name in ("model", "model_banner", "prompt_pick", "prompt"):  # (Run decodes the model's own prompt)
         assert out[SHOW_OUTPUTS.index(name)] == gr.skip(), name
-    assert "Recorded example" in out[SHOW_OUTPUTS.index("status")]
     title, _, model = h.ctx.example_headers()[0]
+    status = out[SHOW_OUTPUTS.index("status")]
+    assert "Recorded example of another model" in status and f"prompt box on {h.ctx.default_model}" in status
+    assert model in status
     monkeypatch.setattr(h.ctx, "default_model", model)
     monkeypatch.setattr(h.ctx, "models", [*h.ctx.models, model])
     assert h.first_example()[SHOW_OUTPUTS.index("model")] == model

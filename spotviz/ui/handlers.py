@@ -262,9 +262,15 @@ class Handlers:
         # trees, which on a CPU makes a first live run slower than the standard decoder ("Run this example yourself"
         # still takes the example's)
         out[SHOW_OUTPUTS.index("budget")] = gr.skip()
-        if not own:  # (the menu, its banner and its prompts stay the default model's)
-            for name in ("model", "model_banner", "prompt_pick"):
+        if not own:  # (the menu, its banner, its prompts and the prompt box stay the default model's: Run decodes the
+            # model's own prompt, not another model's example text)
+            for name in ("model", "model_banner", "prompt_pick", "prompt"):
                 out[SHOW_OUTPUTS.index(name)] = gr.skip()
+            title = ctx.examples[0]["title"]
+            model = next((m for t, _, m in ctx.example_headers() if t == title), "")
+            out[SHOW_OUTPUTS.index("status")] = status_html(
+                f"Recorded example of another model{f' ({model})' if model else ''}, replayed without a model: {title}. Run decodes the "
+                f"prompt box on {ctx.default_model}; “Run this example yourself” decodes the example live.", "info")
         return out
 
     # --------------------------------------------------------------------------------------------- controls

@@ -405,8 +405,9 @@ def cmd_bench(a) -> int:
                       drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
                       simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size)
     res = run_bench(cfg, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
-    save(res, a.out)
+    written = save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
+    print(f"wrote {written} and its .json", file=sys.stderr)
     return 0
 
 

@@ -1,7 +1,7 @@
 """The benchmark command: one table, every row's counts consistent, speculative rows identical to standard."""
 import json
 
-from spotviz.eval.bench import run_bench, save, to_markdown
+from spotviz.eval.bench import file_stem, run_bench, save, to_markdown
 from spotviz.cli import main
 
 
@@ -46,7 +46,7 @@ def test_bench_rows_and_files(tiny_block_dir, tmp_path):
         assert token_share(r) > token_share(coupled)
     assert "Where the acceptance walks stopped" in to_markdown(res)
     save(res, tmp_path)
-    data = json.loads((tmp_path / f"bench-{res.model}.json").read_text())
+    data = json.loads((tmp_path / f"bench-{file_stem(res.model)}.json").read_text())
     assert len(data["rows"]) == len(res.rows)
     md = to_markdown(res)
     assert md.count("\n| exact |") + md.count("\n| threshold |") == len(res.rows) and "zero-overhead ceiling" in md
@@ -119,7 +119,7 @@ def test_bench_simulated_curve_times_every_decoder_on_that_curve(tiny_block_dir,
     # every pass costs at least the curve's second (real passes here take milliseconds): at most one pass a second
     assert all(0 < r["tokens_per_s"] * r["passes_per_token"] <= 1.0 for r in out["rows"])
     assert out["cost_curve"][0] == [1, 1.0]
-    assert "Simulated wall-clock" in (tmp_path / f"bench-{out['model']}.md").read_text()
+    assert "Simulated wall-clock" in (tmp_path / f"bench-{file_stem(out['model'])}.md").read_text()
     for args, message in ((["--simulate-curve", str(tmp_path / "none.json")], "error: cannot read the cost curve"),
                           (["--drafters", "spot,oracle"], "error: --drafters spot, oracle: choose from spot")):
         rc = main(["bench", "--model", str(tiny_block_dir), "--out", str(tmp_path)] + args)

@@ -347,6 +347,27 @@ def test_a_folder_named_like_a_shipped_model_is_not_that_model(capsys, tmp_path,
     assert code == 0, err
     assert "transferred" in json.loads(out)["drafters"] and "math-bd's shipped" not in json.loads(out)["drafters"]
     assert load_target("math-bd").info.name == "math-bd"  # (the shipped one keeps its name)
+    # its bench files are named after the path's end, in --out (a name with folders in it made them subfolders)
+    code, out, err = run_main(capsys, "bench", "--model", str(folder), "--n-prompts", "1", "--gen-length", "8",
+                              "--budgets", "2", "--temperatures", "0", "--modes", "exact", "--drafters", "spot",
+                              "--no-transfer", "--out", str(tmp_path / "bench"))
+    assert code == 0, err
+    written = sorted(p.name for p in (tmp_path / "bench").iterdir())
+    assert written == [f"bench-{tmp_path.name}-math-bd.json", f"bench-{tmp_path.name}-math-bd.md"]
+    assert f"wrote {tmp_path / 'bench' / written[1]}" in err
+
+
+def test_a_trained_models_final_folder_goes_by_its_runs_name(tmp_path, tiny_block_dir):
+    """train-target writes every model to OUT/final: two trained models must not share the name "final" (traces,
+    banners and bench files would take them for one)."""
+    import shutil
+
+    from spotviz.registry import load_target
+
+    for run in ("run-a", "run-b"):
+        shutil.copytree(tiny_block_dir, tmp_path / run / "final")
+    names = {load_target(str(tmp_path / run / "final")).info.name for run in ("run-a", "run-b")}
+    assert names == {"run-a-final", "run-b-final"}
 
 
 def test_an_empty_model_name_is_refused(capsys):

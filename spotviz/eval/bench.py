@@ -360,8 +360,18 @@ def to_markdown(res: BenchResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save(res: BenchResult, out: str | Path) -> None:
+def file_stem(model: str) -> str:
+    """A model's name as part of a file name: a name with folders in it (a path, a Hub repo id) by its last two
+    parts joined with "-", characters outside [A-Za-z0-9._-] replaced."""
+    parts = [p for p in str(model).replace("\\", "/").split("/") if p][-2:] or ["model"]
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in "-".join(parts)).lstrip(".") or "model"
+
+
+def save(res: BenchResult, out: str | Path) -> Path:
+    """Write bench-<model>.json and .md into `out`; returns the .md's path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"bench-{res.model}.json").write_text(json.dumps(asdict(res), indent=1))
-    (out / f"bench-{res.model}.md").write_text(to_markdown(res))
+    stem = f"bench-{file_stem(res.model)}"
+    (out / f"{stem}.json").write_text(json.dumps(asdict(res), indent=1))
+    (out / f"{stem}.md").write_text(to_markdown(res))
+    return out / f"{stem}.md"

@@ -134,11 +134,17 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
 def folder_label(path: Path) -> str:
     """The name a model folder goes by: its folder's name, unless that is a shipped or published model's name and the
     folder is not that model (a copy, a retrained model): then its path, so that it takes neither the shipped model's
-    drafters, nor its cached cost curve, nor its label."""
+    drafters, nor its cached cost curve, nor its label; a folder train-target named (`final`, `checkpoint`) goes by
+    its parent's name with it (`my-run-final`), so that two trained models are not one name."""
     shipped = ASSETS / "models" / path.name
     if path.name in PUBLISHED or shipped.is_dir() and path.resolve() != shipped.resolve():
         return str(path.resolve())
+    if path.name in GENERIC_FOLDERS and path.resolve().parent.name:  # (train-target's OUT/final: named by OUT;
+        return f"{path.resolve().parent.name}-{path.name}"  # no "/": a name with one is a Hub repo id)
     return path.name
+
+
+GENERIC_FOLDERS = ("final", "checkpoint")  # folder names train-target gives every model: no name by themselves
 
 
 def folder_spec(folder: Path, config: dict) -> dict:

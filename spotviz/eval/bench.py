@@ -318,8 +318,8 @@ def to_markdown(res: BenchResult) -> str:
     if q:
         syn = (f"; generated lines inside the longest valid-Python prefix: {100 * q['mean_valid_line_share']:.0f}%"
                if "mean_valid_line_share" in q else "")
-        lines += [f"Greedy (T=0) outputs: {q['degenerate_outputs']} of {q['outputs']} degenerate (distinct tokens "
-                  f">= {100 * DISTINCT_MIN:.0f}%, no token > {100 * TOP_SHARE_MAX:.0f}%, no run > {RUN_MAX}); worst "
+        lines += [f"Greedy (T=0) outputs: {q['degenerate_outputs']} of {q['outputs']} degenerate (failing any of: distinct "
+                  f"tokens >= {100 * DISTINCT_MIN:.0f}%, no token > {100 * TOP_SHARE_MAX:.0f}%, no run > {RUN_MAX}); worst "
                   f"distinct share {100 * q['min_distinct_share']:.0f}%, worst top-token share "
                   f"{100 * q['max_top_token_share']:.0f}%, longest run {q['max_longest_run']}{syn}", ""]
     if res.cost_curve:

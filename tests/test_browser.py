@@ -238,8 +238,10 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     pg.wait_for_function(f"() => document.querySelectorAll('{EXPLAINER} .js-plotly-plot').length === 4")
     assert pg.evaluate("() => !!window.Plotly && Array.from(document.scripts).some(s => "
                        "s.src.includes('/gradio_api/file=') && s.src.endsWith('plotly-basic.min.js'))")
-    # the example set the controls: Run does what is shown
-    assert pg.input_value("#sv-prompt textarea") == main.meta.prompt
+    # the example set the controls, but not the prompt: it is another model's example (the default model, TINY,
+    # has none of its own), and Run decodes the default model's own prompt; the status says whose example it is
+    assert pg.input_value("#sv-prompt textarea") != main.meta.prompt and main.meta.model != TINY
+    assert f"Recorded example of another model ({main.meta.model})" in status(pg)
     assert pg.input_value("#sv-drafter input") == main.meta.drafter
     run_box = pg.locator("#sv-run").bounding_box()
     canvas_box = pg.locator(f"{EXPLAINER} .sve-run[data-role=main]").bounding_box()
@@ -258,12 +260,21 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     order = {t["name"]: t for t in after["order"]}
     drawn = sorted(order["the model's own decision"]["y"] + order["drafted, accepted"]["y"])
     assert drawn == sorted(p.index + 1 for p in main.passes[:k] for _ in p.commits)  # passes 1..k, numbered from 1
-    # the arrow keys step the same timeline; the space bar plays and pauses (its tooltip says so)
+    # the arrow keys step the same timeline; the space bar plays and pauses inside the views (its tooltip says so)
+    # and scrolls the page elsewhere; keys with a modifier (Alt+arrow: the browser's Back) and keys on the page's
+    # own controls are theirs
     pg.locator("body").click(position={"x": 5, "y": 5})
     pg.keyboard.press("ArrowRight")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '{k + 1}'")
     pg.keyboard.press("ArrowLeft")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '{k}'")
+    for keys in ("Alt+ArrowRight", "Control+ArrowRight", "Space"):
+        pg.keyboard.press(keys)
+    pg.focus("#sv-run")
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_timeout(300)
+    assert ex(pg)["pass"] == str(k) and ex(pg)["playing"] == "0"
+    pg.locator(f"{EXPLAINER} .sve-pos").click()
     pg.keyboard.press("Space")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.playing === '1'")
     pg.keyboard.press("Space")

@@ -37,7 +37,7 @@ GEN_INFO = "at most the model's context minus the prompt"
 
 
 def status_html(message: str, kind: str = "info") -> str:
-    return f'<div class="sv-status {kind}">{esc(message)}</div>'
+    return f'<div class="sv-status {kind}" role="status" aria-live="polite">{esc(message)}</div>'
 
 
 def statuses_html(parts: list[tuple[str, str]]) -> str:

@@ -31,24 +31,33 @@ MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 # a live run: "Run this example yourself" goes (it would run the example or replay that is no longer on screen)
 # on a phone the status and the views come under the buttons: they are brought up so the run is seen as it streams
+# (with "Run this example yourself" focused when it goes, focus moves to Stop, not to the page's start; scrolling is
+# instant for a visitor who asks for reduced motion)
 START_JS = """(...a) => { window.__svStart && window.__svStart();
-  const b = document.querySelector('#sv-run-this'); if (b) b.style.display = 'none';
+  const b = document.querySelector('#sv-run-this');
+  if (b && b.contains(document.activeElement)) {
+    const stop = document.querySelector('#sv-stop'), btn = stop && (stop.matches('button') ? stop : stop.querySelector('button'));
+    if (btn) btn.focus(); }
+  if (b) b.style.display = 'none';
   const s = document.querySelector('#sv-status');
-  if (s && window.innerWidth <= 760) s.scrollIntoView({behavior: 'smooth', block: 'start'}); return a; }"""
+  const how = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
+  if (s && window.innerWidth <= 760) s.scrollIntoView({behavior: how, block: 'start'}); return a; }"""
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
 SHOW_JS = """() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';
   const e = document.querySelector('#sv-status'); if (!e) return;
   const top = e.getBoundingClientRect().top;
-  if (top < 0 || top > window.innerHeight * 0.6) e.scrollIntoView({behavior: 'smooth', block: 'start'}); }"""
+  const how = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
+  if (top < 0 || top > window.innerHeight * 0.6) e.scrollIntoView({behavior: how, block: 'start'}); }"""
 
 HEADER = """
-<div class="sv-header"><b>spotviz</b> <span>lossless speculative decoding for diffusion language models: a small
+<div class="sv-header"><h1 class="sv-title">spotviz</h1> <span>lossless speculative decoding for diffusion language models: a small
 drafter guesses which slots the model will fill next, and one model pass checks all the guesses at once.</span></div>
 """
 
 APP_CSS = """
 .sv-header { font-size: 14px; color: var(--body-text-color-subdued, #52525b); }
-.sv-header b { font-size: 22px; color: var(--body-text-color, #222); margin-right: 8px; }
+.sv-header .sv-title { display: inline; font-size: 22px; font-weight: 700; margin: 0 8px 0 0; padding: 0; border: 0;
+  color: var(--body-text-color, #222); }
 .sv-status { font-size: 14px; padding: 6px 10px; border-radius: 8px; }
 .sv-status.ok { background: #eef7ee; color: #1b5e20; }
 .sv-status.err { background: #fdecea; color: #8e1b10; }
@@ -57,6 +66,9 @@ APP_CSS = """
 LAYOUT_CSS = """
 #sv-main-row { align-items: flex-start; }
 #sv-head-line h1 { margin: 0; font-size: 22px; }
+/* a visible focus ring on the controls whose own (Gradio's) changes nothing a keyboard user can see */
+#sv-main-row input:is([type=radio], [type=range], [type=checkbox]):focus-visible { outline: 2px solid #1a3d6d;
+  outline-offset: 2px; }
 #sv-run-row { gap: 8px; }
 #sv-explainer .html-container { padding-top: 2px; }
 /* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it
@@ -71,6 +83,9 @@ LAYOUT_CSS = """
   #sv-main-row { flex-direction: column; flex-wrap: nowrap; }
   #sv-controls { display: contents; }
   #sv-prompt, #sv-run-row, #sv-run-this { order: 1; }
+  /* (Gradio wraps the checkbox in a form of its own, a flex item of order 0: it showed above Run, which it follows
+     in the tab order) */
+  #sv-controls > .form:has(#sv-race) { order: 1; }
   #sv-out { order: 2; width: 100%; min-width: 0 !important; }
   #sv-settings, #sv-replay { order: 3; width: 100%; }
   #sv-explainer .html-container { padding-left: 2px; padding-right: 2px; }
@@ -82,8 +97,12 @@ LAYOUT_CSS = """
 def app_theme():
     """Gradio's default theme with readable secondary text: its subdued colour (setting help, the views' captions
     and counters) is neutral-400, #bbbbc2, a contrast of 1.9:1 on white; neutral-600 is 7.7:1 (dark mode keeps
-    Gradio's own)."""
-    return gr.themes.Default().set(body_text_color_subdued="*neutral_600", body_text_color_subdued_dark="*neutral_400")
+    Gradio's own); and a Run button whose white label reaches 4.5:1 (Stop is a secondary button: dark on grey,
+    and told apart from Run at a glance)."""
+    return gr.themes.Default().set(body_text_color_subdued="*neutral_600", body_text_color_subdued_dark="*neutral_400",
+                                   # white on Run's orange-500 was 2.8:1: orange-700 5.2:1
+                                   button_primary_background_fill="*primary_700",
+                                   button_primary_background_fill_hover="*primary_800")
 
 
 # outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone
@@ -145,7 +164,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                     elem_id="sv-prompt")
                 with gr.Row(elem_id="sv-run-row"):
                     run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
-                    stop_btn = gr.Button("Stop", variant="stop", elem_id="sv-stop", min_width=80)
+                    stop_btn = gr.Button("Stop", variant="secondary", elem_id="sv-stop", min_width=80)
                 run_this = gr.Button("Run this example yourself", size="sm", elem_id="sv-run-this")
                 race = gr.Checkbox(value=False, label="Race: " + ", ".join(
                     ["SPOT (SPOT-Sets in threshold mode)"] + RACE_BASELINES + ["the standard decoder"])

@@ -89,7 +89,9 @@
       if (S.source === 'live') { if (follow) liveStep(); }
       else if (!S.opened) {
         S.opened = true;
-        if (S.play) { K = Math.min(1, SV.total(S)); startPlay(); }
+        // (a visitor who asks for reduced motion gets the example at rest on its last pass: Play plays it)
+        if (S.play && !matchMedia('(prefers-reduced-motion: reduce)').matches) { K = Math.min(1, SV.total(S)); startPlay(); }
+        else if (S.play) K = restPass();
         else K = S.source === 'page' ? Math.min(1, SV.total(S)) : restPass();
       }
       schedule();
@@ -177,12 +179,20 @@
     guide.querySelector('.sve-guide-close').addEventListener('click', () => { guide.hidden = true; window.__svGuideClosed = true; });
     if (!window.__svKeys) {   // one document listener for the page's lifetime (never one per update)
       window.__svKeys = true;
+      // Keys act on the views only where they mean nothing else: never with a modifier (Alt+arrow is the browser's
+      // Back, Ctrl+arrow moves by word), never in a field, on a control of the page outside the views, or in a box
+      // that scrolls (the wide tree scrolls with the arrows); the space bar only inside the views (elsewhere it
+      // scrolls the page), the arrows also with nothing focused.
       document.addEventListener('keydown', (e) => {
-        const t = e.target, tag = t && t.tagName;
+        if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
+        const t = e.target, tag = t && t.tagName, view = t && t.closest && t.closest('.sve');
+        const idle = !t || t === document.body || t === document.documentElement;
+        if (!view && !idle) return;
         const scrubber = tag === 'INPUT' && t.classList.contains('sve-scrub');   // (its arrows are its own; Space plays)
         if ((tag === 'INPUT' && !(scrubber && e.key === ' ')) || tag === 'TEXTAREA' || tag === 'SELECT' ||
             (t && t.isContentEditable)) return;
-        if (e.key === ' ' && (tag === 'BUTTON' || tag === 'SUMMARY' || tag === 'A')) return;   // their own click
+        if (e.key === ' ' && (idle || tag === 'BUTTON' || tag === 'SUMMARY' || tag === 'A')) return;   // (their own)
+        if (t && t.closest && t.closest('.sve-plot-box')) return;   // (a scrolling box: its keys scroll it)
         if (window.__svKey) window.__svKey(e);
       });
       window.addEventListener('resize', () => { if (window.__svResize) window.__svResize(); });
@@ -387,6 +397,11 @@
       drawn[name] = want;
       const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});
       const drawnFig = window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
+      // (role="img": the figure read as one picture, named by its heading, the pass and what its lines are)
+      const heading = div.closest('.sve-panel').querySelector('.sve-h');
+      const names = [...new Set((fig.data || []).filter((t) => t.name && t.showlegend !== false).map((t) => t.name))];
+      div.setAttribute('aria-label', (heading ? heading.textContent : name) + ', up to pass ' + k +
+                       (fig.caption ? ': ' + fig.caption : names.length ? ': ' + names.join('; ') : ''));
       if (name === 'tree') {
         const box = div.parentNode;   // (a wide tree scrolls: keep where its walk stopped in view, once drawn)
         Promise.resolve(drawnFig).then(() => {
@@ -486,6 +501,7 @@
       if (K > n) K = n;
       scrub.max = String(n); scrub.value = String(K);
       posEl.textContent = 'pass ' + K + ' / ' + n;
+      scrub.setAttribute('aria-valuetext', 'pass ' + K + ' of ' + n);
       prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
       if (!playing) playBtn.textContent = following() ? '❚❚ Pause' : '▶ Play';
       for (const role of S.order) paintLane(role, K);
@@ -528,6 +544,10 @@
         root.dataset.state = 'stopped';
         setStatus('Stopped before its first pass arrived: the views still show the previous run. Run starts over.', 'info');
         return;
+      }
+      if (following()) {   // the run ended on the server and the views are still catching up: Stop ends the motion
+        follow = false; clearTimeout(liveTimer); liveTimer = null; liveAwait = false;
+        K = SV.total(S); schedule();
       }
       if (!S || S.source !== 'live' || S.state !== 'live') return;
       stopPlay();

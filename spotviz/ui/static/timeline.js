@@ -9,16 +9,19 @@
   // One colour means one thing everywhere (canvases, figures, headline).
   SV.COLORS = {
     target: '#2c6fbb',      // the model's own decision (the standard decoder has only these); the bonus
-    draft: '#1a8a4a',       // a drafted decision the pass accepted
+    draft: '#177f44',       // a drafted decision the pass accepted
     reject: '#b4b4b4',      // a drafted decision the pass rejected
     root: '#37474f',        // the state a tree grows from
     mark: '#222222',        // the pass on screen
-    warn: '#b26a00',        // amber: below 1x
+    warn: '#9a5b00',        // amber: below 1x
   };
   // run lines: the standard decoder blue (as its decisions), each drafter its own colour
-  SV.RUN_COLORS = {none: '#2c6fbb', spot: '#1a8a4a', 'spot-sets': '#1a8a4a', 'training-free': '#d9822b',
+  SV.RUN_COLORS = {none: '#2c6fbb', spot: '#177f44', 'spot-sets': '#177f44', 'training-free': '#a85d10',
                    calibrated: '#c2185b'};
   SV.runColor = (meta) => SV.RUN_COLORS[meta && meta.drafter] || '#6d4c41';
+  // a line pattern per drafter too, so that the race reads without telling colours apart
+  SV.RUN_DASHES = {'training-free': 'dash', calibrated: 'dashdot'};
+  SV.runDash = (meta) => SV.RUN_DASHES[meta && meta.drafter] || 'solid';
   SV.drafterName = (d) => ({none: 'standard', spot: 'SPOT', 'spot-sets': 'SPOT-Sets'})[d] || d;
 
   // Text for Plotly labels: Plotly reads a subset of HTML in text, so trace text is escaped first.

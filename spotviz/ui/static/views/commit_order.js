@@ -39,7 +39,7 @@
       {type: 'scatter', mode: 'markers', name: "the model's own decision", x: cells.t.x, y: cells.t.y,
        hovertext: cells.t.text, hoverinfo: 'text', marker: {symbol: 'square', size: size, color: C.target}},
       {type: 'scatter', mode: 'markers', name: 'drafted, accepted', x: cells.d.x, y: cells.d.y,
-       hovertext: cells.d.text, hoverinfo: 'text', marker: {symbol: 'square', size: size, color: C.draft}},
+       hovertext: cells.d.text, hoverinfo: 'text', marker: {symbol: 'diamond', size: size * 1.15, color: C.draft}},
       {type: 'scatter', mode: 'lines', name: 'pass on screen', hoverinfo: 'skip', line: {color: C.mark, width: 1.2},
        x: band ? [lo, hi, hi, lo, lo] : [], y: band ? [band - 0.5, band - 0.5, band + 0.5, band + 0.5, band - 0.5] : []},
       {type: 'scatter', mode: 'markers', name: 'committed in this pass', x: now.x, y: now.y, hoverinfo: 'skip',

@@ -227,9 +227,12 @@
       const h = document.createElement('div'); h.className = 'sve-head';
       const text = document.createElement('div'); text.className = 'sve-text';
       const foot = document.createElement('div'); foot.className = 'sve-foot';
-      box.appendChild(h); box.appendChild(text); box.appendChild(foot);
+      // (the token canvas is read to screen readers as one sentence of its own, not as hundreds of "·" spans)
+      const sr = document.createElement('div'); sr.className = 'sve-sr';
+      text.setAttribute('aria-hidden', 'true');
+      box.appendChild(h); box.appendChild(sr); box.appendChild(text); box.appendChild(foot);
       lanesEl.appendChild(box);
-      const L = {box: box, head: h, text: text, foot: foot, slots: [], shownK: 0, overlay: []};
+      const L = {box: box, head: h, text: text, foot: foot, sr: sr, slots: [], shownK: 0, overlay: []};
       lanes.set(role, L);
       lanesEl.classList.toggle('sve-one', lanes.size === 1);
       lanesEl.classList.toggle('sve-two', lanes.size === 2);
@@ -325,6 +328,14 @@
         L.foot.textContent = n + ' of ' + R.meta.gen + ' slots committed after ' +
           SV.plural(kk, 'target pass', 'target passes') + rate;
       }
+      let drafted = 0, own = 0, said = '';
+      for (const sl of L.slots) {
+        if (sl.classList.contains('d')) drafted++; else if (sl.classList.contains('t')) own++; else continue;
+        said += sl.textContent;
+      }
+      L.sr.textContent = SV.runTitle(S, R)[0] + ', after pass ' + kk + ': ' + L.foot.textContent + '; ' + drafted +
+        ' drafted and accepted, ' + own + " the model's own decisions. Text so far: " +
+        said.replace(/∎+/g, ' (end of text) ');
     }
     function highlight(slots, on) {
       const R = SV.main(S), L = R && lanes.get(R.role);

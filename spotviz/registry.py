@@ -39,8 +39,10 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
     from .targets.embedded import EmbeddedTarget
     from .targets.hub import check_finite, quiet_loading, refuse_pickles
 
+    from .targets.published import folder_label
+
     folder = Path(folder)
-    name = name or folder.name
+    name = name or folder_label(folder)  # (as load_target names a folder: OUT/final goes by OUT-final)
     device = pick_device(device)  # a bad device fails before anything is read
     if not (folder / "model.safetensors").is_file() and folder.is_dir():
         refuse_pickles(folder, name, " (model.safetensors is missing)")

@@ -337,12 +337,16 @@ def test_the_page_opens_on_the_default_models_example_and_keeps_a_model_without_
     status = out[SHOW_OUTPUTS.index("status")]
     assert "Recorded example of another model" in status and f"prompt box on {h.ctx.default_model}" in status
     assert model in status
+    from spotviz.ui.inputs import prompts_for  # the length offered is one the default model has room for
+
+    top = h.ctx.gen_top(h.ctx.default_model, prompts_for(h.ctx.default_model)[0])
+    assert out[SHOW_OUTPUTS.index("gen_length")]["maximum"] == top
     monkeypatch.setattr(h.ctx, "default_model", model)
     monkeypatch.setattr(h.ctx, "models", [*h.ctx.models, model])
     assert h.first_example()[SHOW_OUTPUTS.index("model")] == model
 
 
-def test_a_zerogpu_call_asks_for_the_gpu_time_its_runs_need():
+def test_a_zerogpu_call_asks_for_the_gpu_time_its_runs_need(tiny_block_dir):
     """ZeroGPU refuses a call that asks for more than a visitor's remaining quota: the request follows the plan
     (runs x slots, a published model's loading), bounded."""
     from spotviz.samplers.config import DecodeConfig
@@ -360,3 +364,5 @@ def test_a_zerogpu_call_asks_for_the_gpu_time_its_runs_need():
     assert 10 <= alone < paired < race < 60 and paired < longer and paired < published
     assert huge == GPU_SECONDS_MAX
     assert all(isinstance(s, int) for s in (alone, paired, race, longer, published, huge))
+    # a model of one's own that train-target wrote is priced as the embedded model it is, not as a published one
+    assert gpu_seconds(0, str(tiny_block_dir), "q", RunPlan(DecodeConfig(drafter="spot", gen_length=96))) == paired

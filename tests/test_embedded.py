@@ -143,11 +143,18 @@ def test_train_on_python_then_continue_with_init_from(tmp_path):
     # a folder's cached corpus is reused only with the settings it was drawn with (it was trained on another
     # corpus, and labelled with this run's, when the settings were ignored); the same settings resume
     before = {f.name: f.stat().st_mtime_ns for f in (tmp_path / "a").iterdir() if f.is_file()}
-    for other in (dict(corpus="shakespeare"), dict(vocab_size=400), dict(corpus_fraction=0.02)):
-        with pytest.raises(ValueError, match="holds a corpus drawn with other settings"):
+    for other, said in ((dict(corpus="shakespeare"), "--corpus 'python' there, 'shakespeare' here"),
+                        (dict(vocab_size=400), "--vocab-size 320 there, 400 here"),
+                        (dict(corpus_fraction=0.02), "--corpus-fraction 0.01 there, 0.02 here")):
+        with pytest.raises(ValueError, match="holds a corpus drawn with other settings") as e:
             training.train_target(_tiny_python_cfg(tmp_path / "a", **other), log=lambda *a: None)
+        assert said in str(e.value)
     assert {f.name: f.stat().st_mtime_ns for f in (tmp_path / "a").iterdir() if f.is_file()} == before
     assert training.train_target(_tiny_python_cfg(tmp_path / "a", max_steps=4), log=lambda *a: None)["steps"] == 4
+    # the same --init-from folder spelled another way is the same corpus (tmp_path/b was drawn with str(first))
+    other_spelling = str(first.parent / ".." / first.parent.name / "final") + "/"
+    assert training.train_target(_tiny_python_cfg(tmp_path / "b", init_from=other_spelling, lr=0.0, max_steps=4),
+                                 log=lambda *a: None)["steps"] == 4
 
 
 # ------------------------------------------------------------------------------------------ quality

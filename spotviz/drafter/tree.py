@@ -191,22 +191,23 @@ class TreeGrowth:
         self.n_masked = int(self.masked.sum())
         self.heap: list = []
         self.tie = 0  # (heap entries of equal priority keep the order they were pushed in)
-
-    def grow(self, min_path_prob: float = 0.0) -> list[DraftNode]:
-        view, policy, nodes = self.view, self.policy, self.nodes
-        if policy.budget <= 1 or (self.n_masked == 0 and view.ahead is None):
-            return nodes
         ahead = view.ahead
         self.w = view.width
         self.masked_ahead = ahead.masked.cpu().numpy() if ahead is not None else None
         self.s1_window = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
         self.max_depth = self.n_masked + (int(self.masked_ahead.sum()) - 1 if ahead is not None else 0)
+        self.eos = set(view.eos_ids)
+        self.near_ok = view.known is not None and policy.budget > ONE_GUESS  # (one guess: the likeliest will do)
+        self.ctx = self.ctx_ahead = None  # the proposer's per-pass contexts (grow prepares them)
+
+    def grow(self, min_path_prob: float = 0.0) -> list[DraftNode]:
+        """The tree's nodes in best-first order (call it once: a TreeGrowth grows one tree)."""
+        view, policy, nodes = self.view, self.policy, self.nodes
+        if policy.budget <= 1 or (self.n_masked == 0 and view.ahead is None):
+            return nodes
         # the proposer's per-pass context, prepared up front as its contract says (none where this window is complete)
         self.ctx = self.proposer.prepare(view, max_depth=min(self.max_depth, policy.budget - 1)) \
             if self.n_masked else None
-        self.ctx_ahead = None  # prepared when a node first completes the window
-        self.eos = set(view.eos_ids)
-        self.near_ok = view.known is not None and policy.budget > ONE_GUESS  # (one guess: the likeliest will do)
         policy.begin(self.n_masked)
         self.expand(self.root)
         heap = self.heap

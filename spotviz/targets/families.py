@@ -129,6 +129,8 @@ def _load_llada(folder: Path, config: dict, repo: str | None, dtype, name: str):
     from transformers import LlamaForCausalLM
 
     missing = [k for k in LLADA_CONFIG_KEYS if k not in config]
+    if "vocab_size" not in config and "embedding_size" not in config:
+        missing.append("vocab_size (or embedding_size)")
     if missing and not remote_code_allowed(repo):  # (not LLaDA's config at all: remote code is not the lever)
         raise ModelLoadError(
             f"model {name!r}: config.json says LLaDA but lacks the keys of LLaDA's OLMo-style config: "

@@ -362,23 +362,26 @@ def tune_mix_by_passes(model: SpotDrafter, target, prompts: list[str], temperatu
 
     chosen, table = dict(keep or {}), {}
     progress = EtaProgress(len(temperatures) * len(grid) * len(prompts), "choose the pointer mixture")
-    for t in temperatures:
-        t = float(t)
-        table[t] = {}
-        for lam in grid:
-            set_mix_line(model, chosen | {t: lam})
-            proposer = SpotProposer(model, partner=partner)
-            table[t][lam] = 0
-            for i, p in enumerate(prompts):
-                table[t][lam] += len(decode_spot(target, p, DecodeConfig(mode="exact", temperature=t, seed=i,
-                                                                          gen_length=gen_length, budget=budget,
-                                                                          drafter="spot"), proposer).passes)
-                progress.tick()
-        log(f"  ({progress.eta()})")
-        near = (prefer or {}).get(t, grid[len(grid) // 2])
-        chosen[t] = min(grid, key=lambda lam: (table[t][lam], abs(lam - near)))
-        log(f"  pointer mixture at T={t:g}: target passes on {len(prompts)} validation prompts per weight "
-            + ", ".join(f"{lam:g}: {n}" for lam, n in table[t].items()) + f" -> {chosen[t]:g}")
+    try:
+        for t in temperatures:
+            t = float(t)
+            table[t] = {}
+            for lam in grid:
+                set_mix_line(model, chosen | {t: lam})
+                proposer = SpotProposer(model, partner=partner)
+                table[t][lam] = 0
+                for i, p in enumerate(prompts):
+                    table[t][lam] += len(decode_spot(target, p, DecodeConfig(mode="exact", temperature=t, seed=i,
+                                                                              gen_length=gen_length, budget=budget,
+                                                                              drafter="spot"), proposer).passes)
+                    progress.tick()
+                log(f"  T={t:g}, weight {lam:g}: {table[t][lam]} passes ({progress.eta()})")
+            near = (prefer or {}).get(t, grid[len(grid) // 2])
+            chosen[t] = min(grid, key=lambda lam: (table[t][lam], abs(lam - near)))
+            log(f"  pointer mixture at T={t:g}: target passes on {len(prompts)} validation prompts per weight "
+                + ", ".join(f"{lam:g}: {n}" for lam, n in table[t].items()) + f" -> {chosen[t]:g}")
+    finally:
+        progress.close()
     set_mix_line(model, chosen)
     model.train(was_training)
     return chosen, table

@@ -167,8 +167,10 @@ def data_settings(cfg: TrainTargetConfig) -> dict:
     else:
         keys += ["corpus_fraction"]
     out = {k: getattr(cfg, k) for k in keys}
+    if cfg.init_from:  # (one folder however it is spelled)
+        out["init_from"] = str(Path(cfg.init_from).expanduser().resolve())
     if cfg.corpus == "math":
-        out["chunked"] = bool(cfg.data_workers)  # (a parallel draw is another corpus than the sequential one)
+        out["data_workers"] = bool(cfg.data_workers)  # (a parallel draw is another corpus than the sequential one)
     return out
 
 
@@ -188,8 +190,12 @@ def check_cached_data(cfg: TrainTargetConfig, out: Path) -> None:
         have = {**want, "corpus": src.get("corpus", want["corpus"])}
     diff = [k for k in want if k in have and have[k] != want[k]]
     if diff:
+        def said(k, v):  # (as the command line spells it)
+            return ("some" if v else "none") if k == "data_workers" else repr(v)
+
         raise ValueError(f"--out {cfg.out} holds a corpus drawn with other settings ("
-                         + ", ".join(f"{k} {have[k]!r} there, {want[k]!r} here" for k in diff)
+                         + ", ".join(f"--{k.replace('_', '-')} {said(k, have[k])} there, {said(k, want[k])} here"
+                                     for k in diff)
                          + "): give the same settings to resume it, or another --out to start afresh")
 
 

@@ -37,7 +37,7 @@ GEN_INFO = "at most the model's context minus the prompt"
 
 
 def status_html(message: str, kind: str = "info") -> str:
-    return f'<div class="sv-status {kind}" role="status" aria-live="polite">{esc(message)}</div>'
+    return f'<div class="sv-status {kind}">{esc(message)}</div>'
 
 
 def statuses_html(parts: list[tuple[str, str]]) -> str:
@@ -262,10 +262,15 @@ class Handlers:
         # trees, which on a CPU makes a first live run slower than the standard decoder ("Run this example yourself"
         # still takes the example's)
         out[SHOW_OUTPUTS.index("budget")] = gr.skip()
-        if not own:  # (the menu, its banner, its prompts and the prompt box stay the default model's: Run decodes the
-            # model's own prompt, not another model's example text)
+        shown = 'class="sv-status ok"' in str(out[SHOW_OUTPUTS.index("status")])  # (not an error loading it)
+        if not own and shown:  # (the menu, its banner, its prompts and the prompt box stay the default model's: Run
+            # decodes the model's own prompt, not another model's example text, at a length that model has room for)
             for name in ("model", "model_banner", "prompt_pick", "prompt"):
                 out[SHOW_OUTPUTS.index(name)] = gr.skip()
+            wanted = out[SHOW_OUTPUTS.index("wanted_length")]
+            top = ctx.gen_top(ctx.default_model, prompts_for(ctx.default_model)[0])
+            if isinstance(wanted, int):
+                out[SHOW_OUTPUTS.index("gen_length")] = gr.update(value=min(wanted, top), maximum=top, info=GEN_INFO)
             title = ctx.examples[0]["title"]
             model = next((m for t, _, m in ctx.example_headers() if t == title), "")
             out[SHOW_OUTPUTS.index("status")] = status_html(

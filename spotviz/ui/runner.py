@@ -156,8 +156,24 @@ def _error(run: str, where: str, e: BaseException) -> dict:
 
 
 GPU_SECONDS_PER_SLOT = {"embedded": 0.02, "published": 0.08}  # generous per committed slot and run (passes <= slots)
-GPU_SECONDS_LOAD = 60  # a published model other than the default one is loaded inside the GPU call
+GPU_SECONDS_LOAD = 60  # a published model the worker has not loaded yet is loaded inside the GPU call
 GPU_SECONDS_MAX = 120
+
+
+def is_embedded(model: str) -> bool:
+    """Whether `model` names a spotviz model (a shipped name, or a folder train-target wrote) rather than a
+    published DLM."""
+    from pathlib import Path
+
+    from ..registry import EMBEDDED
+
+    if model in EMBEDDED:
+        return True
+    config = Path(model).expanduser() / "config.json"
+    try:
+        return config.is_file() and '"spotviz-dlm"' in config.read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def gpu_seconds(store_key: int, model: str, prompt: str, plan) -> int:
@@ -165,12 +181,13 @@ def gpu_seconds(store_key: int, model: str, prompt: str, plan) -> int:
     same arguments). ZeroGPU refuses a call that asks for more than the visitor's remaining daily quota (a couple of
     minutes for anonymous visitors) and queues shorter requests first, so the request follows the work: the runs of
     the plan times the slots each may commit, at a generous cost per slot (a standard pass of an embedded model
-    takes milliseconds on a GPU), plus a published model's loading; between 10 s and GPU_SECONDS_MAX."""
-    from ..registry import EMBEDDED
-
-    kind = "embedded" if model in EMBEDDED else "published"
+    takes milliseconds on a GPU), plus the loading of a published model not loaded yet; between 10 s and
+    GPU_SECONDS_MAX (an embedded model: 11 s for a standard run of 64 tokens, 50 s for a race of 512)."""
+    kind = "embedded" if is_embedded(model) else "published"
+    store = _STORES.get(store_key)
+    loading = kind == "published" and not (store is not None and store.loaded(model))
     slots = sum(cfg.gen_length for _, cfg in plan.runs)
-    seconds = 10 + slots * GPU_SECONDS_PER_SLOT[kind] + (GPU_SECONDS_LOAD if kind == "published" else 0)
+    seconds = 10 + slots * GPU_SECONDS_PER_SLOT[kind] + (GPU_SECONDS_LOAD if loading else 0)
     return int(min(GPU_SECONDS_MAX, seconds))
 
 

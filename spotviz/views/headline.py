@@ -128,6 +128,8 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     if cost.get("ceiling") is not None:
         lead += (f", so {times(sum_['ratio'])}× fewer passes allow about {cost['ceiling']:.2f}× the speed (counting the "
                  "forwards alone)")
+    if cost["source"] != "measured":
+        return lead + "; on a GPU the batch itself costs about one pass (the drafting stays)."
     return lead + "; on a GPU that batch costs about one pass, so passes saved become time saved."
 
 

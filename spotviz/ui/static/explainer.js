@@ -28,6 +28,12 @@
 
   window.SpotvizExplainer = function (element, props, watch) {
     const SV = window.SV;
+    // the status line is announced to screen readers: its container is the live region (Gradio replaces the
+    // message inside it; a region inserted with its message already in it is often not announced)
+    const statusBox = document.querySelector('#sv-status');
+    if (statusBox && !statusBox.hasAttribute('aria-live')) {
+      statusBox.setAttribute('role', 'status'); statusBox.setAttribute('aria-live', 'polite');
+    }
     const root = element.querySelector('.sve');
     const $ = (s) => root.querySelector(s);
     const headEl = $('.sve-headline'), noteEl = $('.sve-note'), guide = $('.sve-guide');
@@ -328,9 +334,11 @@
         L.foot.textContent = n + ' of ' + R.meta.gen + ' slots committed after ' +
           SV.plural(kk, 'target pass', 'target passes') + rate;
       }
-      let drafted = 0, own = 0, said = '';
-      for (const sl of L.slots) {
-        if (sl.classList.contains('d')) drafted++; else if (sl.classList.contains('t')) own++; else continue;
+      let drafted = 0, own = 0, said = '', gap = false;
+      for (const sl of L.slots) {   // (a run of masked slots between committed ones reads as "…")
+        if (sl.classList.contains('d')) drafted++; else if (sl.classList.contains('t')) own++;
+        else { gap = said !== ''; continue; }
+        if (gap) { said += ' … '; gap = false; }
         said += sl.textContent;
       }
       L.sr.textContent = SV.runTitle(S, R)[0] + ', after pass ' + kk + ': ' + L.foot.textContent + '; ' + drafted +

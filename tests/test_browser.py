@@ -472,6 +472,9 @@ def test_ten_runs_stop_replay_and_uploads_in_one_tab_without_errors_or_listener_
     names = pg.evaluate("""() => Array.from(document.querySelectorAll('#sv-download td.filename .stem'))
         .map(a => [a.textContent.trim(), a.scrollWidth <= a.clientWidth + 1])""")
     assert len(names) == 3 and all(fits for _, fits in names), names
+    # each download link is named by its file for a screen reader (Gradio names it by its size alone)
+    pg.wait_for_function("""() => Array.from(document.querySelectorAll('#sv-download td.download a'))
+        .every(a => (a.getAttribute('aria-label') || '').startsWith('Download spotviz-'))""", timeout=5_000)
     pg.click("#sv-stop")
     entry = list_examples(trace_dir)[0]
     pg.set_input_files("#sv-upload input[type=file]", [entry["main"]] + ([entry["baseline"]] if entry["baseline"]

@@ -34,6 +34,22 @@
     if (statusBox && !statusBox.hasAttribute('aria-live')) {
       statusBox.setAttribute('role', 'status'); statusBox.setAttribute('aria-live', 'polite');
     }
+    // the download links (Gradio's file list) are named by their size alone: name them by their file too
+    // (watched from the accordion that holds the list: Gradio mounts the list only once the accordion opens)
+    const downloads = document.querySelector('#sv-replay') || document.querySelector('#sv-download');
+    if (downloads && !downloads.__svNamed) {
+      downloads.__svNamed = true;
+      const name = () => {
+        for (const a of downloads.querySelectorAll('#sv-download td.download a, #sv-download a[download]')) {
+          const row = a.closest('tr'), file = row && row.querySelector('.filename');
+          const named = file && (file.getAttribute('aria-label') || file.textContent.replace(/\s+/g, ''));
+          const label = 'Download ' + (named || a.getAttribute('download') || 'file');
+          if (a.getAttribute('aria-label') !== label) a.setAttribute('aria-label', label);
+        }
+      };
+      new MutationObserver(name).observe(downloads, {childList: true, subtree: true});
+      name();
+    }
     const root = element.querySelector('.sve');
     const $ = (s) => root.querySelector(s);
     const headEl = $('.sve-headline'), noteEl = $('.sve-note'), guide = $('.sve-guide');

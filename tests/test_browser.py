@@ -653,3 +653,36 @@ def test_the_downloaded_page_opens_at_pass_1_and_every_frame_shows_its_own_pass(
     finally:
         offline.close()
     assert not errors and not outside, (errors, outside)
+
+
+def test_the_page_reads_for_screen_readers_and_respects_reduced_motion(browser, app_url):
+    """Headings, a live status line, figures named by what they show, a scrubber that says which pass; and a visitor
+    who asks for reduced motion gets the example at rest on its last pass instead of playing."""
+    pg = open_page(browser, app_url)
+    try:
+        wait_example(pg)
+        heads = pg.evaluate("() => Array.from(document.querySelectorAll('h1, h2, h3')).map(h => h.tagName)")
+        assert heads[0] == "H1" and heads.count("H3") == 4 and "H2" in heads
+        assert pg.get_attribute("#sv-status", "aria-live") == "polite"
+        pg.wait_for_function(f"""() => Array.from(document.querySelectorAll('{EXPLAINER} .sve-plot'))
+            .every(d => d.getAttribute('role') === 'img' && (d.getAttribute('aria-label') || '').length > 20)""",
+                             timeout=20_000)
+        k, n = ex(pg)["pass"], ex(pg)["npasses"]
+        assert pg.get_attribute(f"{EXPLAINER} .sve-scrub", "aria-valuetext") in (f"pass {k} of {n}",
+                                                                                  f"pass {int(k) + 1} of {n}")
+        lane = pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main] .sve-sr")
+        assert "drafted and accepted" in lane and "Text so far" in lane
+        assert pg.get_attribute(f"{EXPLAINER} .sve-run[data-role=main] .sve-text", "aria-hidden") == "true"
+        assert not pg.errors, pg.errors
+    finally:
+        pg.close()
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion="reduce")
+    try:
+        pg = ctx.new_page()
+        pg.goto(app_url)
+        pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}')?.dataset.ready === '1'", timeout=60_000)
+        wait_example(pg)
+        pg.wait_for_timeout(1500)  # (a playing example would have moved on by now)
+        assert ex(pg)["playing"] == "0" and ex(pg)["pass"] == ex(pg)["npasses"]
+    finally:
+        ctx.close()

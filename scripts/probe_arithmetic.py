@@ -26,7 +26,7 @@ import torch  # noqa: E402
 
 from spotviz.embedded.wordproblems import DRILL, generate  # noqa: E402
 from spotviz.eval.answers import STEP  # noqa: E402
-from spotviz.training.target import ResultDigits, block_training_mask, training_logits  # noqa: E402
+from spotviz.training.objective import ResultDigits, block_training_mask, training_logits  # noqa: E402
 
 
 def main() -> None:

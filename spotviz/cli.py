@@ -290,7 +290,7 @@ def cmd_train_target(a) -> int:
     if a.prepare_only:
         from pathlib import Path
 
-        from .training.target import prepare_data
+        from .training.target_data import prepare_data
 
         check_config(cfg)
         Path(a.out).mkdir(parents=True, exist_ok=True)

@@ -153,7 +153,9 @@ def test_row_corpus_noises_only_answer_positions_and_keeps_the_template(tiny_mat
     import numpy as np
     import torch
 
-    from spotviz.training.target import noise_block, prepare_problem_data, TrainTargetConfig
+    from spotviz.training.objective import noise_block
+    from spotviz.training.target import TrainTargetConfig
+    from spotviz.training.target_data import prepare_problem_data
 
     cfg = TrainTargetConfig(out=str(tiny_math_dir), corpus="math", seq_len=128)
     tok, (rows, start, blocks), _ = prepare_problem_data(cfg, tiny_math_dir)
@@ -174,7 +176,7 @@ def test_row_corpus_noises_only_answer_positions_and_keeps_the_template(tiny_mat
 def test_result_digits_are_the_computed_results_of_each_step(tiny_math_dir):
     import torch
 
-    from spotviz.training.target import ResultDigits
+    from spotviz.training.objective import ResultDigits
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tiny_math_dir / "tokenizer"))
@@ -212,7 +214,8 @@ def test_weighted_training_loss_and_drill_mix(tmp_path, tiny_math_dir):
     import torch
 
     from spotviz.embedded.modeling import SpotDLMConfig, SpotDLMForMaskedLM
-    from spotviz.training.target import TrainTargetConfig, block_training_mask, masked_loss, train_target
+    from spotviz.training.objective import block_training_mask, masked_loss
+    from spotviz.training.target import TrainTargetConfig, train_target
 
     model = SpotDLMForMaskedLM(SpotDLMConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1,
                                              num_attention_heads=2, intermediate_size=32,
@@ -342,7 +345,7 @@ def test_accuracy_reworded_split_is_the_heldout_problems_reworded():
 def test_token_budget_batches_hold_more_short_rows():
     import torch
 
-    from spotviz.training.target import sample_windows
+    from spotviz.training.target_data import sample_windows
 
     rows = torch.arange(100 * 128).view(100, 128)
     blocks = torch.tensor([2] * 50 + [7] * 50)  # rows ending in 2 or in 7 blocks of 16
@@ -365,14 +368,14 @@ def test_parallel_corpus_draw_is_the_same_for_any_worker_count_and_prepare_only_
     import numpy as np
 
     from spotviz import cli
-    from spotviz.training import target
+    from spotviz.training import target, target_data
 
-    monkeypatch.setattr(target, "CHUNK_PROBLEMS", 150)  # 400 problems: 3 chunks (the jobs are cut in the parent)
+    monkeypatch.setattr(target_data, "CHUNK_PROBLEMS", 150)  # 400 problems: 3 chunks (the jobs are cut in the parent)
     base = dict(corpus="math", problems=400, drills=0.25, reword=0.5, seq_len=128, vocab_size=300)
     rows = {}
     for workers in (0, 1, 2):
         out = tmp_path / f"w{workers}"
-        target.prepare_data(target.TrainTargetConfig(out=str(out), data_workers=workers, **base), out)
+        target_data.prepare_data(target.TrainTargetConfig(out=str(out), data_workers=workers, **base), out)
         rows[workers] = np.load(out / "train_rows.npy")
         src = json.loads((out / "source.json").read_text())
         assert src["train_problems"] == 400 and src["drill_problems"] == 100
@@ -470,7 +473,8 @@ def test_stories_chain_seen_steps_into_many_signatures_and_never_a_heldout_combi
 
 def test_training_corpus_mixes_in_a_share_of_stories_and_leaves_the_default_draw_alone(tmp_path):
     from spotviz.embedded import stories
-    from spotviz.training.target import TrainTargetConfig, train_target, training_problems
+    from spotviz.training.target import TrainTargetConfig, train_target
+    from spotviz.training.target_data import training_problems
 
     cfg = TrainTargetConfig(out=str(tmp_path), corpus="math", seed=2, reword=0.5)
     plain = training_problems(cfg, 200, 10, 0)

@@ -270,7 +270,7 @@ def main() -> int:
             res["stops"] = stops
             timed = [s["stop_ms"] for s in stops if s["stop_ms"] is not None]
             res["stop_ms"] = statistics.median(timed) if timed else None
-            print(f"3c. Stop: " + ", ".join("run finished before the click was handled" if s["stop_ms"] is None else
+            print("3c. Stop: " + ", ".join("run finished before the click was handled" if s["stop_ms"] is None else
                                             f"{s['stop_ms']:.0f} ms" + ("" if s["stayed_stopped"] else " (CHANGED after)")
                                             for s in stops)
                   + (f" -> median {res['stop_ms']:.0f} ms" if timed else ""))

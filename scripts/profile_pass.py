@@ -240,7 +240,7 @@ def main(argv=None):
     labels = ["drafter forward", "features", "drafter context", "tree build", "node states",
               "decide", "accept walk + bonus", "trace record", "known states", "bookkeeping", "budget policy"]
     print()
-    print(f"| configuration | passes | drafted passes | mean states | forward | " + " | ".join(labels)
+    print("| configuration | passes | drafted passes | mean states | forward | " + " | ".join(labels)
           + " | other | overhead per pass | overhead per drafted pass |")
     print("|---|---|---|---|---|" + "---|" * (len(labels) + 3))
     groups = []  # (row name, its passes, the passes its per-pass means are over)

@@ -4,7 +4,6 @@ style; uniform or semi-autoregressive states for full-attention ones), the atten
 ResultDigits), and the validation loss."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -13,8 +12,7 @@ import torch.nn.functional as F
 from ..embedded.modeling import SpotDLMForMaskedLM
 from .target_data import sample_windows
 
-if TYPE_CHECKING:  # (the config is training/target.py's, which uses this module)
-    from .target import TrainTargetConfig
+from .target_config import TrainTargetConfig
 
 def noise_block(x: torch.Tensor, block: int, mask_id: int, gen: torch.Generator, maskable=None):
     """Mask each block with its own ratio t ~ U(0, 1] (at least one masked position per block). `maskable`

@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-if TYPE_CHECKING:  # (the config is training/target.py's, which uses this module)
-    from .target import TrainTargetConfig
+from .target_config import TrainTargetConfig
 
 MIN_VOCAB = 260  # a byte-level BPE's floor: the 256 bytes and the special tokens (EOT, MASK, PAD), then merges
 CHUNK_PROBLEMS = 50_000  # the unit of a parallel corpus draw (data_workers > 0)

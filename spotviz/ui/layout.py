@@ -88,7 +88,8 @@ LAYOUT_CSS = """
   #sv-controls > .form:has(#sv-race) { order: 1; }
   #sv-out { order: 2; width: 100%; min-width: 0 !important; }
   #sv-settings, #sv-replay { order: 3; width: 100%; }
-  #sv-explainer .html-container { padding-left: 2px; padding-right: 2px; }
+  #sv-explainer .html-container, #sv-status .html-container, #sv-head-line .html-container { padding-left: 2px;
+    padding-right: 2px; }
   #sv-out, #sv-explainer { padding-left: 0 !important; padding-right: 0 !important; }
 }
 """

@@ -420,13 +420,19 @@
       }
       requestAnimationFrame(nextFigure);
     }
+    function roomFor(div) {   // the width a figure may take: its panel's content box (without the panel's padding,
+      // the figures ran 16 px past their panels and cut the last column of the commit order)
+      const box = div.parentNode, cs = getComputedStyle(box);
+      const inner = box.clientWidth - (parseFloat(cs.paddingLeft) || 0) - (parseFloat(cs.paddingRight) || 0);
+      return Math.max(200, Math.floor(inner || 300));
+    }
     function figKey(name, k) {   // what a figure shows: run, its version, the pass and the width drawn at
-      const width = Math.max(200, Math.floor(plots[name].parentNode.clientWidth || 300));
+      const width = roomFor(plots[name]);
       return S.id + ':' + S.version + ':' + k + ':' + width;
     }
     function drawFigure(name, k) {
       const div = plots[name];
-      const width = Math.max(200, Math.floor(div.parentNode.clientWidth || 300));
+      const width = roomFor(div);
       const want = figKey(name, k);
       if (drawn[name] === want) return false;
       drawn[name] = want;
@@ -555,7 +561,7 @@
       dropLive = false;
       if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
       root.dataset.state = 'starting';
-      setStatus('Starting… (the first run loads the model)', 'info');
+      setStatus('Starting… (a model\'s first run also loads it)', 'info');
       // "Cannot run: ..." (bad input, no model) arrives without a timeline: keep the views as they were. (Polled
       // while starting: Gradio may replace the status element, which an observer would not follow.)
       clearInterval(window.__svRefused);

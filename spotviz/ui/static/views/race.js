@@ -15,8 +15,11 @@
         xmax = Math.max(xmax, R.passes.length, live ? (R.meta.mode === 'exact' ? R.meta.gen : 8) : 1);
       }
     }
-    // drawn last to first, so the shown run (the first lane) lies on top where lines coincide; listed first to last
-    S.order.slice().reverse().forEach((role) => {
+    // listed first to last; drawn solid lines first (last lane to first, so the shown run lies on top of the other
+    // solid ones), then the dashed ones, whose gaps show a solid line they coincide with (a baseline that takes
+    // SPOT's very path was hidden under it)
+    const solid = (role) => SV.runDash(S.runs.get(role).meta) === 'solid' ? 0 : 1;
+    S.order.slice().reverse().sort((a, b) => solid(a) - solid(b)).forEach((role) => {
       const rank = S.order.indexOf(role);
       const R = S.runs.get(role);
       const col = SV.runColor(R.meta), name = R.meta ? SV.runTitle(S, R)[0] : role;
@@ -35,11 +38,13 @@
                line: {color: C.mark, width: 1, dash: 'dot'}, showlegend: false});
     // the legend above the plot, in rows (inside, it covered where the drafters finish; below, the axis title)
     const lanes = data.filter((d) => d.showlegend).length, width = o.width || 300;
-    const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 40) / 150)));   // (~150 px an entry)
-    const extra = 15 * rows + 2;
+    const ENTRY = 180;   // px an entry ("Standard decoder · 50 passes" and its line): as many a row as fit
+    const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 48) / ENTRY)));
+    const extra = 17 * rows + 2;
     const layout = SV.layout({width: width, height: (o.height || 190) + extra}, {
       margin: {l: 40, r: 8, t: 4 + extra, b: 30}, showlegend: true,
-      legend: {orientation: 'h', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', font: {size: 10}},
+      legend: {orientation: 'h', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', font: {size: 10},
+               entrywidth: ENTRY, entrywidthmode: 'pixels'},
       xaxis: {range: [0, xmax + 0.5], fixedrange: true, zeroline: false, title: {text: 'target passes', standoff: 2},
               tickfont: {size: 10}},
       yaxis: {range: [0, ymax * 1.04], fixedrange: true, zeroline: false, title: {text: 'slots', standoff: 2},

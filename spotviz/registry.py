@@ -92,6 +92,18 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
         target, rebuild=lambda dt: EmbeddedTarget(model.to(dt), tok, name=name, source=str(folder)), log=log)
 
 
+def is_embedded(name_or_path: str | Path) -> bool:
+    """Whether a model name or folder is a spotviz (embedded) model: a shipped name, or a folder whose config.json
+    says model_type "spotviz-dlm" (train-target's), rather than a published DLM."""
+    if isinstance(name_or_path, str) and name_or_path in EMBEDDED:
+        return True
+    config = Path(name_or_path).expanduser() / "config.json"
+    try:
+        return config.is_file() and '"spotviz-dlm"' in config.read_text(errors="replace")
+    except OSError:
+        return False
+
+
 def load_target(name_or_path: str | None = None, device: str | None = None, block_size: int | None = None):
     """An embedded model name, a published model name, or a local folder. Applies the thread policy
     (spotviz/threads.py: 1 thread unless set) the first time, unless a front end already did. `block_size`: a
@@ -123,8 +135,7 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
         return load_published(name, device=device, block_size=block_size)
     p = Path(name).expanduser()
     if p.is_dir():
-        cfg = p / "config.json"
-        if cfg.is_file() and '"spotviz-dlm"' in cfg.read_text(errors="replace"):
+        if is_embedded(p):
             return embedded(p, folder_label(p))
         return load_published(str(p), device=device, block_size=block_size)
     if p.exists() or "/" in name or "\\" in name or name.startswith((".", "~")):

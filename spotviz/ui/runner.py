@@ -160,22 +160,6 @@ GPU_SECONDS_LOAD = 60  # a published model the worker has not loaded yet is load
 GPU_SECONDS_MAX = 120
 
 
-def is_embedded(model: str) -> bool:
-    """Whether `model` names a spotviz model (a shipped name, or a folder train-target wrote) rather than a
-    published DLM."""
-    from pathlib import Path
-
-    from ..registry import EMBEDDED
-
-    if model in EMBEDDED:
-        return True
-    config = Path(model).expanduser() / "config.json"
-    try:
-        return config.is_file() and '"spotviz-dlm"' in config.read_text(errors="replace")
-    except OSError:
-        return False
-
-
 def gpu_seconds(store_key: int, model: str, prompt: str, plan) -> int:
     """The GPU time a ZeroGPU Space asks for a decode_events call (`spaces.GPU(duration=...)` calls this with the
     same arguments). ZeroGPU refuses a call that asks for more than the visitor's remaining daily quota (a couple of
@@ -183,6 +167,8 @@ def gpu_seconds(store_key: int, model: str, prompt: str, plan) -> int:
     the plan times the slots each may commit, at a generous cost per slot (a standard pass of an embedded model
     takes milliseconds on a GPU), plus the loading of a published model not loaded yet; between 10 s and
     GPU_SECONDS_MAX (an embedded model: 11 s for a standard run of 64 tokens, 50 s for a race of 512)."""
+    from ..registry import is_embedded
+
     kind = "embedded" if is_embedded(model) else "published"
     store = _STORES.get(store_key)
     loading = kind == "published" and not (store is not None and store.loaded(model))

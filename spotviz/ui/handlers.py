@@ -239,43 +239,54 @@ class Handlers:
 
     def example(self, title, request: gr.Request = None):
         compact_session(self.ctx.demo, request)
+        got = self._load_example(title)
+        if not isinstance(got, tuple):
+            return got
+        return self.show(*got, f"Recorded example (replayed without a model): {title}. “Run this example "
+                               "yourself” decodes it live.", "example", play=True)
+
+    def _load_example(self, title):
+        """(main, baseline) traces of the example called `title`, or the outputs that say why it cannot be shown."""
         entry = next((e for e in self.ctx.examples if e["title"] == title), None)
         if entry is None:
             return Outputs(status=status_html("No example traces are shipped in this build.", "info")).values(
                 SHOW_OUTPUTS)
         try:
-            main, base = load_example(entry)
+            return load_example(entry)
         except TraceError as e:
             return Outputs(status=status_html(f"Cannot load the example {title!r}: {e}", "err")).values(SHOW_OUTPUTS)
-        return self.show(main, base, f"Recorded example (replayed without a model): {title}. “Run this example "
-                                     "yourself” decodes it live.", "example", play=True)
 
     def first_example(self, request: gr.Request = None):
         """The page opens on the first example of the default model, playing by itself; where that model has none
-        (a model of one's own, $SPOTVIZ_MODEL), on the first example, with the menu left on the default model."""
+        (a model of one's own, $SPOTVIZ_MODEL), on the first example, with the menu, its banner, its prompts and the
+        prompt box left the default model's (Run decodes that model's own prompt, at a length it has room for)."""
         ctx = self.ctx
         if not ctx.examples:
             return Outputs().values(SHOW_OUTPUTS)
         own = [title for title, _, model in ctx.example_headers() if model == ctx.default_model]
-        out = self.example(own[0] if own else ctx.examples[0]["title"], request)
+        if own:
+            out = self.example(own[0], request)
+        else:
+            compact_session(ctx.demo, request)
+            title = ctx.examples[0]["title"]
+            got = self._load_example(title)
+            if not isinstance(got, tuple):
+                return got
+            main, base = got
+            out = self.show(main, base, "", "example", play=True)
+            for name in ("model", "model_banner", "prompt_pick", "prompt"):
+                out[SHOW_OUTPUTS.index(name)] = gr.skip()
+            top = ctx.gen_top(ctx.default_model, prompts_for(ctx.default_model)[0])
+            out[SHOW_OUTPUTS.index("gen_length")] = gr.update(value=min(main.meta.gen_length, top), maximum=top,
+                                                              info=GEN_INFO)
+            out[SHOW_OUTPUTS.index("status")] = status_html(
+                f"Recorded example of another model ({main.meta.model}), replayed without a model: {title}. Run "
+                f"decodes the prompt box on {ctx.default_model}; “Run this example yourself” decodes the example "
+                "live.", "info")
         # the tree budget stays auto, sized for this machine: the examples were recorded at a fixed budget for their
         # trees, which on a CPU makes a first live run slower than the standard decoder ("Run this example yourself"
         # still takes the example's)
         out[SHOW_OUTPUTS.index("budget")] = gr.skip()
-        shown = 'class="sv-status ok"' in str(out[SHOW_OUTPUTS.index("status")])  # (not an error loading it)
-        if not own and shown:  # (the menu, its banner, its prompts and the prompt box stay the default model's: Run
-            # decodes the model's own prompt, not another model's example text, at a length that model has room for)
-            for name in ("model", "model_banner", "prompt_pick", "prompt"):
-                out[SHOW_OUTPUTS.index(name)] = gr.skip()
-            wanted = out[SHOW_OUTPUTS.index("wanted_length")]
-            top = ctx.gen_top(ctx.default_model, prompts_for(ctx.default_model)[0])
-            if isinstance(wanted, int):
-                out[SHOW_OUTPUTS.index("gen_length")] = gr.update(value=min(wanted, top), maximum=top, info=GEN_INFO)
-            title = ctx.examples[0]["title"]
-            model = next((m for t, _, m in ctx.example_headers() if t == title), "")
-            out[SHOW_OUTPUTS.index("status")] = status_html(
-                f"Recorded example of another model{f' ({model})' if model else ''}, replayed without a model: {title}. Run decodes the "
-                f"prompt box on {ctx.default_model}; “Run this example yourself” decodes the example live.", "info")
         return out
 
     # --------------------------------------------------------------------------------------------- controls

@@ -285,7 +285,7 @@
         frag.appendChild(s); L.slots.push(s);
       }
       L.text.appendChild(frag);
-      L.shownK = 0; L.overlay = [];
+      L.shownK = 0; L.overlay = []; L.srAt = null;
     }
     function slotTip(pos, c) {
       return 'slot ' + pos + ' · ' + JSON.stringify(c.text) + ' · committed in pass ' + (c.k + 1) + ' · ' +
@@ -350,6 +350,8 @@
         L.foot.textContent = n + ' of ' + R.meta.gen + ' slots committed after ' +
           SV.plural(kk, 'target pass', 'target passes') + rate;
       }
+      if (L.srAt === L.foot.textContent) return;   // (the sentence follows the lane's pass, not every paint)
+      L.srAt = L.foot.textContent;
       let drafted = 0, own = 0, said = '', gap = false;
       for (const sl of L.slots) {   // (a run of masked slots between committed ones reads as "…")
         if (sl.classList.contains('d')) drafted++; else if (sl.classList.contains('t')) own++;

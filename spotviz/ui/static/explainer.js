@@ -593,6 +593,9 @@
         K = SV.total(S); schedule();
       }
       if (!S || S.source !== 'live' || S.state !== 'live') return;
+      // every run already finished (the server's last lines, the headline among them, are still on their way):
+      // nothing is left to stop, and the run ends as finished ("Stopped" beside a "Done" status read as a contradiction)
+      if (S.order.every((r) => { const X = S.runs.get(r); return X.meta && X.done; })) return;
       stopPlay();
       ignoreId = S.id;      // lines still on their way are dropped: the page ends in the state shown now
       S.state = 'stopped';

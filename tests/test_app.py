@@ -299,6 +299,9 @@ def test_the_length_slider_keeps_the_visitors_length_across_a_long_prompt(app, t
     assert "lowered to" in low["info"] and str(wanted) in low["info"]
     back = cap(short, TINY, low["value"], wanted)
     assert back["value"] == wanted and "lowered" not in back["info"]
+    # nothing to change: no value is sent, so a length typed while this answer was on its way is not overwritten
+    same = cap(short, TINY, wanted, wanted)
+    assert "value" not in same and same["maximum"] == top
 
 
 def test_live_token_texts_are_the_traces_mask_and_end_of_text_marks(tiny_block_target, tiny_prompt):

@@ -315,13 +315,17 @@ class Handlers:
     def cap_length(self, prompt, model, gen_length, wanted=None):
         """The length slider's maximum: the context minus the prompt (and at most the app's limit). Its value is the
         length the visitor last chose (`wanted`, else the slider's value), lowered to the maximum while the prompt
-        leaves less room and restored when it leaves more; the slider's note says when it was lowered."""
+        leaves less room and restored when it leaves more; the slider's note says when it was lowered. Where the value
+        stays as it is, none is sent: the prompt's blur fires as the visitor moves to the length box, and its answer,
+        read before they typed, must not overwrite what they typed."""
         top = self.ctx.gen_top(model, prompt)
         want = next((v for v in (wanted, gen_length) if isinstance(v, (int, float)) and not isinstance(v, bool)), top)
         if want < GEN_STEP:
             return gr.update(maximum=top, value=GEN_STEP,
                              info=f"raised to {GEN_STEP}, the least it offers (you chose {int(want)})")
         if want <= top:
+            if want == gen_length:  # (no value sent: a length typed meanwhile, while this call was on its way, stays)
+                return gr.update(maximum=top, info=GEN_INFO)
             return gr.update(maximum=top, value=want, info=GEN_INFO)
         if top >= self.ctx.gen_limit - GEN_STEP + 1:  # (the app's limit binds, not the prompt)
             return gr.update(maximum=top, value=top, info=f"lowered to {top}, this app's limit (you chose {int(want)})")

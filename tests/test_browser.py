@@ -498,7 +498,9 @@ def test_ten_runs_stop_replay_and_uploads_in_one_tab_without_errors_or_listener_
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'done'", timeout=5_000)
 
 
-def test_phone_layout_puts_the_output_first_and_keeps_the_scrubber_by_the_tree(browser, app_url, tmp_path):
+def test_phone_layout_keeps_the_page_order_and_the_scrubber_by_the_tree(browser, app_url, tmp_path):
+    """On a phone the page is one column in the tab order: the prompt, Run, the settings (closed, so the status and
+    the views start on the first screen), then the views."""
     pg = open_page(browser, app_url, 420, 900)
     try:
         wait_example(pg)
@@ -507,7 +509,16 @@ def test_phone_layout_puts_the_output_first_and_keeps_the_scrubber_by_the_tree(b
         settings = pg.locator("#sv-settings").bounding_box()
         assert run_box["y"] + run_box["height"] < 450
         assert canvas["width"] >= 340, canvas
-        assert canvas["y"] < settings["y"], (canvas, settings)
+        assert settings["y"] < canvas["y"] and not pg.locator("#sv-drafter").is_visible()  # closed
+        assert pg.locator("#sv-status").bounding_box()["y"] < 900
+        # Tab goes down the page: nothing focused lies above the control focused before it
+        pg.focus("#sv-prompt textarea")
+        tops = []
+        for _ in range(9):
+            pg.keyboard.press("Tab")
+            tops.append(pg.evaluate("() => document.activeElement.getBoundingClientRect().top + window.scrollY"))
+        status_top = pg.evaluate("() => document.querySelector('#sv-status').getBoundingClientRect().top + window.scrollY")
+        assert tops == sorted(tops) and tops[-1] > status_top, (tops, status_top)
         assert pg.evaluate("() => document.documentElement.scrollWidth") <= 420 + 1
         pause(pg)
         # every figure drawn for the pass shown, inside the screen's width, and it stays so (a figure wider than its

@@ -42,6 +42,11 @@ START_JS = """(...a) => { window.__svStart && window.__svStart();
   const s = document.querySelector('#sv-status');
   const how = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
   if (s && window.innerWidth <= 760) s.scrollIntoView({behavior: how, block: 'start'}); return a; }"""
+# on a phone the settings open closed (they come before the views, which would otherwise start a screen further down;
+# Gradio's Accordion cannot be told the page's width)
+NARROW_JS = """() => { if (window.innerWidth > 760) return;
+  const s = document.querySelector('#sv-settings'), b = s && s.querySelector('button.label-wrap, .label-wrap');
+  if (b && (b.classList.contains('open') || b.getAttribute('aria-expanded') === 'true')) b.click(); }"""
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
 SHOW_JS = """() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';
   const e = document.querySelector('#sv-status'); if (!e) return;
@@ -80,14 +85,10 @@ LAYOUT_CSS = """
 #sv-download td.filename, #sv-download td.filename .stem { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; overflow-wrap: anywhere; max-width: none !important; }
 @media (max-width: 760px) {
+  /* one column in the page's order, which is also the tab order: the prompt, Run, the settings (closed at first:
+     NARROW_JS), the examples, then the status and the views */
   #sv-main-row { flex-direction: column; flex-wrap: nowrap; }
-  #sv-controls { display: contents; }
-  #sv-prompt, #sv-run-row, #sv-run-this { order: 1; }
-  /* (Gradio wraps the checkbox in a form of its own, a flex item of order 0: it showed above Run, which it follows
-     in the tab order) */
-  #sv-controls > .form:has(#sv-race) { order: 1; }
-  #sv-out { order: 2; width: 100%; min-width: 0 !important; }
-  #sv-settings, #sv-replay { order: 3; width: 100%; }
+  #sv-controls, #sv-out { width: 100%; min-width: 0 !important; }
   #sv-explainer .html-container, #sv-status .html-container, #sv-head-line .html-container { padding-left: 2px;
     padding-right: 2px; }
   #sv-out, #sv-explainer { padding-left: 0 !important; padding-right: 0 !important; }
@@ -252,6 +253,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         gen_length.input(h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False,
                          preprocess=False).then(h.typed_length, capping, [gen_length], api_name=False, queue=False,
                                                 preprocess=False)
+        demo.load(None, js=NARROW_JS, queue=False)
         if ctx.examples:
             demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden")

@@ -168,9 +168,10 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
                     stop_btn = gr.Button("Stop", variant="secondary", elem_id="sv-stop", min_width=80)
                 run_this = gr.Button("Run this example yourself", size="sm", elem_id="sv-run-this")
-                race = gr.Checkbox(value=False, label="Race: " + ", ".join(
-                    ["SPOT (SPOT-Sets in threshold mode)"] + RACE_BASELINES + ["the standard decoder"])
-                    + " on this prompt", elem_id="sv-race", visible=bool(RACE_BASELINES))
+                race = gr.Checkbox(value=False, label="Race the drafters on this prompt", elem_id="sv-race",
+                                   info="one lane each: " + ", ".join(["SPOT (SPOT-Sets in threshold mode)"]
+                                                                     + RACE_BASELINES) + " and the standard decoder",
+                                   visible=bool(RACE_BASELINES))
                 with gr.Accordion("Settings", open=True, elem_id="sv-settings"):
                     drafter = gr.Dropdown(DRAFTER_ORDER, value="spot" if "spot" in DRAFTER_ORDER else "none",
                                           label="Drafter", info=DRAFTER_HELP.get("spot", ""), elem_id="sv-drafter")

@@ -256,6 +256,46 @@ def test_an_example_of_another_model_brings_its_banner_and_prompt_menu(app, exam
     assert "Model ready" in controls_of(replace(main.meta, model=TINY), h.ctx)["model_banner"]
 
 
+def test_showing_a_replay_loads_no_model_and_a_load_holds_up_only_its_own_model(tiny_block_target, example_dir):
+    """A replay of a model not loaded yet loads nothing, not even for the length slider (its cap is the app's
+    limit until a Run loads the model); a model that loads for minutes does not hold up another model's load."""
+    import threading
+    from dataclasses import replace
+
+    from spotviz.ui.examples import list_examples, load_example
+    from spotviz.ui.files import TraceFiles
+    from spotviz.ui.handlers import AppContext, controls_of
+    from spotviz.ui.runner import ModelStore
+
+    calls, gate, started = [], threading.Event(), threading.Event()
+
+    def loader(name):
+        calls.append(name)
+        if name == "slow":
+            started.set()
+            assert gate.wait(30)
+        return tiny_block_target
+
+    store = ModelStore(loader)
+    ctx = AppContext(store=store, store_key=0, models=[TINY, "slow", "other"], default_model=TINY, budgets=[8],
+                     gen_limit=256, examples=[], files=TraceFiles())
+    main, _ = load_example(list_examples(example_dir)[0])
+    c = controls_of(replace(main.meta, model="other"), ctx)
+    assert calls == [] and not store.loaded("other") and c["gen_length"]["maximum"] == 256
+    assert "loaded by its first Run" in c["model_banner"]
+    slow = threading.Thread(target=store.get, args=("slow",))
+    slow.start()
+    try:
+        assert started.wait(10)
+        assert store.get("other") is tiny_block_target and store.loaded("other") and not store.loaded("slow")
+    finally:
+        gate.set()
+        slow.join(10)
+    assert store.loaded("slow") and calls.count("slow") == 1
+    room = tiny_block_target.info.max_length - len(tiny_block_target.encode("ROMEO.\n"))
+    assert ctx.gen_cap("other", "ROMEO.\n") == min(256, room)  # loaded now: its context counts
+
+
 def test_a_run_cut_at_the_length_limit_says_so(client, tiny_prompt, tiny_block_target):
     from spotviz.trace import Trace
 

@@ -60,18 +60,27 @@ class ModelStore:
         self.loader = loader
         self.drafter_dirs = drafter_dirs or {}  # model -> the folder of its own drafters (the banner says whose run)
         self._cache: dict[str, object] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the two dicts, never held during a load
+        self._loading: dict[str, threading.Lock] = {}  # one per name: a load waits only for a load of the same model
 
     def get(self, name: str):
         with self._lock:
-            if name not in self._cache:
-                if self.loader is None:
-                    from ..registry import load_target
+            if name in self._cache:
+                return self._cache[name]
+            loading = self._loading.setdefault(name, threading.Lock())
+        with loading:  # (a published model loads for minutes: other sessions' models and questions do not wait)
+            with self._lock:
+                if name in self._cache:
+                    return self._cache[name]
+            if self.loader is None:
+                from ..registry import load_target
 
-                    self._cache[name] = load_target(name)
-                else:
-                    self._cache[name] = self.loader(name)
-            return self._cache[name]
+                target = load_target(name)
+            else:
+                target = self.loader(name)
+            with self._lock:
+                self._cache[name] = target
+            return target
 
     def loaded(self, name: str) -> bool:
         """Whether `name` is loaded already (asking loads nothing)."""

@@ -164,6 +164,15 @@ def test_stream_keeps_the_prompt(attention, tiny_targets, tiny_prompt):
     mask = target.info.mask_id
     masks = [u.tokens.count(mask) for u in updates]
     assert [GEN - m for m in masks] == [sum(len(u.record.commits) for u in updates[: i + 1]) for i in range(len(updates))]
+    # each update counts the text so far: up to the first undecided slot or end of text, in any window (the counts
+    # stopped at the last finished window)
+    stops = {mask, *target.info.eos_ids}
+
+    def text_so_far(tokens):
+        gen = tokens[len(prompt_ids):]
+        return next((i for i, t in enumerate(gen) if t in stops), len(gen))
+
+    assert [u.counters.generated_tokens for u in updates] == [text_so_far(u.tokens) for u in updates]
 
 
 @pytest.mark.parametrize("drafter", ["none", "training-free"])

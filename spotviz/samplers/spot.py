@@ -64,7 +64,6 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         masked = st.masked(lo, hi)  # 1. s1 = r + d(r): the free decision is in the row
         left = bool(masked.any())
         if not left:
-            st.end = hi
             if wi + 1 >= len(st.windows) or st.finished_with_eos(hi):
                 break
         t_start, c_start = st.wall(), st.clock()
@@ -115,7 +114,6 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             wi, (lo, hi) = wi + 1, window
             known, known_next = window_memory(st, window, next_window(st, wi), knowing, crossing)
         elif d is None:  # window complete with nothing further to decode
-            st.end = hi
             break
     remember_policy(policy, target, memory, instance)  # (auto: the next run of this kind starts from what this one learned)
     yield st.finished()

@@ -29,7 +29,6 @@ def decode_standard_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConf
             masked[d.offsets] = False
             extra = {"lo": lo, "hi": hi, "logits": out.logits[0], "step": st.step - 1} if record_logits else {}
             yield st.progress(rec, extra)
-        st.end = hi
         if st.finished_with_eos(hi):
             break
     yield st.finished("none")

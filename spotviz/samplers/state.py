@@ -87,7 +87,6 @@ class DecodeState:
         self.checks_s = 0.0  # batch-shape checks (targets/invariance.check_pass): once per shape, not decoding
         self._checks_counted = 0.0  # (the part of checks_s already taken out of a pass's wall_s)
         self.clock = self.wall  # times the policy observes (auto: samplers/forward_cost.pass_clock, the curve's clock)
-        self.end = self.total_len  # one past the last position decoded so far
         self.stats = SpecDecodingStats()
 
     def wall(self) -> float:
@@ -119,7 +118,9 @@ class DecodeState:
         return any(bool((gen == e).any()) for e in eos)
 
     def generated(self) -> list[int]:
-        gen = self.tokens[self.prompt_len : self.end].tolist()
+        """The text so far: the generated tokens up to the first still masked position or end of text (streamed
+        counters count these; a window being decoded counts up to its first masked slot)."""
+        gen = self.tokens[self.prompt_len :].tolist()
         eos = set(self.target.info.eos_ids)
         for i, t in enumerate(gen):
             if t in eos or t == self.mask_id:

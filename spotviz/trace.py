@@ -122,7 +122,7 @@ class Counters:
     commits: int = 0
     generated_tokens: int = 0
     drafted_nodes: int = 0
-    accepted_drafts: int = 0
+    accepted_drafts: int = 0  # slots committed by accepted drafted decisions (vLLM: num_accepted_tokens)
     mean_accepted_length: float = 0.0  # commits per pass
     acceptance_per_depth: list[float] = field(default_factory=list)
     wall_s: float = 0.0

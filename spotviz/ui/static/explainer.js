@@ -526,7 +526,7 @@
       t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
       t.appendChild(row('commits per pass', 'slots filled per call of the model (the mean accepted length): 1 for the standard decoder in exact mode', v((c) => (c.passes ? c.commits / c.passes : c.mal).toFixed(2))));   // (as the lanes count it)
       t.appendChild(row('drafted states checked', 'tree nodes verified, over all passes', v((c) => c.drafted)));
-      t.appendChild(row('drafts accepted', 'drafted decisions that equalled the model\'s own', v((c) => c.accepted)));
+      t.appendChild(row('drafted slots accepted', 'slots filled by a drafted guess that equalled the model\'s own decision (in threshold mode one decision fills a set of slots)', v((c) => c.accepted)));
       if (runs.some((R) => R.counters.ends && Object.keys(R.counters.ends).length)) {
         const ENDS = {window: 'window done', budget: 'tree too small', position: 'no guess for that slot', token: 'wrong token', end: 'text finished'};
         t.appendChild(row('why acceptance stopped', 'per checked tree, where the model stopped following the drafted guesses: window done = it finished the block of slots being decoded and the tree held no guess past it; tree too small = its decision was a guess the budget had no room for; no guess for that slot; wrong token = the right slot with another token; text finished',

@@ -1410,7 +1410,8 @@ def test_walk_end_says_why_each_walk_stopped(T, targets, random_drafter):
 
 
 # ------------------------------------------------------------------------------------ drafters of one's own
-def test_a_run_uses_the_drafters_of_the_folder_it_names(tiny_block_target, tiny_prompt, random_drafter, tmp_path):
+def test_a_run_uses_the_drafters_of_the_folder_it_names(tiny_block_target, tiny_prompt, random_drafter, tmp_path,
+                                                         monkeypatch):
     """Drafters trained for a model of one's own (train-drafter --out DIR) serve decode and bench through
     drafter_dir; a run without it uses the shipped ones or the fallback's, and says which."""
     from spotviz.drafter.store import drafters_used, load_learned
@@ -1425,6 +1426,15 @@ def test_a_run_uses_the_drafters_of_the_folder_it_names(tiny_block_target, tiny_
     assert mine.tokens == decode_standard(tiny_block_target, tiny_prompt, replace(cfg, drafter="none")).tokens
     with pytest.raises(DecodeError, match="drafter_dir must be a folder of trained drafters"):
         DecodeConfig(drafter="spot", drafter_dir=str(tmp_path / "missing"))
+    # what `auto` learns is kept per drafter folder: a folder's drafters never start from the shipped ones' memory
+    from spotviz.samplers import auto_budget
+
+    monkeypatch.setattr(auto_budget, "_LEARNED", {})
+    monkeypatch.setattr(auto_budget, "memory_file", lambda target, memory: None)  # (this process's memory only)
+    for d in (str(folder), None):
+        decode_spot(tiny_block_target, tiny_prompt, replace(cfg, budget="auto", drafter_dir=d, gen_length=8))
+    kinds = [k for learned in auto_budget._LEARNED.values() for k in learned]
+    assert len(kinds) == 2 and sorted(k[-1] for k in kinds) == ["", str(folder.resolve())]
     assert drafters_used("math-bd") == "math-bd's shipped drafters"
     assert drafters_used("my-sdar").startswith("shakespeare-bd's drafters, transferred")
     assert drafters_used("my-sdar", folder) == f"drafters from {folder}"

@@ -50,7 +50,7 @@ def test_bench_rows_and_files(tiny_block_dir, tmp_path):
     assert len(data["rows"]) == len(res.rows)
     md = to_markdown(res)
     assert md.count("\n| exact |") + md.count("\n| threshold |") == len(res.rows) and "zero-overhead ceiling" in md
-    assert 0.0 <= res.stale_agreement["T=0.0"]["stale_agreement"] <= 1.0
+    assert 0.0 <= res.stale_agreement["T=0"]["stale_agreement"] <= 1.0
     q = res.quality["summary"]  # the greedy outputs are measured for degeneracy next to the agreement
     assert q["outputs"] == 2 and len(res.quality["outputs"]) == 2 and "degenerate" in md
     assert 0.0 < q["min_distinct_share"] <= 1.0 and q["max_longest_run"] >= 1

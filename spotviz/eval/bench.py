@@ -65,7 +65,7 @@ class BenchResult:
     gen_length: int
     threshold: float
     rows: list[BenchRow] = field(default_factory=list)
-    stale_agreement: dict = field(default_factory=dict)
+    stale_agreement: dict = field(default_factory=dict)  # per temperature ("T=0"): eval/stats.stale_agreement
     device: str = "cpu"
     threads: int = 1
     seconds: float = 0.0
@@ -243,7 +243,7 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     res.quality = greedy_quality(target, prompts, gen_length)
     progress.tick(P)
     log(f"greedy outputs: {res.quality['summary']}")
-    res.stale_agreement = {f"T={t}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
+    res.stale_agreement = {f"T={t:g}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
                            for t in temperatures}
     progress.tick(P * len(temperatures))
     log(f"previous-pass prediction == committed token: {res.stale_agreement}  [{progress.eta()}]")

@@ -683,4 +683,10 @@ def main(argv=None) -> int:
             raise
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several
         return 2
+    except (MemoryError, RuntimeError) as e:  # (torch.OutOfMemoryError is a RuntimeError)
+        if not isinstance(e, MemoryError) and type(e).__name__ != "OutOfMemoryError" or os.environ.get("SPOTVIZ_DEBUG"):
+            raise
+        print(f"error: out of memory ({type(e).__name__}): a shorter --gen-length, a smaller --budget or "
+              "--batch-tokens, or a smaller model needs less", file=sys.stderr)
+        return 2
 

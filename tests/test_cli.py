@@ -128,6 +128,26 @@ def test_unknown_drafter_is_one_error_line(capsys, tiny_block_dir):
     assert code == 2 and out == "" and "drafter" in error_line(err)
 
 
+def test_running_out_of_memory_is_one_error_line_and_other_crashes_stay_tracebacks(capsys, monkeypatch, tiny_block_dir):
+    import torch
+
+    from spotviz import cli
+
+    def oom(a):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setitem(cli.COMMANDS, "decode", cli.COMMANDS["decode"][:2] + (oom,))
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "x")
+    assert code == 2 and out == "" and "out of memory" in error_line(err) and "--gen-length" in error_line(err)
+
+    def bug(a):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setitem(cli.COMMANDS, "decode", cli.COMMANDS["decode"][:2] + (bug,))
+    with pytest.raises(RuntimeError, match="a bug"):  # (a bug keeps its traceback, for a report)
+        main(["decode", "--model", str(tiny_block_dir), "--prompt", "x"])
+
+
 @pytest.mark.parametrize("command, defaults", [
     ("decode", ["(default: 128)", "(default: exact)", "(default: 0.9)", "(default: none)", "(default: auto)",
                 "(default: math-bd)"]),

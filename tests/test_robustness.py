@@ -635,11 +635,15 @@ def test_default_model_that_fails_to_load_falls_back_to_the_embedded_default(tin
 
 def test_the_app_runs_its_model_with_the_drafters_it_was_given(tiny_block_dir, tiny_block_target, monkeypatch,
                                                                  tmp_path):
-    """$SPOTVIZ_DRAFTER_DIR: the drafters trained for $SPOTVIZ_MODEL serve its runs (a folder that is none says so
-    in the status); another model of the menu keeps its own."""
+    """$SPOTVIZ_DRAFTER_DIR: the drafters trained for $SPOTVIZ_MODEL serve its runs, and a standard run needs none;
+    a folder that is none stops the app at its start, in one line (every Run would have failed)."""
+    import subprocess
+    import sys
+
     import torch
 
     from spotviz.drafter.model import DrafterConfig, SpotDrafter
+    from spotviz.errors import DecodeError
     from spotviz.registry import load_target
     from spotviz.ui.app import build_app, launch
 
@@ -648,23 +652,30 @@ def test_the_app_runs_its_model_with_the_drafters_it_was_given(tiny_block_dir, t
     SpotDrafter(DrafterConfig()).save(mine / "spot")
     (mine / "calibrated.json").write_text(json.dumps({"rank_probs": [[0.6, 0.2, 0.1]], "set_params": [[8.0, 0.0]]}))
     monkeypatch.setenv("SPOTVIZ_MODEL", str(tiny_block_dir))
-    for folder, ok in ((mine, True), (tmp_path / "none", False)):
-        monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(folder))
-        demo = build_app(loader=lambda name: load_target(name, device="cpu"), trace_dir=tmp_path, gpu=False)
-        banner = next(c for c in demo.get_config_file()["components"]
-                      if c.get("props", {}).get("elem_id") == "sv-model-banner")
-        assert f"drafters from {folder}" in text_of(banner["props"]["value"])  # (whose drafters its runs use)
-        _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                           quiet=True)
-        try:
-            c = Client(url, verbose=False)
-            out = c.predict(prompt=PROMPT, model=str(tiny_block_dir), gen_length=8, drafter="spot", budget=4,
-                            api_name="/run")
-            c.close()
-        finally:
-            demo.close()
-        status = text_of(out[0])
-        assert ("Done" in status) if ok else ("drafter_dir must be a folder of trained drafters" in status), status
+    monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(mine))
+    demo = build_app(loader=lambda name: load_target(name, device="cpu"), trace_dir=tmp_path, gpu=False)
+    banner = next(c for c in demo.get_config_file()["components"]
+                  if c.get("props", {}).get("elem_id") == "sv-model-banner")
+    assert f"drafters from {mine}" in text_of(banner["props"]["value"])  # (whose drafters its runs use)
+    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        c = Client(url, verbose=False)
+        outs = [c.predict(prompt=PROMPT, model=str(tiny_block_dir), gen_length=8, drafter=d, budget=4,
+                          api_name="/run") for d in ("spot", "none")]
+        c.close()
+    finally:
+        demo.close()
+    assert all("Done" in text_of(out[0]) for out in outs), [text_of(out[0]) for out in outs]
+    missing = tmp_path / "none"
+    monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(missing))
+    with pytest.raises(DecodeError, match="is not a folder of trained drafters"):
+        build_app(loader=lambda name: load_target(name, device="cpu"), trace_dir=tmp_path, gpu=False)
+    env = {**os.environ, "SPOTVIZ_DRAFTER_DIR": str(missing), "GRADIO_SERVER_PORT": str(free_port())}
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "app.py"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        f"error: SPOTVIZ_DRAFTER_DIR={str(missing)!r} is not a folder of trained drafters (train-drafter --out DIR "
+        "makes one)"], run.stderr
 
 
 def test_injected_default_that_fails_falls_back_to_the_next_model(tiny_block_target, tmp_path):

@@ -107,7 +107,7 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
                         drafter=drafter, budget=budget if budget == AUTO else _number("tree budget", budget, whole=True),
                         coupled_noise=coupled,
                         min_path_prob=0.0 if prune is None else _number("prune threshold", prune),
-                        limits=limits, drafter_dir=(drafter_dirs or {}).get(model))
+                        limits=limits, drafter_dir=(drafter_dirs or {}).get(model) if drafter != "none" else None)
 
 
 @dataclass(frozen=True)

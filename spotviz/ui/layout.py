@@ -11,6 +11,7 @@ from typing import Callable
 
 import gradio as gr
 
+from ..errors import DecodeError
 from ..registry import DEFAULT_MODEL, EMBEDDED
 from ..samplers.config import BUDGETS, MAX_GEN_LENGTH
 from ..trace import MAX_TRACE_BYTES
@@ -143,6 +144,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         models.insert(0, default_model)
     gpu = has_gpu() if gpu is None else gpu
     own_drafters = os.environ.get("SPOTVIZ_DRAFTER_DIR") or None  # (the drafters of $SPOTVIZ_MODEL, if it has its own)
+    if own_drafters and not Path(own_drafters).expanduser().is_dir():  # (else every Run would fail, one by one)
+        raise DecodeError(f"SPOTVIZ_DRAFTER_DIR={own_drafters!r} is not a folder of trained drafters "
+                          "(train-drafter --out DIR makes one)")
     drafter_dirs = {env_model: own_drafters} if env_model and own_drafters else {}
     store = ModelStore(loader, drafter_dirs)  # (its banner says whose drafters run; runs use them)
     gen_default, gen_max = (128, 512) if gpu else (64, 256)

@@ -81,7 +81,7 @@ class LiveSession:
         if where == "model":
             return f"Cannot run: the model is not available: {msg}"
         if where == "drafter":
-            return f"The drafter run failed ({msg}); the standard decoder runs alone."
+            return f"A drafter's run failed ({msg}); the runs after it go on, the standard decoder's among them."
         return f"The run failed: {msg}"
 
     def due(self, now: float | None = None) -> bool:

@@ -111,19 +111,6 @@ def training_prompts(n: int, seed: int = 0, corpus: str = "shakespeare") -> list
     return speech_prompts(split_corpus()["train"], n, seed)
 
 
-def math_heldout_questions() -> list[str]:
-    """A math held-out set: 20 held-out problems of training families, 10 held-out phrasings, 10 problems of
-    held-out families (deterministic). The shipped file (assets/prompts/math-heldout.json) was built by this
-    function before release 9 added phrasings to the training families; its 10 + 10 held-out phrasings and
-    families are still what this returns, its 20 held-out problems are drawn from each family's first two
-    phrasings. It is kept as it is so that bench figures stay comparable across releases (all 40 are still held
-    out: the held-out split is defined by the hash of the question)."""
-    from .wordproblems import generate
-
-    return [p.question for split, n in (("heldout-problems", 20), ("heldout-phrasings", 10), ("heldout-families", 10))
-            for p in generate(n, split, seed=1)]
-
-
 def trained_corpus(target) -> str | None:
     """The corpus an embedded target was trained on, from its folder's training.json (None where the target has no
     such record: a published model, a folder without one)."""

@@ -329,8 +329,8 @@ def test_headline_rounds_as_the_canvases_do_and_explains_a_threshold_run_with_no
 
 
 def test_the_headlines_ceiling_is_the_benchs(real_traces):
-    """The app's headline (views, which may not import the engine) and the bench (samplers/forward_cost) compute the
-    zero-overhead ceiling each in their own layer; on the same runs and curve they agree."""
+    """The app's headline (views, which may not import the engine) and the bench (samplers/forward_cost) price runs
+    with the one cost model (spotviz/cost_model.py): on the same runs and curve they agree."""
     import copy
 
     from spotviz.samplers.forward_cost import CostCurve, ceiling

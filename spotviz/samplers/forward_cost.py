@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import cost_model
+
 SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
 FUSED_SIZES = (1, 2, 4, 8, 16, 32)
 CURVE_VERSION = 3  # cached curves of an older measurement are measured again (3: neighbouring timings, session 33)
@@ -78,19 +80,17 @@ class CostCurve:
 
 
 def pass_cost(passes, curve: CostCurve) -> float:
-    """Passes in one-window standard passes of time with no overhead: the sum of f(N) / f(1) over them (N: the
-    states verified; a forward over two windows, PassRecord.two_windows, costs f at that width)."""
-    n_max = max([p.states for p in passes] + [2])
-    f, ff = curve.table(n_max), curve.table(n_max, fused=True)
-    return float(sum((ff if p.two_windows else f)[p.states] for p in passes) / f[1])
+    """Passes in one-window standard passes of time with no overhead (cost_model.pass_cost: the sum of f(N) / f(1)
+    over them, N the states verified; a forward over two windows, PassRecord.two_windows, costs f at that width)."""
+    return cost_model.pass_cost(passes, curve.as_pairs(), curve.as_pairs(fused=True))
 
 
 def ceiling(standard_passes, passes, curve: CostCurve) -> float:
     """The zero-overhead wall-clock ceiling of a run against the standard decoder's run (their pass records):
-    what the hardware allows if drafting, tree and bookkeeping cost nothing. Both pay a forward over two windows
-    once per window (the standard decoder when it opens a window, SPOT when a node completes one); otherwise,
-    in exact mode, it is r / (f(N)/f(1)) for a run of r commits per pass over N states."""
-    return pass_cost(standard_passes, curve) / max(pass_cost(passes, curve), 1e-9)
+    what the hardware allows if drafting, tree and bookkeeping cost nothing (cost_model.ceiling). Both pay a
+    forward over two windows once per window (the standard decoder when it opens a window, SPOT when a node
+    completes one); otherwise, in exact mode, it is r / (f(N)/f(1)) for a run of r commits per pass over N states."""
+    return cost_model.ceiling(standard_passes, passes, curve.as_pairs(), curve.as_pairs(fused=True))
 
 
 def cache_dir() -> Path:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from ..cost_model import f_at, pass_cost
+
 SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "temperature", "gen_length", "block_size")
 
 
@@ -48,19 +50,6 @@ def drafter_name(drafter: str) -> str:
     return {"none": "standard", "spot": "SPOT", "spot-sets": "SPOT-Sets"}.get(drafter, drafter)
 
 
-def _interp(curve: list, n: float) -> float:
-    """f(n) from [[N, seconds]] pairs (linear between points, the end segments extended)."""
-    pts = sorted((float(a), float(b)) for a, b in curve)
-    if n <= pts[0][0]:
-        (x0, y0), (x1, y1) = pts[0], pts[1]
-    elif n >= pts[-1][0]:
-        (x0, y0), (x1, y1) = pts[-2], pts[-1]
-    else:
-        i = next(i for i in range(1, len(pts)) if pts[i][0] >= n)
-        (x0, y0), (x1, y1) = pts[i - 1], pts[i]
-    return y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 != x0 else y0
-
-
 def _pairs(curve) -> list:
     return [c for c in (curve or []) if isinstance(c, (list, tuple)) and len(c) == 2]
 
@@ -78,13 +67,11 @@ def cost_of_trees(main, base) -> dict | None:
         return None
     n = max(2, round(sum(p.states for p in trees) / len(trees)))
     curve, wide = _pairs(main.meta.cost_curve), _pairs(main.meta.cost_curve_two_windows)
-    if len(curve) >= 2 and _interp(curve, 1) > 0:
-        def cost(passes):
-            return sum(_interp(wide if p.two_windows and len(wide) >= 2 else curve, max(p.states, 1)) for p in passes)
-
-        spent = cost(main.passes)
-        return {"states": n, "ratio": round(_interp(curve, n) / _interp(curve, 1), 2),
-                "ceiling": round(cost(base.passes) / spent, 2) if spent > 0 else None, "source": "measured"}
+    if len(curve) >= 2 and f_at(curve, 1) > 0:
+        spent = pass_cost(main.passes, curve, wide)
+        return {"states": n, "ratio": round(f_at(curve, n) / f_at(curve, 1), 2),
+                "ceiling": round(pass_cost(base.passes, curve, wide) / spent, 2) if spent > 0 else None,
+                "source": "measured"}
     plain = [p.wall_s for p in base.passes if p.wall_s > 0]
     tree_s = [p.wall_s for p in trees if p.wall_s > 0]
     if not plain or not tree_s:

@@ -1,0 +1,42 @@
+"""What a target pass costs on the hardware that measured it, in standard passes: the model behind every wall-clock
+ceiling the tool prints (the bench's rows, the app's headline).
+
+A cost curve is a list of measured points [[N, f(N)]]: f(N) is the time of one target forward over N states of one
+window (samplers/forward_cost.py measures it). Between points f is linear; below the first point it is the first
+point's value; above the last it goes on along the last segment. A *fused* pass evaluates the window and the next
+one (both decoders make one per window); its curve f2, where measured, prices it, else f does.
+
+    cost(pass)  = f(N) / f(1)            (f2(N) / f(1) for a fused pass)
+    cost(run)   = sum of cost(pass) over its passes
+    ceiling     = cost(standard decoder's run) / cost(run)
+
+The ceiling is the wall-clock ratio a run would reach if drafting, tree building and bookkeeping cost nothing: for
+exact decoding with r commits per pass over N states, r / (f(N) / f(1)). Plain Python (no numpy, no torch), so
+that the views can price a trace with it too.
+"""
+from __future__ import annotations
+
+
+def f_at(curve, n: float) -> float:
+    """f(n) from the points [[N, seconds], ...] of `curve` (any order; at least one point)."""
+    pts = sorted((float(a), float(b)) for a, b in curve)
+    if n <= pts[0][0] or len(pts) == 1:
+        return pts[0][1]
+    if n >= pts[-1][0]:
+        (x0, y0), (x1, y1) = pts[-2], pts[-1]
+    else:
+        i = next(i for i in range(1, len(pts)) if pts[i][0] >= n)
+        (x0, y0), (x1, y1) = pts[i - 1], pts[i]
+    return y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 != x0 else y1
+
+
+def pass_cost(passes, curve, fused_curve=None) -> float:
+    """The passes (records with `.states` and `.two_windows`) in standard passes of time with no overhead."""
+    one = f_at(curve, 1)
+    fused = fused_curve or curve
+    return sum(f_at(fused if p.two_windows else curve, max(p.states, 1)) for p in passes) / one
+
+
+def ceiling(standard_passes, passes, curve, fused_curve=None) -> float:
+    """The zero-overhead wall-clock ratio of a run (its pass records) against the standard decoder's run."""
+    return pass_cost(standard_passes, curve, fused_curve) / max(pass_cost(passes, curve, fused_curve), 1e-9)

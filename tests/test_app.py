@@ -339,6 +339,16 @@ def test_the_length_slider_keeps_the_visitors_length_across_a_long_prompt(app, t
     assert "lowered to" in low["info"] and str(wanted) in low["info"]
     back = cap(short, TINY, low["value"], wanted)
     assert back["value"] == wanted and "lowered" not in back["info"]
+    # more than any prompt leaves: the note does not promise that a shorter prompt gives it back
+    most = cap("", TINY, 24, None)["maximum"]
+    beyond = cap(long_, TINY, low["value"], most + 8)
+    assert "gives it back" not in beyond["info"] and f"{most} with the shortest" in beyond["info"]
+    # a length the slider offers, typed after one it did not: only the usual note (no value: a drag is not undone)
+    from spotviz.ui.handlers import GEN_INFO
+
+    typed = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "typed_length").fn
+    assert typed(short, TINY, 16, 16) == {"__type__": "update", "info": GEN_INFO}
+    assert "raised to" in typed(short, TINY, 3, 3)["info"]
     # nothing to change: no value is sent, so a length typed while this answer was on its way is not overwritten
     same = cap(short, TINY, wanted, wanted)
     assert "value" not in same and same["maximum"] == top

@@ -138,6 +138,11 @@ class AppContext:
         return max(2 * GEN_STEP, cap - cap % GEN_STEP)
 
 
+def sentence(text: str) -> str:
+    """`text` ending as a sentence: a full stop added unless it ends with one already (or "...", "…", "?", "!")."""
+    return text if text.rstrip().endswith((".", "…", "?", "!")) else text + "."
+
+
 def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
     """The control values that reproduce the run of `meta` (models or budgets the menus lack are left as they are)."""
     model = meta.model if meta.model in ctx.models else ctx.default_model
@@ -246,8 +251,17 @@ class Handlers:
         got = self._load_example(title)
         if not isinstance(got, tuple):
             return got
-        return self.show(*got, f"Recorded example (replayed without a model): {title}. “Run this example "
-                               "yourself” decodes it live.", "example", play=True)
+        main, base = got
+        budget = "auto" if main.meta.budget_auto else str(main.meta.budget)
+        out = self.show(main, base, f"Recorded example (replayed without a model): {sentence(title)} “Run this "
+                                    f"example yourself” decodes it live as recorded (tree budget {budget}); Run uses "
+                                    "the settings (tree budget auto: trees sized for this machine).", "example",
+                        play=True)
+        # an example leaves the tree budget as it is (auto, sized for this machine): the examples were recorded at a
+        # fixed budget for their trees, which on a CPU makes a live run slower than the standard decoder ("Run this
+        # example yourself" still takes the example's, as the status says)
+        out[SHOW_OUTPUTS.index("budget")] = gr.skip()
+        return out
 
     def _load_example(self, title):
         """(main, baseline) traces of the example called `title`, or the outputs that say why it cannot be shown."""
@@ -284,13 +298,10 @@ class Handlers:
             out[SHOW_OUTPUTS.index("gen_length")] = gr.update(value=min(main.meta.gen_length, top), maximum=top,
                                                               info=GEN_INFO)
             out[SHOW_OUTPUTS.index("status")] = status_html(
-                f"Recorded example of another model ({main.meta.model}), replayed without a model: {title}. Run "
+                f"Recorded example of another model ({main.meta.model}), replayed without a model: {sentence(title)} Run "
                 f"decodes the prompt box on {ctx.default_model}; “Run this example yourself” decodes the example "
                 "live.", "info")
-        # the tree budget stays auto, sized for this machine: the examples were recorded at a fixed budget for their
-        # trees, which on a CPU makes a first live run slower than the standard decoder ("Run this example yourself"
-        # still takes the example's)
-        out[SHOW_OUTPUTS.index("budget")] = gr.skip()
+            out[SHOW_OUTPUTS.index("budget")] = gr.skip()  # (as example() leaves it)
         return out
 
     # --------------------------------------------------------------------------------------------- controls
@@ -333,17 +344,23 @@ class Handlers:
             return gr.update(maximum=top, value=want, info=GEN_INFO)
         if top >= self.ctx.gen_limit - GEN_STEP + 1:  # (the app's limit binds, not the prompt)
             return gr.update(maximum=top, value=top, info=f"lowered to {top}, this app's limit (you chose {int(want)})")
+        most = self.ctx.gen_top(model, "")  # (what the shortest prompt leaves)
+        if want > most:  # (no prompt gives it back)
+            return gr.update(maximum=top, value=top, info=f"lowered to {top}, the most this model's context leaves"
+                             + (f" after this prompt; {most} with the shortest" if most > top else "")
+                             + f" (you chose {int(want)})")
         return gr.update(maximum=top, value=top,
                          info=f"lowered to {top}, the most this model's context leaves after this prompt (you chose "
                               f"{int(want)}: a shorter prompt gives it back)")
 
     def typed_length(self, prompt, model, gen_length, wanted=None):
         """After the visitor set the length: where it is outside what the slider offers (a number typed in its box),
-        what it became and why (cap_length); else nothing, so a slider being dragged is never moved back."""
+        what it became and why (cap_length); else only the slider's usual note (no value, so a slider being dragged
+        is never moved back)."""
         top = self.ctx.gen_top(model, prompt)
         if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and not GEN_STEP <= wanted <= top:
             return self.cap_length(prompt, model, gen_length, wanted)
-        return gr.skip()
+        return gr.update(info=GEN_INFO)  # (a note that said what an earlier choice became goes)
 
     def on_model(self, model, prompt):
         """A new model: its banner, its prompts to try and, if the prompt is one of another model's prompts to try

@@ -185,7 +185,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     wanted_length = gr.State(None)  # the length the visitor last chose (cap_length restores it)
                     budget = gr.Dropdown(budgets, value=AUTO, elem_id="sv-budget",
                                          label="Tree budget (states checked per pass)",
-                                         info="auto: chosen per pass from the model's measured cost per state")
+                                         info="auto: sized per pass from this machine's measured cost per state and live "
+                                              "timings, so the passes can differ a little between runs (the text never)")
                     mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
                                     info="exact: one decision per pass; threshold: every slot with confidence ≥ tau",
                                     elem_id="sv-mode")

@@ -61,7 +61,8 @@ def drafted_passes(trace) -> list:
 
 def cost_of_trees(main, base) -> dict | None:
     """What the run's tree passes cost in plain passes on its hardware: {"states": typical N, "ratio":
-    f(N)/f(1), "ceiling": the wall-clock ratio the forwards allow (None without a curve), "source"}."""
+    f(N)/f(1), "ceiling": the wall-clock ratio the forwards allow (None without a curve), "source", "trees": the
+    passes that drafted}."""
     trees = drafted_passes(main)
     if not trees:
         return None
@@ -69,14 +70,14 @@ def cost_of_trees(main, base) -> dict | None:
     curve, wide = _pairs(main.meta.cost_curve), _pairs(main.meta.cost_curve_two_windows)
     if len(curve) >= 2 and f_at(curve, 1) > 0:
         spent = pass_cost(main.passes, curve, wide)
-        return {"states": n, "ratio": round(f_at(curve, n) / f_at(curve, 1), 2),
+        return {"states": n, "trees": len(trees), "ratio": round(f_at(curve, n) / f_at(curve, 1), 2),
                 "ceiling": round(pass_cost(base.passes, curve, wide) / spent, 2) if spent > 0 else None,
                 "source": "measured"}
     plain = [p.wall_s for p in base.passes if p.wall_s > 0]
     tree_s = [p.wall_s for p in trees if p.wall_s > 0]
     if not plain or not tree_s:
         return None
-    return {"states": n, "ratio": round((sum(tree_s) / len(tree_s)) / (sum(plain) / len(plain)), 2),
+    return {"states": n, "trees": len(trees), "ratio": round((sum(tree_s) / len(tree_s)) / (sum(plain) / len(plain)), 2),
             "ceiling": None, "source": "this run"}
 
 
@@ -105,12 +106,14 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
         return ("On a CPU a batched pass costs more the more states it checks; on a GPU it costs about one "
                 "plain pass, so passes saved become time saved there.")
     place = "On the machine that recorded this run" if recorded else "Here"
+    k = cost.get("trees", 0)
+    mean = f"the mean of its {k} drafted passes" if k != 1 else "its one drafted pass"
     if cost["source"] == "measured":  # the forwards' cost curve
         where = "measured on the machine that recorded it" if recorded else "measured on this machine"
-        lead = (f"{place} a pass checking {cost['states']} states (this run's mean) costs {cost['ratio']:.1f} plain "
+        lead = (f"{place} a pass checking {cost['states']} states ({mean}) costs {cost['ratio']:.1f} plain "
                 f"passes ({where})")
     else:  # no curve: whole passes timed, so the drafting's own work is in the figure (a GPU would not remove it)
-        lead = (f"{place} a pass checking {cost['states']} states (this run's mean) took {cost['ratio']:.1f} plain "
+        lead = (f"{place} a pass checking {cost['states']} states ({mean}) took {cost['ratio']:.1f} plain "
                 f"passes, its drafting included (timed in this run)")
     if cost.get("ceiling") is not None:
         lead += (f", so {times(sum_['ratio'])}× fewer passes allow about {cost['ceiling']:.2f}× the speed (counting the "
@@ -152,7 +155,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                          "tone": "good" if out["wall_ratio"] >= 1 else "warn"})
         if out["identical"] is not None:
             ok = out["identical"]
-            small = ("lossless: the same tokens as the standard decoder, right or wrong (the answer is the model's)"
+            small = ("lossless: the standard decoder's tokens, right or wrong: SPOT changes how fast, never what"
                      if ok else
                      "not the standard decoder's tokens")
             if ok and main.meta.temperature > 0:

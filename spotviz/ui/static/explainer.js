@@ -533,7 +533,7 @@
           v((c) => Object.entries(c.ends || {}).map(([k, n]) => (ENDS[k] || k) + ' ' + n).join(' · ') || '-')));
       }
       t.appendChild(row('wall-clock (s)', null, v((c) => c.wall.toFixed(3))));
-      t.appendChild(row('tokens per second', 'on this machine (the wall-clock line above says what the hardware allows)', v((c) => c.tps.toFixed(1))));
+      t.appendChild(row('tokens per second', 'where the run was timed: this machine for a live run, the recording machine for an example or a replay (the wall-clock line above says what the hardware allows)', v((c) => c.tps.toFixed(1))));
       tableEl.appendChild(t);
     }
 

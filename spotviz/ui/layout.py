@@ -168,6 +168,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
             with gr.Column(scale=1, min_width=290, elem_id="sv-controls"):
                 prompt = gr.Textbox(label="Prompt", value=first_prompt, lines=3, max_lines=12,
                                     elem_id="sv-prompt")
+                prompt_pick = gr.Dropdown(prompts_for(default_model), value=None, label="Prompts to try",
+                                          elem_id="sv-prompt-pick")
                 with gr.Row(elem_id="sv-run-row"):
                     run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
                     stop_btn = gr.Button("Stop", variant="secondary", elem_id="sv-stop", min_width=80)
@@ -211,8 +213,6 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     example_dd = gr.Dropdown(example_titles, value=example_titles[0] if example_titles else None,
                                              label="Recorded examples", elem_id="sv-example")
                     example_btn = gr.Button("Show this example", size="sm", elem_id="sv-load-example")
-                    prompt_pick = gr.Dropdown(prompts_for(default_model), value=None, label="Prompts to try",
-                                              elem_id="sv-prompt-pick")
                     upload = gr.File(label="Replay trace file(s) (.json; add the standard run's trace to compare)",
                                      file_count="multiple", file_types=[".json"], type="filepath",
                                      elem_id="sv-upload")

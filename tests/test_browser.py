@@ -279,6 +279,10 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.playing === '1'")
     pg.keyboard.press("Space")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.playing === '0'")
+    pg.keyboard.press("End")  # (inside the views: the last pass, then the start)
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '{n}'")
+    pg.keyboard.press("Home")
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '0'")
     # "Run this example yourself": the controls take the example's settings and the run starts live
     pg.fill("#sv-prompt textarea", "something else")
     session = ex(pg)["session"]
@@ -286,6 +290,14 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.session !== '{session}'",
                          timeout=60_000)
     assert pg.input_value("#sv-prompt textarea") == main.meta.prompt
+    assert "Done" in wait_status(pg, "Done", "Cannot", timeout=120_000)
+    # Ctrl+Enter in the prompt box runs it (Enter alone is a new line)
+    session = ex(pg)["session"]
+    pg.focus("#sv-prompt textarea")
+    pg.keyboard.press("Control+Enter")
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.session !== '{session}'",
+                         timeout=60_000)
+    assert pg.input_value("#sv-prompt textarea") == main.meta.prompt  # (no new line typed)
     assert "Done" in wait_status(pg, "Done", "Cannot", timeout=120_000)
 
 

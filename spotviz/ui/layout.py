@@ -108,9 +108,15 @@ def app_theme():
                                    button_primary_background_fill_hover="*primary_800")
 
 
-# outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone
+# outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone, and the
+# prompt box's Ctrl+Enter
 PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6px !important; "
-             "padding-right: 6px !important; } }</style>")
+             "padding-right: 6px !important; } }</style>"
+             # Ctrl+Enter (Cmd+Enter) in the prompt box runs, as in most prompt boxes (Enter is a new line)
+             "<script>document.addEventListener('keydown', (e) => { if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey)"
+             " || !e.target || !e.target.closest || !e.target.closest('#sv-prompt')) return;"
+             " const b = document.querySelector('#sv-run'), btn = b && (b.matches('button') ? b : b.querySelector('button'));"
+             " if (btn && !btn.disabled) { e.preventDefault(); btn.click(); } });</script>")
 
 
 def default_models(extra: str | None = None) -> list[str]:

@@ -204,7 +204,8 @@
       // Keys act on the views only where they mean nothing else: never with a modifier (Alt+arrow is the browser's
       // Back, Ctrl+arrow moves by word), never in a field, on a control of the page outside the views, or in a box
       // that scrolls (the wide tree scrolls with the arrows); the space bar only inside the views (elsewhere it
-      // scrolls the page), the arrows also with nothing focused.
+      // scrolls the page), the arrows also with nothing focused; Home / End go to the first / last pass from
+      // inside the views.
       document.addEventListener('keydown', (e) => {
         if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
         const t = e.target, tag = t && t.tagName, view = t && t.closest && t.closest('.sve');
@@ -214,6 +215,7 @@
         if ((tag === 'INPUT' && !(scrubber && e.key === ' ')) || tag === 'TEXTAREA' || tag === 'SELECT' ||
             (t && t.isContentEditable)) return;
         if (e.key === ' ' && (idle || tag === 'BUTTON' || tag === 'SUMMARY' || tag === 'A')) return;   // (their own)
+        if ((e.key === 'Home' || e.key === 'End') && idle) return;   // (with nothing focused they scroll the page)
         if (t && t.closest && t.closest('.sve-plot-box')) return;   // (a scrolling box: its keys scroll it)
         if (window.__svKey) window.__svKey(e);
       });
@@ -224,6 +226,8 @@
       if (e.key === 'ArrowLeft') { stopPlay(); setK(K - 1, true); e.preventDefault(); }
       else if (e.key === 'ArrowRight') { stopPlay(); setK(K + 1, true); e.preventDefault(); }
       else if (e.key === ' ' || e.code === 'Space') { togglePlay(); e.preventDefault(); }
+      else if (e.key === 'Home') { stopPlay(); setK(+scrub.min, true); e.preventDefault(); }
+      else if (e.key === 'End') { stopPlay(); setK(+scrub.max, true); e.preventDefault(); }
     };
     window.__svResize = () => { drawn = {}; schedule(); };
     // The scrubber stays on screen while the views below it are (on a phone the tree is far below it): when its

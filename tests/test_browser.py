@@ -299,6 +299,14 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
                          timeout=60_000)
     assert pg.input_value("#sv-prompt textarea") == main.meta.prompt  # (no new line typed)
     assert "Done" in wait_status(pg, "Done", "Cannot", timeout=120_000)
+    # a live run opens without the guide; ? brings it back (without the note on how an example plays)
+    assert not pg.is_visible(f"{EXPLAINER} .sve-guide")
+    pg.click(f"{EXPLAINER} .sve-help")
+    assert pg.is_visible(f"{EXPLAINER} .sve-guide") and not pg.is_visible(f"{EXPLAINER} .sve-guide .sve-ex-only")
+    assert pg.get_attribute(f"{EXPLAINER} .sve-help", "aria-expanded") == "true"
+    pg.click(f"{EXPLAINER} .sve-guide-close")
+    assert not pg.is_visible(f"{EXPLAINER} .sve-guide")
+    assert pg.get_attribute(f"{EXPLAINER} .sve-help", "aria-expanded") == "false"
 
 
 def test_tree_of_every_pass_is_that_pass_labelled_slot_token_and_a_run_rests_on_its_last_drafted_pass(page,

@@ -52,7 +52,7 @@
     }
     const root = element.querySelector('.sve');
     const $ = (s) => root.querySelector(s);
-    const headEl = $('.sve-headline'), noteEl = $('.sve-note'), guide = $('.sve-guide');
+    const headEl = $('.sve-headline'), noteEl = $('.sve-note'), guide = $('.sve-guide'), helpBtn = $('.sve-help');
     const playBtn = $('.sve-play'), prevBtn = $('.sve-prev'), nextBtn = $('.sve-next');
     const scrub = $('.sve-scrub'), posEl = $('.sve-pos'), speedSel = $('.sve-speed');
     const lanesEl = $('.sve-lanes'), treeCap = $('.sve-tree-cap'), whyEl = $('.sve-why'), tableEl = $('.sve-table');
@@ -77,7 +77,9 @@
       K = 0; follow = true; drawn = {}; tableFor = null;
       root.dataset.session = S.id;
       headEl.textContent = ''; noteEl.textContent = ''; whyEl.textContent = ''; tableEl.textContent = '';
-      guide.hidden = !(S.source === 'example' && !window.__svGuideClosed);
+      // the guide: open on an example until closed; the ? button opens or closes it for every run after
+      root.dataset.source = S.source || '';
+      showGuide(window.__svGuide === undefined ? S.source === 'example' : window.__svGuide);
       lanesEl.textContent = ''; lanes = new Map();
       for (const role of S.order) lane(role);
     }
@@ -198,7 +200,12 @@
     prevBtn.addEventListener('click', () => { stopPlay(); setK(K - 1, true); });
     nextBtn.addEventListener('click', () => { stopPlay(); setK(K + 1, true); });
     scrub.addEventListener('input', () => { stopPlay(); setK(+scrub.value, true); });
-    guide.querySelector('.sve-guide-close').addEventListener('click', () => { guide.hidden = true; window.__svGuideClosed = true; });
+    function showGuide(on) {
+      guide.hidden = !on;
+      helpBtn.setAttribute('aria-expanded', on ? 'true' : 'false');
+    }
+    guide.querySelector('.sve-guide-close').addEventListener('click', () => { window.__svGuide = false; showGuide(false); helpBtn.focus(); });
+    helpBtn.addEventListener('click', () => { window.__svGuide = guide.hidden; showGuide(window.__svGuide); });
     if (!window.__svKeys) {   // one document listener for the page's lifetime (never one per update)
       window.__svKeys = true;
       // Keys act on the views only where they mean nothing else: never with a modifier (Alt+arrow is the browser's

@@ -150,6 +150,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                                   + ("(one timing each, where it was recorded)" if recorded else "(one timing each)")
                                   + (f" · the forwards allow about {ceiling:.2f}× "
                                      f"{'there' if recorded else 'here'}" if ceiling is not None else "")
+                                  + (" (more than that is the machine's timing noise)"
+                                     if ceiling is not None and out["wall_ratio"] > 1.1 * ceiling else "")
                                   + (f" · {setup:.2f} s of one-time set-up and exactness checks not counted"
                                      if setup >= 0.05 else ""),
                          "tone": "good" if out["wall_ratio"] >= 1 else "warn"})

@@ -704,6 +704,12 @@ def test_the_page_reads_for_screen_readers_and_respects_reduced_motion(browser, 
         lane = pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main] .sve-sr")
         assert "drafted and accepted" in lane and "Text so far" in lane
         assert pg.get_attribute(f"{EXPLAINER} .sve-run[data-role=main] .sve-text", "aria-hidden") == "true"
+        # a dropdown opens when Tab reaches it and closes when Tab leaves it (its list covered the controls below)
+        pg.focus("#sv-drafter input")
+        pg.wait_for_timeout(200)
+        pg.keyboard.press("Tab")
+        pg.wait_for_function("() => !document.querySelector('ul[role=listbox]')", timeout=3_000)
+        assert pg.get_attribute("#sv-drafter input", "aria-expanded") == "false"
         assert not pg.errors, pg.errors
     finally:
         pg.close()

@@ -108,15 +108,20 @@ def app_theme():
                                    button_primary_background_fill_hover="*primary_800")
 
 
-# outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone, and the
-# prompt box's Ctrl+Enter
+# outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone; the
+# prompt box's Ctrl+Enter; dropdowns closed when Tab leaves them
 PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6px !important; "
              "padding-right: 6px !important; } }</style>"
              # Ctrl+Enter (Cmd+Enter) in the prompt box runs, as in most prompt boxes (Enter is a new line)
              "<script>document.addEventListener('keydown', (e) => { if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey)"
              " || !e.target || !e.target.closest || !e.target.closest('#sv-prompt')) return;"
              " const b = document.querySelector('#sv-run'), btn = b && (b.matches('button') ? b : b.querySelector('button'));"
-             " if (btn && !btn.disabled) { e.preventDefault(); btn.click(); } });</script>")
+             " if (btn && !btn.disabled) { e.preventDefault(); btn.click(); } });"
+             # a Gradio dropdown left with Tab kept its list open over the controls below: it is told it lost focus
+             " document.addEventListener('focusout', (e) => { const t = e.target;"
+             " if (!e.isTrusted || !t || !t.matches || !t.matches('input[role=combobox]')) return;"
+             " setTimeout(() => { if (document.activeElement !== t && t.getAttribute('aria-expanded') === 'true')"
+             " t.dispatchEvent(new FocusEvent('blur')); }, 0); });</script>")
 
 
 def default_models(extra: str | None = None) -> list[str]:

@@ -1,100 +1,53 @@
 """`budget: auto`: size each pass's draft tree for expected commits per second, or draft nothing where drafting does
-not pay; f(N) is the target's forward cost curve (samplers/forward_cost.py).
+not pay; f(N) is the target's forward cost curve (samplers/forward_cost.py). Why each choice below was made, with
+the measurements: docs/wallclock.md (section "What `auto` is made of, and why").
 
-A SPOT pass over a tree of N nodes costs about f(N) + c, where c is the pass's own work outside the forward
-(drafter, tree, decisions), and commits 1 + the accepted edges. With nodes in best-first order (path
-probabilities p_1 >= p_2 >= ...), every prefix of the tree is a tree, and the expected commits of the first N
-nodes are
+**Sizing a tree.** A SPOT pass over a tree of N nodes costs about l_N f(N) + c and commits 1 + the accepted edges.
+With nodes in best-first order (path probabilities p_1 >= p_2 >= ...) every prefix of the tree is a tree, and
 
     E(N) = 1 + s * (p_1 + ... + p_{N-1})
 
-(p_i: the drafter's probability that node i is reached by the acceptance walk; s: a running calibration, the
-accepted edges seen so far over the edges the drafter expected; p_i is the node's path probability when it was
-added, so the reach that a later merged edge adds (drafter/tree.py) is not counted: the estimate errs low).
-CostAwareBudget keeps the prefix N >= 2 maximising E(N) / (l_N f(N) + c); l_N = L s_N keeps the cached curve
-honest during the run. The load L is the running mean of a standard pass's forward time over f(1), the machine's
-speed now (the run's first standard pass sets it); s_N (N >= 2) is the running mean of that size's forward times
-over f(N), each over the load when it ran: the curve's shape as this run sees it (s_1 = 1; PRIOR_SHAPE, 0.9, until
-a size is seen twice: inside decodes batches cost ~10% less against one state than the cached curve says). So a
-spell of a slower machine (forward_cost.measure's docstring) moves every size's price at once: corrections kept per size
-in seconds priced one state at a slow spell's speed and two at the fast one's (f(2)/f(1) 1.3 read as 0.76, tested).
-While a size goes unverified its s_N fades back to the prior (by STALE a pass): a size priced too dear by a few slow
-forwards (a spell's onset) is drafted again after a few dozen passes instead of never. A standard price gone stale
-while trees are drafted pass after pass corrects itself: once drafting looks dear, standard passes run and set L
-again. Inside a decode the calls alternate with other work and the context grows, so sizes do not scale alike: on
-math-bd one state costs ~1.4x the cached f(1) while four cost ~1.1x f(4) (f(4)/f(1) = 2.47 cached, 1.97 in decodes).
+are the expected commits of its first N nodes (s: a running calibration, accepted drafted edges over the edges the
+drafter expected; p_i as it was when node i was added, so the estimate errs low). CostAwareBudget keeps the prefix
+N >= 2 that maximises E(N) / (l_N f(N) + c).
 
-Whether to draft at all is decided before the drafter runs, from the stale confidences the previous pass
-already computed (c_(1) >= c_(2) >= ... over the positions still masked): the chain estimate
+**Keeping the curve honest during a run.** l_N = L s_N. The load L is the running mean of a standard pass's
+forward time over f(1) (the machine's speed now); s_N (N >= 2) is the running mean of that size's forward times
+over f(N), each over the load when it ran (the curve's shape as this run sees it; s_1 = 1, PRIOR_SHAPE until a size
+is seen twice). While a size goes unseen, s_N fades back to the prior (STALE a pass). A one-state forward right
+after a batched one runs slower on a CPU: its excess over f(1) is charged to the drafting tier's own work and kept
+out of L.
+
+**Whether to draft at all**, decided before the drafter runs, from the stale confidences the previous pass
+computed (c_(1) >= c_(2) >= ... over the positions still masked):
 
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 
-with its own calibration s_g (accepted edges over the chain's expectation for the size verified, starting from a
-prior of 1 that weighs six expected edges, GATE_PRIOR). Only drafted passes renew s_g, so while the gate drafts
-nothing, the evidence fades back to the prior by GATE_FADE a pass. A run's first trees, at the start of the answer,
-are its least accepted: on math-bd on the AMD machine of session 38, with a prior of two edges, the first seven
-accepted 2 edges of 9 expected (s_g = 0.36) and drafting stopped for good, and the memory between runs (below)
-carried that to every later run, where N = 2 ran 7% faster (1.08x against auto's 1.01x); at T = 1 a first problem's
-trees stopped drafting until the third problem (661 passes on 20 problems against N = 2's 517). With six edges of
-prior those first trees leave s_g at 0.53, above what a one-guess tree needs there (about 0.43), and `auto` makes
-N = 2's passes from its first run (515 at T = 1); from a state as low as 0.36 the fade drafts again after about forty
-undrafted passes. A drafter that is truly never accepted is then probed 5 times in 2,000 passes (tested: each failed
-probe adds to the evidence, and the tier ratio and the realized check below hold it back), half a pass a probe. The
-pass drafts only if some N >= 2 has G(N) / (l f(N) + c_N) > 1 / (l f(1) + c_1), c_1 a standard pass's own work (its
-decision and bookkeeping, which a drafted pass's c_N includes too); otherwise it is a standard pass, with no
-drafter, tree or record, so a pass that does not draft costs what the standard decoder's pass costs. The own work
-has two tiers, each a running linear fit of what it was measured to cost against the tree's node count (c_N = the
-mean work + w (N - the mean node count), w from the running covariance of node count and work, 0 until the sizes
-spread: drafter features, node states and decisions grow with the tree, and on a GPU, where f(N) is flat, that
-growth is what bounds the tree): c_2 for a one-guess tree (N = 2, which a proposer may draft more cheaply: the SPOT
-proposer hands it to its partner and skips the drafter's forward, drafter/proposers/spot.py) and c for a larger
-tree. When N = 2 is the best size under G, the pass's tree is capped at 2 nodes before anything is drafted.
+with its own calibration s_g (accepted edges over the chain's expectation; prior 1 weighing GATE_PRIOR expected
+edges; while nothing is drafted the evidence fades back to the prior by GATE_FADE a pass). The pass drafts only if
+some N >= 2 has G(N) / (l_N f(N) + c_N) > 1 / (l_1 f(1) + c_1), c_1 a standard pass's own work; otherwise it is a
+standard pass (no drafter, tree or record), costing what the standard decoder's pass costs. Own work has two tiers,
+each a running linear fit against the node count (c_N = mean + w (N - mean nodes)): c_2 for a one-guess tree
+(N = 2, which a proposer may draft without the drafter's forward) and c for larger trees. When N = 2 is best under
+G, the tree is capped at 2 nodes before anything is drafted.
 
-The gate's estimate for a tier can be off in a way s_g cannot see: G(N) is the chain of stale confidences, but the
-tree the drafter then grows is sized by its own path probabilities, and on math-bd a pass the gate sent to a larger
-tree for G(3) or G(4) often ends with a one-guess tree after the drafter's forward (with its features, 1.5-2 ms:
-drafter/proposers/spot.py) was paid. So each tier also keeps the running mean (step 0.2) of what its passes made of
-the gate's estimate: the pass's decisions per second over the rate the gate estimated for it (each pass's ratio
-clipped to 0.25-2; fused passes, which the estimate does not price, not counted), and the gate weighs each tier's
-estimated rate by its ratio over the better tier's, against the other tier and against a standard pass alike: a
-tier whose passes realized less than the better tier's is drafted only where its discounted estimate still beats a
-standard pass. (The ratio is relative, so when both tiers disappoint alike it discounts neither: slow first passes
-cannot shut drafting off, as an absolute ratio did at T = 1 on a simulated GPU. Letting the ratio only choose
-between tiers whose undiscounted estimate beats a standard pass was tried in session 38: on the simulated H200,
-20 problems side by side, `auto` drafted smaller trees, 3.41 states a pass against 3.56, and cut passes 1.94x
-against 2.07x, 1.48x against 1.52x wall-clock: not kept.) Every drafted pass of one tier moves the other tier's ratio
-0.5% back towards 1, so a tier that once did badly is tried again. On math-bd (10 problems,
-thread time, least of 3 runs per problem) `auto` went from 5-6% behind N = 2 to 1-1.6% behind (T = 0: 1.045x ->
-1.07-1.09x, T = 1: 1.033x -> 1.08-1.10x).
+**What each tier made of the gate's estimate.** Each tier keeps the running mean (step 0.2) of its passes' decisions
+per second over the rate the gate estimated (each clipped to 0.25-2; fused passes not counted), and the gate weighs
+each tier's estimate by its ratio over the better tier's (relative, so slow passes alike discount neither). Every
+drafted pass of one tier moves the other's ratio 0.5% back towards 1.
 
-Both estimates can be wrong about a run (a busy machine, a drafter that is surer than it is right), and being wrong
-costs only when drafting. So the realized time decides too (every time here is on pass_clock, the curve's clock): each
-drafted pass's time against what standard passes would have taken for its commits now (commits / a standard pass's
-commits x (l f(1) + a standard pass's own overhead), plus l (f_fused(1) - f(1)) for a fused pass: a standard decode
-pays one two-window pass per window too), summed over the last drafted passes with decay 0.95 (about the last 20). One
-pass that accepts nothing loses a whole forward and one that accepts gains one, so the sum scatters by several passes'
-worth around a small mean: a tier pauses only when the sum is below minus its own scatter (the square root of the
-decayed sum of the squared terms). On math-bd at N = 2 the mean gain is ~7% of a pass and the scatter ~50%; "below 0"
-with decay 0.8 paused one-guess trees that pay a third of the time. A drafted pass also costs the pass after it: on a CPU a
-one-state forward right after a forward over a batch of states runs slower than one after another one-state forward
-(session 33's machine: 10-25%, 0.4-0.9 ms of a 4-5 ms `shakespeare-bd` forward; in a run that drafted 30% of its
-passes the passes that did not draft ran their forwards 8% slower than the standard decoder's, about 5% of the run).
-So the excess of such a forward over f_at(1) is counted into the drafting tier's own work, as if its pass had paid it
-(where drafted passes follow each other it rarely applies), and kept out of the curve's corrections (l_1 would
-otherwise price a standard pass at what drafting made it cost, and drafting would look better the more it drafted).
-Charged to the realized check instead, it stopped one-guess trees that pay on `math-bd` at T = 1 in a slow spell of
-that machine (docs/wallclock.md). Once drafting has cost more than it saved, it
-pauses for a number of passes that doubles each time it happens again (4, 8, ..., 64) and halves when drafting pays;
-after a pause the gate decides again. Each tier keeps its own sums and pause: larger trees that lose do not stop
-one-guess trees that pay, and the other way round. A run's loss is then bounded by its probes. What a run learned
-(both calibrations, each tier's overhead, realized sums and pause, and the curve's corrections l_N with the machine's
-load) is remembered for the next run of the same target, drafter, mode and temperature, so short runs do not each
-pay to learn it again from the priors (the calibration counts are capped when carried over, so they keep adapting):
-in the process, and for a named model also in the user cache beside its cost curve, for the next process (each
-command-line decode is a process of its own; on math-bd at T = 1 a run from the priors made 0.96x of the standard
-decoder's speed, one from an earlier run's memory 1.04x: docs/wallclock.md). The corrections matter where the cached
-curve is off in shape, not only in scale (measured while another job shared the cores, say): each new run would
-otherwise trust it again at every size it has not yet seen twice.
+**The realized check.** Each drafted pass's time against what standard passes would have taken for its commits now
+(commits / a standard pass's commits x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a
+fused pass), summed with decay DECAY (about the last 20 drafted passes). A tier pauses only when the sum is below
+minus its own scatter (the square root of the decayed sum of squared terms), for PAUSE passes, doubling at each
+repeat up to MAX_PAUSE and halving when drafting pays; after a pause the gate decides again. A run's loss is bounded
+by its probes.
+
+**Memory.** What a run learned (both calibrations, each tier's work, ratio, realized sums and pause, the load and
+shapes) is kept for the next run of the same target, drafter (and its folder), mode and temperature: in the
+process, and for a named model in the user cache beside its cost curve (memory_file), with the calibration counts
+capped so that they keep adapting.
+
 FixedBudget (drafter/tree.py) is the fixed node count: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations

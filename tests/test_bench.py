@@ -1,6 +1,8 @@
 """The benchmark command: one table, every row's counts consistent, speculative rows identical to standard."""
 import json
 
+import pytest
+
 from spotviz.eval.bench import file_stem, run_bench, save, to_markdown
 from spotviz.cli import main
 
@@ -124,3 +126,19 @@ def test_bench_simulated_curve_times_every_decoder_on_that_curve(tiny_block_dir,
                           (["--drafters", "spot,oracle"], "error: --drafters spot, oracle: choose from spot")):
         rc = main(["bench", "--model", str(tiny_block_dir), "--out", str(tmp_path)] + args)
         assert rc != 0 and capsys.readouterr().err.startswith(message)
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"n_prompts": 0}, "--n-prompts"), ({"budgets": (0, 4)}, "--budgets"), ({"budgets": ("x",)}, "--budgets"),
+    ({"budgets": ()}, "--budgets"), ({"other_budgets": (2, -1)}, "--other-budgets"),
+    ({"temperatures": (-3.0,)}, "--temperatures"), ({"temperatures": ()}, "--temperatures"),
+    ({"prune": 2.0}, "--prune"), ({"gen_length": 0}, "--gen-length"), ({"threshold": 1.5}, "--threshold"),
+])
+def test_a_bench_config_is_checked_when_made(settings, match):
+    """A library caller's bad setting fails at once, worded as the command line words it (not after the model loaded
+    and its cost curve was measured)."""
+    from spotviz.eval.bench import BenchConfig
+
+    with pytest.raises(ValueError, match=match):
+        BenchConfig(**settings)
+    BenchConfig(budgets=("auto", 2), other_budgets=None, temperatures=(0, 1.0))  # (good ones pass)

@@ -129,6 +129,9 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
                     walk_end_counts([p for tr in traces for p in tr.passes]))
 
 
+BENCH_FLAGS = {"gen_length": "--gen-length", "threshold": "--threshold", "min_path_prob": "--prune"}
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     """One bench, end to end (checked when made). `modes`: the decoding modes benchmarked (exact, threshold or
@@ -160,6 +163,26 @@ class BenchConfig:
     block_size: int | None = None
 
     def __post_init__(self):
+        from ..samplers.config import MAX_TEMPERATURE, DecodeError
+
+        if isinstance(self.n_prompts, bool) or not isinstance(self.n_prompts, int) or self.n_prompts < 1:
+            raise ValueError(f"--n-prompts must be a whole number of at least 1, got {self.n_prompts!r}")
+        for option, budgets in (("--budgets", self.budgets), ("--other-budgets", self.other_budgets)):
+            if budgets is None and option == "--other-budgets":
+                continue
+            if not budgets or any(b != AUTO and (isinstance(b, bool) or not isinstance(b, int) or b < 1)
+                                  for b in budgets):
+                raise ValueError(f"{option}: give budgets of at least 1 (or auto), got {budgets!r}")
+        if not self.temperatures or any(isinstance(t, bool) or not isinstance(t, (int, float))
+                                        or not 0 <= t <= MAX_TEMPERATURE for t in self.temperatures):
+            raise ValueError(f"--temperatures: give temperatures from 0 to {MAX_TEMPERATURE:g}, got "
+                             f"{self.temperatures!r}")
+        try:  # (the settings every decode of the bench shares, checked as a decode checks them)
+            DecodeConfig(gen_length=self.gen_length, threshold=self.threshold, min_path_prob=self.prune)
+        except DecodeError as e:  # (worded with the flags, as the checks above: DecodeConfig names its fields)
+            msg = str(e)
+            field = next((f for f in BENCH_FLAGS if msg.startswith(f + " ")), None)
+            raise ValueError(BENCH_FLAGS[field] + msg[len(field):] if field else msg) from None
         if not self.modes or any(m not in ("exact", "threshold") for m in self.modes):
             raise ValueError(f"--modes {', '.join(self.modes) or '(none)'}: choose exact, threshold or both")
         if not self.drafters or any(d not in BENCH_DRAFTERS for d in self.drafters):

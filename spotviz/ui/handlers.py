@@ -255,8 +255,7 @@ class Handlers:
         budget = "auto" if main.meta.budget_auto else str(main.meta.budget)
         out = self.show(main, base, f"Recorded example (replayed without a model): {sentence(title)} “Run this "
                                     f"example yourself” decodes it live as recorded (tree budget {budget}); Run uses "
-                                    "the settings (tree budget auto: trees sized for this machine).", "example",
-                        play=True)
+                                    "the settings.", "example", play=True)
         # an example leaves the tree budget as it is (auto, sized for this machine): the examples were recorded at a
         # fixed budget for their trees, which on a CPU makes a live run slower than the standard decoder ("Run this
         # example yourself" still takes the example's, as the status says)

@@ -90,6 +90,7 @@ LAYOUT_CSS = """
      NARROW_JS), the examples, then the status and the views */
   #sv-main-row { flex-direction: column; flex-wrap: nowrap; }
   #sv-controls, #sv-out { width: 100%; min-width: 0 !important; }
+  #sv-race .info-text { display: none; }   /* (the list of lanes: a race shows them) */
   #sv-explainer .html-container, #sv-status .html-container, #sv-head-line .html-container { padding-left: 2px;
     padding-right: 2px; }
   #sv-out, #sv-explainer { padding-left: 0 !important; padding-right: 0 !important; }

@@ -9,7 +9,7 @@
     python -m spotviz train-target --out DIR       # train an embedded target model (resumable)
     python -m spotviz accuracy                     # answer accuracy of math-bd on held-out word problems
 
-Every command runs torch on --threads N threads (else $SPOTVIZ_THREADS, else 1; 0 = all cores). Errors are one
+Every command but trace runs torch on --threads N threads (else $SPOTVIZ_THREADS, else 1; 0 = all cores). Errors are one
 `error: ...` line, exit code 2.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The views' Python side (spotviz.views): the timeline the browser's Plotly views draw, the headline, the
-standalone page. The views themselves (spotviz/ui/static/views/*.js) are tested in Chromium (test_browser.py)."""
+standalone page. The views themselves (spotviz/views/static/views/*.js) are tested in Chromium (test_browser.py)."""
 from __future__ import annotations
 
 import json

@@ -7,8 +7,9 @@
 
 The package's rooms, one job each: inputs.py (menus; the run's raw values -> one validated DecodeConfig),
 runner.py (the only code that touches the model), session.py (engine events -> timeline lines), handlers.py
-(the events), files.py (downloads and uploads), layout.py (the Blocks), explainer.py + static/ (the browser
-side: one Plotly view layer, also inlined in the downloaded page), examples.py (the shipped traces).
+(the events), files.py (downloads and uploads), layout.py (the Blocks), explainer.py (the browser side, whose
+files live with the views in spotviz/views/static: one Plotly view layer, also inlined in the downloaded page),
+examples.py (the shipped traces).
 """
 from __future__ import annotations
 

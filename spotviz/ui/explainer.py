@@ -3,11 +3,11 @@ with a single pass scrubber.
 
 Its value is the timeline text, JSON lines that only grow while a run streams. Gradio sends a growing string as
 an "append" edit, so each streamed update carries the new passes only. The browser side lives in real files in
-spotviz/ui/static/ (served by the app itself, never from a CDN): timeline.js builds the run state from the
+spotviz/views/static/ (served by the app itself, never from a CDN): timeline.js builds the run state from the
 lines, views/*.js draw the Plotly figures (one file per view: draft tree, race, acceptance per depth, commit
 order), explainer.js runs the scrubber, the token canvases and the headline, explainer.html/.css are the
 markup; views/common.js holds what the views share. plotly.js is the vendored basic bundle
-(static/vendor/plotly-basic.min.js; the installed `plotly` package's full bundle only where it is missing). The
+(views/static/vendor/plotly-basic.min.js; the installed `plotly` package's full bundle only where it is missing). The
 downloaded page (views/report.py) inlines the same files, so the app and the page draw every view with the same code.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Views: pure functions of a Trace (spotviz.trace), never importing the engine (a saved trace renders without
 a model).
 
-* timeline.py: a run as JSON lines, one per target pass: what the browser's views draw (spotviz/ui/static);
+* timeline.py: a run as JSON lines, one per target pass: what the browser's views draw (spotviz/views/static);
 * headline.py: the comparison with the standard decoder (passes saved, wall-clock and its ceiling);
 * report.py: the standalone page of a run (the app's explainer over the embedded timeline, offline).
 """

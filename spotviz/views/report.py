@@ -2,7 +2,7 @@
 depth, commit order, one pass scrubber) over the run's timeline, with plotly.js and the explainer's files
 inlined, so it opens in any browser without spotviz, a model or the network.
 
-The page draws every view with the same files as the app (spotviz/ui/static): each view is a pure function of
+The page draws every view with the same files as the app (spotviz/views/static): each view is a pure function of
 the timeline at pass k that sets every trace of its figure, so no pass shows anything of another. It opens at
 pass 1; ▶ plays one pass per 450 ms while the trees change and 300 ms for the rest (the app's pace at 1x).
 """

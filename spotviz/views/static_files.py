@@ -1,6 +1,6 @@
-"""The views' browser side as real files (spotviz/ui/static: the JavaScript views, the explainer's markup and
+"""The views' browser side as real files (spotviz/views/static: the JavaScript views, the explainer's markup and
 styles) and plotly.js: what the app serves from its own file route (never a CDN) and what the downloaded page
-(report.py) inlines. Paths only: nothing here imports the UI.
+(report.py) inlines; the app's Explainer (ui/explainer.py) serves them. Paths only: nothing here imports the UI.
 
 plotly.js is Plotly's basic bundle (`plotly.js-basic-dist-min` from npm, MIT, the same plotly.js version as the
 `plotly` package: see static/vendor/README.md). It holds the trace types the views draw (scatter, bar; also pie)
@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-STATIC = Path(__file__).resolve().parent.parent / "ui" / "static"
+STATIC = Path(__file__).resolve().parent / "static"
 VIEW_FILES = ("views/common.js", "views/tree.js", "views/race.js", "views/depth.js", "views/commit_order.js")
 SCRIPTS = ("timeline.js",) + VIEW_FILES + ("explainer.js",)  # load order
 PLOTLY_BASIC = STATIC / "vendor" / "plotly-basic.min.js"
@@ -30,7 +30,7 @@ def plotly_js_path() -> Path:
 
 @lru_cache(maxsize=None)
 def static_text(name: str) -> str:
-    """A file of spotviz/ui/static, or "plotly.js" (plotly_js_path)."""
+    """A file of spotviz/views/static, or "plotly.js" (plotly_js_path)."""
     path = plotly_js_path() if name == "plotly.js" else STATIC / name
     return path.read_text(encoding="utf-8")
 

@@ -142,3 +142,26 @@ def test_a_bench_config_is_checked_when_made(settings, match):
     with pytest.raises(ValueError, match=match):
         BenchConfig(**settings)
     BenchConfig(budgets=("auto", 2), other_budgets=None, temperatures=(0, 1.0))  # (good ones pass)
+
+
+def test_the_bench_plan_lists_every_row_in_the_order_they_run():
+    """Per (mode, temperature): every drafter at every budget of its sweep (SPOT also pruned), at T > 0 the
+    coupled-noise ablation, at the first temperature the transfer rows; the ablation and transfers at budget 16 or
+    the nearest budget swept."""
+    from pathlib import Path
+
+    from spotviz.eval.bench import BenchConfig, PlannedRow, bench_plan
+
+    cfg = BenchConfig(budgets=("auto", 2, 8), other_budgets=(4,), temperatures=(0.0, 1.0),
+                      drafters=("spot", "training-free"), prune=0.3)
+    plan = bench_plan(cfg, [("from x", Path("x"))])
+    assert [(m, t) for m, t, _ in plan] == [("exact", 0.0), ("exact", 1.0), ("threshold", 0.0), ("threshold", 1.0)]
+    first = plan[0][2]
+    assert first == [PlannedRow("spot", "auto"), PlannedRow("spot", 2), PlannedRow("spot", 8),
+                     PlannedRow("spot", 8, "pruned below path prob 0.3", prune=0.3),
+                     PlannedRow("training-free", "auto"), PlannedRow("training-free", 2),
+                     PlannedRow("training-free", 8), PlannedRow("spot", 8, "transfer from x", folder=Path("x"))]
+    assert plan[1][2] == [PlannedRow("spot", 4), PlannedRow("spot", 4, "pruned below path prob 0.3", prune=0.3),
+                          PlannedRow("training-free", 4),
+                          PlannedRow("spot", 4, "independent noise (ablation)", coupled=False)]
+    assert plan[2][2][0] == PlannedRow("spot-sets", 4) and plan[2][2][-1].note == "transfer from x"

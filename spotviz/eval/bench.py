@@ -193,6 +193,46 @@ class BenchConfig:
                              "(train-drafter --out)")
 
 
+@dataclass(frozen=True)
+class PlannedRow:
+    """One speculative row of a bench: a drafter at a budget (with its variant: pruning, independent noise, another
+    model's drafters from `folder`), run against the standard decoder of its (mode, temperature)."""
+
+    drafter: str
+    budget: int | str
+    note: str = ""
+    prune: float = 0.0
+    coupled: bool = True
+    folder: Path | None = None  # another model's drafters (a transfer row); None: the bench's own
+
+
+def bench_plan(cfg: BenchConfig, transfers: list) -> list[tuple[str, float, list[PlannedRow]]]:
+    """The speculative rows of `cfg`, per (mode, temperature) in the order they run: every drafter at every budget
+    of the sweep (the first mode and temperature sweep `budgets`, the others `other_budgets`), SPOT pruned where
+    `prune` > 0, at T > 0 the coupled-noise ablation, and at the first temperature the transfer rows
+    (`transfers`: (label, folder) of other models' drafters). Those use budget 16, or the nearest number swept."""
+    plan = []
+    for mode in cfg.modes:
+        for t in cfg.temperatures:
+            first = mode == cfg.modes[0] and t == cfg.temperatures[0]
+            sweep = cfg.budgets if first else (cfg.other_budgets or cfg.budgets)
+            near = min((b for b in sweep if b != AUTO), key=lambda b: abs(b - 16), default=16)
+            learned = learned_drafter(mode)
+            rows = []
+            for name in cfg.drafters:
+                dname = learned if name == "spot" else name
+                for b in sweep:
+                    rows.append(PlannedRow(dname, b))
+                    if cfg.prune > 0 and name == "spot" and b != AUTO and b > 2:
+                        rows.append(PlannedRow(dname, b, f"pruned below path prob {cfg.prune:g}", prune=cfg.prune))
+            if t > 0:
+                rows.append(PlannedRow(learned, near, "independent noise (ablation)", coupled=False))
+            if t == cfg.temperatures[0]:
+                rows += [PlannedRow(learned, near, f"transfer {label}", folder=folder) for label, folder in transfers]
+            plan.append((mode, t, rows))
+    return plan
+
+
 def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchResult:
     """Benchmark every decoder of `cfg` (a BenchConfig, or its fields as keywords) on its prompts; the target's cost
     curve (measured now if not cached; recorded in the result) serves budget "auto" and every row's zero-overhead
@@ -200,24 +240,22 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     if cfg is not None and not isinstance(cfg, BenchConfig):
         raise TypeError(f"cfg must be a BenchConfig (or give its fields as keywords), got {type(cfg).__name__}")
     cfg = cfg or BenchConfig(**settings)
-    model, prompts_file, n_prompts, gen_length = cfg.model, cfg.prompts_file, cfg.n_prompts, cfg.gen_length
-    budgets, temperatures, threshold, drafters = cfg.budgets, cfg.temperatures, cfg.threshold, cfg.drafters
-    transfer, other_budgets, prune, modes = cfg.transfer, cfg.other_budgets, cfg.prune, cfg.modes
-    simulate_curve, drafter_dir, block_size = cfg.simulate_curve, cfg.drafter_dir, cfg.block_size
+    model, gen_length, temperatures, threshold = cfg.model, cfg.gen_length, cfg.temperatures, cfg.threshold
+    prompts_file, simulate_curve, drafter_dir = cfg.prompts_file, cfg.simulate_curve, cfg.drafter_dir
     simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
-    target = load_target(model, block_size=block_size)
-    prompts = (prompts or heldout_prompts(target))[:n_prompts]
+    target = load_target(model, block_size=cfg.block_size)
+    prompts = (prompts or heldout_prompts(target))[:cfg.n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
-                      threads=torch.get_num_threads(), prune=prune,
+                      threads=torch.get_num_threads(), prune=cfg.prune,
                       drafters=drafters_used(target.info.name, drafter_dir), config=asdict(cfg))
     if simulated is not None:
         target = SimulatedCost(target, simulated)
         res.simulated = f"{simulated.device or 'another device'} ({simulated.dtype or 'its dtype'}), {simulate_curve}"
         log(f"simulated: every forward is charged at the cost curve of {res.simulated}; the rest at this CPU's cost")
     log(f"bench {model}: {len(prompts)} prompt{'s' * (len(prompts) != 1)} x {gen_length} tokens, budgets "
-        f"{list(budgets)}, T {list(temperatures)}")
+        f"{list(cfg.budgets)}, T {list(temperatures)}")
     if len(prompts) < 10:
         log(f"note: {len(prompts)} prompt{'s' * (len(prompts) != 1)}: pass counts are exact, but the wall-clock ratios "
             "scatter by several percent per prompt on a CPU (one can land above its zero-overhead ceiling); 20 or more "
@@ -225,11 +263,10 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     curve = cost_curve(target, log=log)  # for budget auto, and every row's zero-overhead ceiling
     res.cost_curve = curve.as_pairs()
     log("cost curve (ms per pass over N states): " + "  ".join(f"f({int(n)})={1000 * s:.2f}" for n, s in res.cost_curve))
-    # the plan, in standard-decode units (eval/progress.py), for the estimate and the ETA
-    transfers = [(label, folder) for o in EMBEDDED if o != model and transfer
-                 for label, folder in ((f"from {o}", DRAFTER_DIR / o),
-                                       (f"from {o} + calibration", DRAFTER_DIR / model / f"from-{o}"))
-                 if folder.is_dir()]
+    plan = bench_plan(cfg, [(label, folder) for o in EMBEDDED if o != model and cfg.transfer
+                            for label, folder in ((f"from {o}", DRAFTER_DIR / o),
+                                                  (f"from {o} + calibration", DRAFTER_DIR / model / f"from-{o}"))
+                            if folder.is_dir()])
 
     def spec_units(b) -> float:  # one speculative decode: a tree of b states costs ~f(b)/f(1) passes, ~2x fewer
         if b == AUTO:
@@ -238,22 +275,12 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
         ratio = f[min((n for n in f if n >= b), default=max(f))] / f[1] if f else 1 + 0.3 * (b - 1)
         return max(1.0, ratio / 2)
 
-    def sweep_of(mode, t):
-        sweep = budgets if (mode == modes[0] and t == temperatures[0]) else (other_budgets or budgets)
-        return sweep, min((b for b in sweep if b != AUTO), key=lambda b: abs(b - 16), default=16)
-
     P = len(prompts)
-
-    def row_units(b) -> float:  # a speculative row: A-B-A for every prompt, after one untimed warm-up decode
-        return P * (2 + spec_units(b)) + spec_units(b)
-
-    units = P * (1 + len(temperatures))  # greedy quality, previous-pass agreement
-    for mode in modes:
-        for t in temperatures:
-            sweep, near = sweep_of(mode, t)
-            units += P + sum(row_units(b) for _ in drafters for b in sweep)
-            units += sum(row_units(b) for b in sweep if prune > 0 and b != AUTO and b > 2)
-            units += row_units(near) * ((t > 0) + (len(transfers) if t == temperatures[0] else 0))
+    # the plan in standard-decode units (eval/progress.py), for the estimate and the ETA: greedy quality and the
+    # previous-pass agreement, then per (mode, temperature) its standard row and every planned row (A-B-A for every
+    # prompt, after one untimed warm-up decode)
+    units = P * (1 + len(temperatures)) + sum(P + sum(P * (2 + spec_units(r.budget)) + spec_units(r.budget)
+                                                      for r in rows) for _, _, rows in plan)
     unit_s = unit_seconds(target, prompts[0], gen_length)
     log(f"estimate: ~{duration(units * unit_s)} for about {units:.0f} standard-decode equivalents of {gen_length} "
         f"tokens (one takes {unit_s:.1f} s here; large trees make it longer); progress and ETA follow")
@@ -270,41 +297,24 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
                            for t in temperatures}
     progress.tick(P * len(temperatures))
     log(f"previous-pass prediction == committed token: {res.stale_agreement}  [{progress.eta()}]")
-    for mode in modes:
-        for t in temperatures:
-            cfg = DecodeConfig(mode=mode, temperature=t, threshold=threshold, gen_length=gen_length)
-            base_runs = _run(target, prompts, cfg, tick=progress.tick)
-            base = base_runs[0]
-            row_done(_row(mode, t, "none", 1, base_runs, base, curve))
-            if mode == "threshold":
-                bound = res.window_bound[f"T={t:g}"] = round(window_bound(base), 3)
-                log(f"threshold T={t:g}: trees stay inside their window, so at most {bound:.2f}x fewer passes than "
-                    "the threshold decoder (its passes over the windows it decodes)")
-            sweep, near = sweep_of(mode, t)
-            for name in drafters:
-                dname = learned_drafter(mode) if name == "spot" else name
-                prop = load_proposer(dname, target, mode, drafter_dir)
-                for b in sweep:
-                    c = replace(cfg, drafter=dname, budget=b)
-                    row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
-                                  base, curve))
-                    if prune > 0 and name == "spot" and b != AUTO and b > 2:
-                        c = replace(c, min_path_prob=prune)
-                        row_done(_row(mode, t, dname, b, _run(target, prompts, c, prop, progress.tick, spec_units(b)),
-                                      base, curve, note=f"pruned below path prob {prune:g}"))
-            if t > 0:  # coupled-noise ablation
-                dname = learned_drafter(mode)
-                prop = load_proposer(dname, target, mode, drafter_dir)
-                c = replace(cfg, drafter=dname, budget=near, coupled_noise=False)
-                row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick, spec_units(near)),
-                              base, curve, note="independent noise (ablation)"))
-            if t == temperatures[0]:
-                for label, folder in transfers:
-                    dname = learned_drafter(mode)
-                    prop = load_proposer(dname, target, mode, folder=folder)
-                    c = replace(cfg, drafter=dname, budget=near)
-                    row_done(_row(mode, t, dname, near, _run(target, prompts, c, prop, progress.tick,
-                                                             spec_units(near)), base, curve, note=f"transfer {label}"))
+    proposers = {}  # (drafter, mode, folder) -> the loaded proposer
+    for mode, t, rows in plan:
+        dcfg = DecodeConfig(mode=mode, temperature=t, threshold=threshold, gen_length=gen_length)
+        base_runs = _run(target, prompts, dcfg, tick=progress.tick)
+        base = base_runs[0]
+        row_done(_row(mode, t, "none", 1, base_runs, base, curve))
+        if mode == "threshold":
+            bound = res.window_bound[f"T={t:g}"] = round(window_bound(base), 3)
+            log(f"threshold T={t:g}: trees stay inside their window, so at most {bound:.2f}x fewer passes than "
+                "the threshold decoder (its passes over the windows it decodes)")
+        for r in rows:
+            folder = r.folder if r.folder is not None else drafter_dir
+            key = (r.drafter, mode, folder)
+            if key not in proposers:
+                proposers[key] = load_proposer(r.drafter, target, mode, folder)
+            c = replace(dcfg, drafter=r.drafter, budget=r.budget, min_path_prob=r.prune, coupled_noise=r.coupled)
+            row_done(_row(mode, t, r.drafter, r.budget, _run(target, prompts, c, proposers[key], progress.tick,
+                                                             spec_units(r.budget)), base, curve, note=r.note))
     progress.close()
     res.seconds = time.time() - t_start
     return res

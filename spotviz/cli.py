@@ -153,17 +153,6 @@ def _as_flags(e: Exception, flags: dict | None = None) -> Exception:
     return ValueError(names[field] + msg[len(field):]) if field else e
 
 
-def _check_settings(flags: dict | None = None, **settings) -> None:
-    """Check decode settings given to a command that decodes many times (bench, train-drafter) before the model
-    loads: a value out of range fails at once, worded with the flag, not after minutes of work."""
-    from .samplers.config import DecodeConfig, DecodeError
-
-    try:
-        DecodeConfig(**settings)
-    except DecodeError as e:
-        raise _as_flags(e, flags) from None
-
-
 def cmd_decode(a) -> int:
     from .engine import DRAFTERS, decode
     from .registry import load_target
@@ -314,8 +303,6 @@ def cmd_train_target(a) -> int:
 
 
 def cmd_train_drafter(a) -> int:
-    from pathlib import Path
-
     from .training.drafter import DrafterTrainConfig, train_drafter
     from .paths import ASSETS
 
@@ -328,28 +315,12 @@ def cmd_train_drafter(a) -> int:
         raise ValueError(f"--n-prompts must be at least 2 (training prompts), got {a.n_prompts}")
     if a.epochs < 1 and not a.calibrate:
         raise ValueError(f"--epochs must be at least 1, got {a.epochs}")
-    from .drafter.features import check_topk
-
-    try:
-        check_topk(a.topk)
-    except ValueError as e:
-        raise ValueError(f"--{e}") from None
-    _check_settings(gen_length=a.gen_length, threshold=a.threshold)
-    if a.threshold_prompts < 0:
-        raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {a.threshold_prompts}")
     if a.prompts_file:  # read before the model loads: a bad file fails at once
         from .embedded.prompts import load_prompts
 
         if len(load_prompts(a.prompts_file)) < 2:
             raise ValueError(f"--prompts: {a.prompts_file} holds fewer than 2 prompts")
-    if a.trajectories and not Path(a.trajectories).is_file():
-        raise ValueError(f"--trajectories: no such file: {a.trajectories}")
-    if a.mix_prompts < 0 or a.mix_budget < 2:
-        raise ValueError(f"--mix-prompts must be 0 or more and --mix-budget 2 or more, got {a.mix_prompts} and "
-                         f"{a.mix_budget}")
-    cores = os.cpu_count() or 1
-    if not 1 <= a.jobs <= cores:
-        raise ValueError(f"--jobs must be 1 to this machine's {cores} cores, got {a.jobs}")
+    # (the other settings are checked as the config is made: DrafterTrainConfig.__post_init__)
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
                              threshold=a.threshold, epochs=a.epochs, topk=a.topk,
                              threshold_prompts=a.threshold_prompts, jobs=a.jobs,

@@ -514,3 +514,17 @@ def test_train_drafter_takes_ones_own_prompts(tmp_path, capsys):
         code = main(["train-drafter", "--prompts", str(tmp_path / bad), "--out", str(tmp_path / "d")])
         err = capsys.readouterr().err
         assert code == 2 and says in err and not (tmp_path / "d").exists(), err
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"topk": 0}, "--topk"), ({"gen_length": 0}, "--gen-length"), ({"threshold": 0.0}, "--threshold"),
+    ({"threshold_prompts": -1}, "--threshold-prompts"), ({"trajectories": "/nonexistent.safetensors"}, "--trajectories"),
+    ({"mix_budget": 1}, "--mix-budget"), ({"mix_prompts": -2}, "--mix-prompts"), ({"jobs": 0}, "--jobs"),
+])
+def test_a_drafter_training_config_is_checked_when_made(settings, match, tmp_path):
+    """A library caller's bad setting fails at once, worded as train-drafter's flags (not after collecting)."""
+    from spotviz.training import drafter as train
+
+    with pytest.raises(ValueError, match=match):
+        train.DrafterTrainConfig(model="math-bd", out=str(tmp_path / "d"), **settings)
+    train.DrafterTrainConfig(model="math-bd", out=str(tmp_path / "d"), n_prompts=1, threshold_prompts=3)  # (good)

@@ -65,6 +65,33 @@ class DrafterTrainConfig:
     mix_budget: int = 32  # the tree size those decodes use
     prompts_file: str | None = None  # one's own prompts (embedded/prompts.load_prompts' format); None: the corpus's
 
+    def __post_init__(self):
+        """Checked when made (worded with train-drafter's flags): a bad setting fails before any model loads."""
+        import os
+
+        from ..samplers.config import DecodeError
+
+        try:
+            check_topk(self.topk)
+        except ValueError as e:
+            raise ValueError(f"--{e}") from None
+        try:
+            DecodeConfig(gen_length=self.gen_length, threshold=self.threshold)
+        except DecodeError as e:
+            msg = str(e)
+            raise ValueError(msg.replace("gen_length", "--gen-length", 1) if msg.startswith("gen_length")
+                             else msg.replace("threshold", "--threshold", 1)) from None
+        if self.threshold_prompts < 0:
+            raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {self.threshold_prompts}")
+        if self.trajectories and not Path(self.trajectories).is_file():
+            raise ValueError(f"--trajectories: no such file: {self.trajectories}")
+        if self.mix_prompts < 0 or self.mix_budget < 2:
+            raise ValueError(f"--mix-prompts must be 0 or more and --mix-budget 2 or more, got {self.mix_prompts} "
+                             f"and {self.mix_budget}")
+        cores = os.cpu_count() or 1
+        if not 1 <= self.jobs <= cores:
+            raise ValueError(f"--jobs must be 1 to this machine's {cores} cores, got {self.jobs}")
+
 
 # ------------------------------------------------------------------------------------------ collect
 def collect(target, prompts: list[str], mode: str, temperature: float, threshold: float, gen_length: int,

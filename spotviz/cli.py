@@ -20,7 +20,7 @@ import os
 import sys
 import warnings
 
-from .errors import IdentityWarning
+from .errors import IdentityWarning, worded_with_flags
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -144,15 +144,6 @@ FLAGS = {"gen_length": "--gen-length", "min_path_prob": "--min-path-prob", "temp
          "drafter_dir": "--drafter-dir"}  # DecodeConfig's fields as flags
 
 
-def _as_flags(e: Exception, flags: dict | None = None) -> Exception:
-    """A DecodeError that names a DecodeConfig field, worded with the command line's flag instead (`flags`: a
-    command's own names for some fields, e.g. bench's --prune)."""
-    names = FLAGS | (flags or {})
-    msg = str(e)
-    field = next((f for f in names if msg.startswith(f + " ")), None)
-    return ValueError(names[field] + msg[len(field):]) if field else e
-
-
 def cmd_decode(a) -> int:
     from .engine import DRAFTERS, decode
     from .registry import load_target
@@ -173,7 +164,7 @@ def cmd_decode(a) -> int:
             warnings.simplefilter("ignore", IdentityWarning)
             trace = decode(target, a.prompt, cfg)
     except DecodeError as e:
-        raise _as_flags(e) from None
+        raise worded_with_flags(e, FLAGS) from None
     if a.trace_out:
         trace.save(a.trace_out)
     c = trace.counters

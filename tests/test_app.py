@@ -277,12 +277,17 @@ def test_showing_a_replay_loads_no_model_and_a_load_holds_up_only_its_own_model(
         return tiny_block_target
 
     store = ModelStore(loader)
-    ctx = AppContext(store=store, store_key=0, models=[TINY, "slow", "other"], default_model=TINY, budgets=[8],
-                     gen_limit=256, examples=[], files=TraceFiles())
+    ctx = AppContext(store=store, store_key=0, models=[TINY, "slow", "other", "math-bd"], default_model=TINY,
+                     budgets=[8], gen_limit=256, examples=[], files=TraceFiles())
     main, _ = load_example(list_examples(example_dir)[0])
     c = controls_of(replace(main.meta, model="other"), ctx)
     assert calls == [] and not store.loaded("other") and c["gen_length"]["maximum"] == 256
     assert "loaded by its first Run" in c["model_banner"]
+    # an embedded model (a second to load, a short context) is loaded for its cap: the slider never offers a length
+    # its context cannot hold
+    c = controls_of(replace(main.meta, model="math-bd", prompt="ROMEO.\n"), ctx)
+    assert calls == ["math-bd"] and c["gen_length"]["maximum"] < 256
+    calls.clear()
     slow = threading.Thread(target=store.get, args=("slow",))
     slow.start()
     try:
@@ -419,3 +424,17 @@ def test_a_zerogpu_call_asks_for_the_gpu_time_its_runs_need(tiny_block_dir):
     assert all(isinstance(s, int) for s in (alone, paired, race, longer, published, huge))
     # a model of one's own that train-target wrote is priced as the embedded model it is, not as a published one
     assert gpu_seconds(0, str(tiny_block_dir), "q", RunPlan(DecodeConfig(drafter="spot", gen_length=96))) == paired
+
+
+def test_the_apps_drafter_folder_serves_every_lane_of_a_race_whatever_the_drafter_menu_says(tmp_path):
+    """$SPOTVIZ_DRAFTER_DIR's folder goes into the run's config also with drafter `none`: a race copies that config
+    into its SPOT, training-free and calibrated lanes, which must use the folder the banner names."""
+    from spotviz.ui.inputs import parse_run_inputs, plan_run
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for drafter in ("none", "spot"):
+        cfg = parse_run_inputs("Sam has 8 marbles.", TINY, "exact", 0.9, 0.0, 0, 16, drafter, 4, True,
+                               models=[TINY], budgets=[4], gen_max=64, drafter_dirs={TINY: str(folder)})
+        plan = plan_run(cfg, race=True)
+        assert [c.drafter_dir for _, c in plan.runs] == [str(folder)] * len(plan.runs), drafter

@@ -163,16 +163,17 @@ class BenchConfig:
     block_size: int | None = None
 
     def __post_init__(self):
-        from ..samplers.config import MAX_TEMPERATURE, DecodeError
+        from ..errors import worded_with_flags
+        from ..samplers.config import MAX_BUDGET, MAX_TEMPERATURE, DecodeError
 
         if isinstance(self.n_prompts, bool) or not isinstance(self.n_prompts, int) or self.n_prompts < 1:
             raise ValueError(f"--n-prompts must be a whole number of at least 1, got {self.n_prompts!r}")
         for option, budgets in (("--budgets", self.budgets), ("--other-budgets", self.other_budgets)):
             if budgets is None and option == "--other-budgets":
                 continue
-            if not budgets or any(b != AUTO and (isinstance(b, bool) or not isinstance(b, int) or b < 1)
-                                  for b in budgets):
-                raise ValueError(f"{option}: give budgets of at least 1 (or auto), got {budgets!r}")
+            if not budgets or any(b != AUTO and (isinstance(b, bool) or not isinstance(b, int)
+                                                 or not 1 <= b <= MAX_BUDGET) for b in budgets):
+                raise ValueError(f"{option}: give budgets from 1 to {MAX_BUDGET} (or auto), got {budgets!r}")
         if not self.temperatures or any(isinstance(t, bool) or not isinstance(t, (int, float))
                                         or not 0 <= t <= MAX_TEMPERATURE for t in self.temperatures):
             raise ValueError(f"--temperatures: give temperatures from 0 to {MAX_TEMPERATURE:g}, got "
@@ -180,9 +181,7 @@ class BenchConfig:
         try:  # (the settings every decode of the bench shares, checked as a decode checks them)
             DecodeConfig(gen_length=self.gen_length, threshold=self.threshold, min_path_prob=self.prune)
         except DecodeError as e:  # (worded with the flags, as the checks above: DecodeConfig names its fields)
-            msg = str(e)
-            field = next((f for f in BENCH_FLAGS if msg.startswith(f + " ")), None)
-            raise ValueError(BENCH_FLAGS[field] + msg[len(field):] if field else msg) from None
+            raise worded_with_flags(e, BENCH_FLAGS) from None
         if not self.modes or any(m not in ("exact", "threshold") for m in self.modes):
             raise ValueError(f"--modes {', '.join(self.modes) or '(none)'}: choose exact, threshold or both")
         if not self.drafters or any(d not in BENCH_DRAFTERS for d in self.drafters):
@@ -312,7 +311,8 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
             key = (r.drafter, mode, folder)
             if key not in proposers:
                 proposers[key] = load_proposer(r.drafter, target, mode, folder)
-            c = replace(dcfg, drafter=r.drafter, budget=r.budget, min_path_prob=r.prune, coupled_noise=r.coupled)
+            c = replace(dcfg, drafter=r.drafter, budget=r.budget, min_path_prob=r.prune, coupled_noise=r.coupled,
+                        drafter_dir=str(folder) if folder is not None else None)  # (auto's memory is per folder)
             row_done(_row(mode, t, r.drafter, r.budget, _run(target, prompts, c, proposers[key], progress.tick,
                                                              spec_units(r.budget)), base, curve, note=r.note))
     progress.close()

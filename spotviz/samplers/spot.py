@@ -41,10 +41,10 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                        start_event: bool = False) -> Iterator[Progress]:
     st = DecodeState.begin(target, prompt, cfg)
     proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode, cfg.drafter_dir)
-    source = str(Path(cfg.drafter_dir).expanduser().resolve()) if cfg.drafter_dir else ""  # ("": the shipped ones)
+    # auto's memory: runs alike, of these drafters (a folder named, else the shipped ones: the key of earlier
+    # releases); in the process, of this drafter object alone
     memory = (cfg.drafter, type(proposer).__name__, cfg.mode, cfg.temperature, cfg.threshold, cfg.coupled_noise,
-              cfg.cross_window, source)  # (auto's memory: runs alike, of these drafters; in the process, of this
-    # drafter object alone)
+              cfg.cross_window) + ((str(Path(cfg.drafter_dir).expanduser().resolve()),) if cfg.drafter_dir else ())
     instance = id(getattr(proposer, "drafter", None))
     crossing = trees_may_cross(cfg, target.info)  # (trees may go on past a window's end)
     policy = budget_policy(cfg.budget, target, memory, instance)

@@ -69,7 +69,7 @@ class DrafterTrainConfig:
         """Checked when made (worded with train-drafter's flags): a bad setting fails before any model loads."""
         import os
 
-        from ..samplers.config import DecodeError
+        from ..errors import DecodeError, worded_with_flags
 
         try:
             check_topk(self.topk)
@@ -78,9 +78,7 @@ class DrafterTrainConfig:
         try:
             DecodeConfig(gen_length=self.gen_length, threshold=self.threshold)
         except DecodeError as e:
-            msg = str(e)
-            raise ValueError(msg.replace("gen_length", "--gen-length", 1) if msg.startswith("gen_length")
-                             else msg.replace("threshold", "--threshold", 1)) from None
+            raise worded_with_flags(e, {"gen_length": "--gen-length", "threshold": "--threshold"}) from None
         if self.threshold_prompts < 0:
             raise ValueError(f"--threshold-prompts must be 0 (as --n-prompts) or more, got {self.threshold_prompts}")
         if self.trajectories and not Path(self.trajectories).is_file():

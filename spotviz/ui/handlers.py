@@ -100,10 +100,12 @@ class AppContext:
     def gen_cap(self, model: str, prompt: str) -> int:
         """The longest generation the model's context leaves room for after `prompt` (and the app's limit); at
         least MIN_ROOM (a quarter of the context at most): a prompt too long for that loses its beginning (the
-        engine keeps its end) and the run says so, rather than an answer cut to a few tokens. A model not loaded yet
-        is not loaded for this (a replay needs none; a published model takes minutes): the app's limit until its first
-        Run loads it."""
-        if not self.store.loaded(model):
+        engine keeps its end) and the run says so, rather than an answer cut to a few tokens. A published model not
+        loaded yet is not loaded for this (a replay needs none, and it takes minutes; its context is long): the
+        app's limit until its first Run loads it. An embedded model (a second to load, a short context) is."""
+        from ..registry import is_embedded
+
+        if not self.store.loaded(model) and not is_embedded(model):
             return self.gen_limit
         try:
             target = self.store.get(model)

@@ -90,7 +90,8 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
                      drafter_dirs: dict | None = None) -> DecodeConfig:
     """The run's DecodeConfig from the run endpoint's raw values, checked once when it is made against the app's
     limits (raises DecodeError with the message to show). `drafter_dirs`: model -> the folder of its own drafters
-    (set by whoever runs the app, never by a request)."""
+    (set by whoever runs the app, never by a request; given whatever the drafter: a race's lanes take it from this
+    config)."""
     if prompt is not None and not isinstance(prompt, str):
         raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
     if not isinstance(model, str) or model not in models:
@@ -107,7 +108,7 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
                         drafter=drafter, budget=budget if budget == AUTO else _number("tree budget", budget, whole=True),
                         coupled_noise=coupled,
                         min_path_prob=0.0 if prune is None else _number("prune threshold", prune),
-                        limits=limits, drafter_dir=(drafter_dirs or {}).get(model) if drafter != "none" else None)
+                        limits=limits, drafter_dir=(drafter_dirs or {}).get(model))
 
 
 @dataclass(frozen=True)

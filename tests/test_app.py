@@ -347,7 +347,7 @@ def test_the_length_slider_keeps_the_visitors_length_across_a_long_prompt(app, t
     # more than any prompt leaves: the note does not promise that a shorter prompt gives it back
     most = cap("", TINY, 24, None)["maximum"]
     beyond = cap(long_, TINY, low["value"], most + 8)
-    assert "gives it back" not in beyond["info"] and f"{most} with the shortest" in beyond["info"]
+    assert "gives it back" not in beyond["info"] and f"{most} with the shortest prompt" in beyond["info"]
     # a length the slider offers, typed after one it did not: only the usual note (no value: a drag is not undone)
     from spotviz.ui.handlers import GEN_INFO
 

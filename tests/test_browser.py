@@ -409,7 +409,7 @@ def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, ti
                          " return r.dataset.state === 'live' && +r.dataset.npasses >= 3; }", timeout=60_000)
     pg.click("#sv-stop")
     text = wait_status(pg, "Stopped after", timeout=5_000)
-    assert "Standard decoder: not run" in text, text
+    assert "the standard decoder: not run" in text, text
     pg.wait_for_timeout(1000)
     n = int(ex(pg)["npasses"])
     assert "not run" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=base]")

@@ -207,7 +207,7 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     spot.counters.wall_s, base.counters.wall_s = 0.02, 0.01  # slower on the clock: amber
     spot.meta.cost_curve = [[1, 0.01], [4, 0.02], [8, 0.04]]
     s = summary(spot, base)
-    assert [k["big"] for k in s["kpis"]][:3] == ["5 target passes saved", "0.50× wall-clock", "✓ identical output"]
+    assert [k["big"] for k in s["kpis"]][:3] == ["5 target passes saved", "2.00× slower (wall-clock)", "✓ identical output"]
     assert s["kpis"][1]["tone"] == "warn" and s["kpis"][0]["tone"] == "good"
     # the forwards cost f(1) + f(6) + f(1) = 0.01 + 0.03 + 0.01; the standard run 8 f(1) = 0.08
     assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6

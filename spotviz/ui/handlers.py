@@ -348,7 +348,7 @@ class Handlers:
         most = self.ctx.gen_top(model, "")  # (what the shortest prompt leaves)
         if want > most:  # (no prompt gives it back)
             return gr.update(maximum=top, value=top, info=f"lowered to {top}, the most this model's context leaves"
-                             + (f" after this prompt; {most} with the shortest" if most > top else "")
+                             + (f" after this prompt; {most} with the shortest prompt" if most > top else "")
                              + f" (you chose {int(want)})")
         return gr.update(maximum=top, value=top,
                          info=f"lowered to {top}, the most this model's context leaves after this prompt (you chose "

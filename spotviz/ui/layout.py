@@ -81,10 +81,16 @@ LAYOUT_CSS = """
    appeared once in about ten Stops of a live run (a cancelled event), with no error to report */
 #sv-status .error { display: none !important; }
 /* a download's whole name, its extension right after it (Gradio puts the extension in a column of its own) */
-#sv-download td.filename { display: table-cell !important; }
-#sv-download td.filename .stem, #sv-download td.filename .ext { display: inline !important; }
+#sv-download td.filename { display: table-cell !important; font-size: 0 !important; }   /* (0: the space between
+   Gradio's name and extension spans is not drawn: "seed0 .json" read as two names) */
+#sv-download td.filename .stem, #sv-download td.filename .ext { display: inline !important;
+  font-size: var(--text-md, 14px) !important; }
 #sv-download td.filename, #sv-download td.filename .stem { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; overflow-wrap: anywhere; max-width: none !important; }
+/* a long choice ends in "…" before the menu's arrow (it ran under it) */
+#sv-prompt-pick input, #sv-example input { text-overflow: ellipsis; padding-right: 1.6em !important; }
+/* the run's downloads are the app's to list: no "Remove this file" beside them */
+#sv-download button[aria-label="Remove this file"] { display: none !important; }
 @media (max-width: 760px) {
   /* one column in the page's order, which is also the tab order: the prompt, Run, the settings (closed at first:
      NARROW_JS), the examples, then the status and the views */
@@ -261,7 +267,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         drafter.change(h.on_drafter, [drafter, mode], [drafter, mode, budget], api_name=False, queue=False)
         # the length slider: capped to what the prompt leaves, back to the visitor's choice when it leaves more
         capping = [prompt, model, gen_length, wanted_length]
-        prompt_pick.input(lambda p: p if p else gr.skip(), [prompt_pick], [prompt], api_name=False, queue=False).then(
+        # a prompt picked fills the prompt box, and the menu goes back to empty (it showed the pick, stale once edited)
+        prompt_pick.input(lambda p: (p, None) if p else (gr.skip(), gr.skip()), [prompt_pick], [prompt, prompt_pick],
+                          api_name=False, queue=False).then(
             h.cap_length, capping, [gen_length], api_name=False, queue=False)
         model.input(h.on_model, [model, prompt], [model_banner, prompt, prompt_pick], api_name=False).then(
             h.cap_length, capping, [gen_length], api_name=False, queue=False)

@@ -109,7 +109,7 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     k = cost.get("trees", 0)
     mean = f"the mean of its {k} drafted passes" if k != 1 else "its one drafted pass"
     if cost["source"] == "measured":  # the forwards' cost curve
-        where = "measured on the machine that recorded it" if recorded else "measured on this machine"
+        where = "measured there" if recorded else "measured on this machine"
         lead = (f"{place} a pass checking {cost['states']} states ({mean}) costs {cost['ratio']:.1f} plain "
                 f"passes ({where})")
     else:  # no curve: whole passes timed, so the drafting's own work is in the figure (a GPU would not remove it)
@@ -145,7 +145,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
         if out["wall_ratio"] is not None:
             ceiling = (out["cost"] or {}).get("ceiling")
             setup = float(main.meta.outside_s or 0.0)
-            kpis.append({"big": f"{out['wall_ratio']:.2f}× wall-clock",
+            r = out["wall_ratio"]  # (said as faster or slower: "0.62×" read as "62% of the time", i.e. faster)
+            kpis.append({"big": f"{r:.2f}× faster (wall-clock)" if r >= 1 else f"{1 / r:.2f}× slower (wall-clock)",
                          "small": f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
                                   + ("(one timing each, where it was recorded)" if recorded else "(one timing each)")
                                   + (f" · the forwards allow about {ceiling:.2f}× "
@@ -157,11 +158,11 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                          "tone": "good" if out["wall_ratio"] >= 1 else "warn"})
         if out["identical"] is not None:
             ok = out["identical"]
-            small = ("lossless: the standard decoder's tokens, right or wrong: SPOT changes how fast, never what"
+            small = ("lossless: the standard decoder's tokens, right or wrong"
+                     + (", with the same seed (the same sampling noise)" if main.meta.temperature > 0 else "")
+                     + f": {drafter_name(main.meta.drafter)} changes how fast, never what"
                      if ok else
                      "not the standard decoder's tokens")
-            if ok and main.meta.temperature > 0:
-                small += " with the same seed (the same sampling noise)"
             if not out["guaranteed"]:
                 small = ("the same tokens this time; " if ok else "") + ("this model's batched passes are not "
                                                                         "bit-exact, so identity is not guaranteed")

@@ -20,7 +20,7 @@
     if (!p) return R.done ? '' : 'Waiting for pass ' + k + '…';
     const commits = p.c.length, acc = p.c.filter((c) => c[3]).length;
     if (!SV.hasTree(p)) {
-      return 'Pass ' + tp.k + ' drafted nothing: ' + (p.note || 'it checked only the current state.') +
+      return 'Pass ' + tp.k + ' drafted nothing. ' + (p.note || 'It checked only the current state.') +
         ' It committed ' + SV.plural(commits, 'slot') + ' by itself.';
     }
     let s = 'Pass ' + tp.k + ': ' + p.states + ' states verified in one batched pass' +

@@ -246,6 +246,15 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     run_box = pg.locator("#sv-run").bounding_box()
     canvas_box = pg.locator(f"{EXPLAINER} .sve-run[data-role=main]").bounding_box()
     assert run_box["y"] + run_box["height"] < 1000 and canvas_box["y"] < 1000 - 150
+    # Stop pauses a playing example where it is (it is what moves on the page; it changes nothing else)
+    if ex(pg)["playing"] == "0":  # (it may have played to its end by now)
+        pg.click(f"{EXPLAINER} .sve-play")
+        pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.playing === '1'")
+    status_before = status(pg)
+    pg.click("#sv-stop")
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.playing === '0'", timeout=2_000)
+    assert int(ex(pg)["pass"]) < n  # (paused, not played to its end)
+    assert status(pg) == status_before and ex(pg)["state"] != "stopped"
     # one scrubber: every view's data changes together, numbered 1..N
     pause(pg)
     k = next(p.index + 1 for p in main.passes if p.tree and len(p.tree) > 1 and p.index >= 2)

@@ -588,7 +588,8 @@
         }
       }, 150);
     };
-    // Stop: a live run ends where it is; a finished run (its "Done … identical") is left as it is.
+    // Stop: a live run ends where it is; a playing example or replay pauses where it is; a finished run (its
+    // "Done … identical") is left as it is.
     window.__svStop = () => {
       if (root.dataset.state === 'starting' && !(S && S.source === 'live' && S.state === 'live')) {
         // no line of the run has arrived: the views keep the previous run, and the run's lines still on their way
@@ -603,7 +604,8 @@
         follow = false; clearTimeout(liveTimer); liveTimer = null; liveAwait = false;
         K = SV.total(S); schedule();
       }
-      if (!S || S.source !== 'live' || S.state !== 'live') return;
+      if (S && S.source !== 'live') { stopPlay(); return; }   // (an example, a replay: what moves is its playback)
+      if (!S || S.state !== 'live') return;
       // every run already finished (the server's last lines, the headline among them, are still on their way):
       // nothing is left to stop, and the run ends as finished ("Stopped" beside a "Done" status read as a contradiction)
       if (S.order.every((r) => { const X = S.runs.get(r); return X.meta && X.done; })) return;

@@ -461,7 +461,7 @@
         Promise.resolve(drawnFig).then(() => {
           if (fig.focus != null && box.scrollWidth > box.clientWidth + 1 &&
               (fig.focus < box.scrollLeft + 40 || fig.focus > box.scrollLeft + box.clientWidth - 60)) {
-            box.scrollLeft = Math.max(0, fig.focus - box.clientWidth + 90);   // (the star near the right edge: the
+            box.scrollLeft = fig.snap(Math.max(0, fig.focus - box.clientWidth + 90));   // (the star near the right edge: the
             // most of the accepted path before it in view)
           }
         });

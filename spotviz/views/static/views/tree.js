@@ -126,7 +126,15 @@
     // where the walk stopped (the bonus star, else the stop node), in pixels from the figure's left edge: a tree
     // wider than its box is scrolled to show it
     const fx = bonus.x.length ? bonus.x[0] : (t ? (t.nodes.find((n) => n[0] === t.stop) || [0, 0, 0])[2] : null);
-    const focus = fx == null ? null : 14 + (fx + 0.35) / (cols + 0.25) * (width - 24);
-    return {data: data, layout: layout, caption: caption(R, tp, k) + wide, shown: p ? tp.k : 0, focus: focus};
+    const colW = (width - 24) / (cols + 0.25), nodeX = (x) => 14 + (x + 0.35) * colW;   // (pixels, the figure's left edge 0)
+    const focus = fx == null ? null : nodeX(fx);
+    // a scroll position near px that starts just before a column's nodes (no label cut at the box's left edge): the
+    // column at or right of px, unless that leaves the focus within 60 px of the left edge (then the one left of px)
+    const snap = (px) => {
+      if (px <= 0) return 0;
+      const c = (px + 10 - 14) / colW - 0.35, right = nodeX(Math.ceil(c)) - 10;
+      return focus == null || focus - right >= 60 ? right : Math.max(0, nodeX(Math.floor(c)) - 10);
+    };
+    return {data: data, layout: layout, caption: caption(R, tp, k) + wide, shown: p ? tp.k : 0, focus: focus, snap: snap};
   };
 })();

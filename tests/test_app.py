@@ -254,6 +254,11 @@ def test_an_example_of_another_model_brings_its_banner_and_prompt_menu(app, exam
     assert not h.ctx.store.loaded("broken-model")
     assert c["prompt_pick"]["choices"] == prompts_for("broken-model") and c["prompt_pick"]["value"] is None
     assert "Model ready" in controls_of(replace(main.meta, model=TINY), h.ctx)["model_banner"]
+    # a fixed budget taken from the run shown says so beside the menu (it stays for the visitor's later runs)
+    b = controls_of(replace(main.meta, budget_auto=False, budget=8), h.ctx)["budget"]
+    assert b["value"] == 8 and b["info"].startswith("8: as the run shown was recorded")
+    b = controls_of(replace(main.meta, budget_auto=True), h.ctx)["budget"]
+    assert b["value"] == "auto" and b["info"].startswith("auto: sized per pass")
 
 
 def test_showing_a_replay_loads_no_model_and_a_load_holds_up_only_its_own_model(tiny_block_target, example_dir):

@@ -34,6 +34,8 @@ SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_ba
 
 MIN_ROOM = 64  # the length slider never offers less (a longer prompt loses its beginning instead): AppContext.gen_cap
 GEN_INFO = "at most the model's context minus the prompt"
+BUDGET_INFO = ("auto: sized per pass from this machine's measured cost per state and live timings, so the passes can "
+               "differ a little between runs (the text never)")
 
 
 def status_html(message: str, kind: str = "info") -> str:
@@ -157,7 +159,10 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
            "model": meta.model if meta.model in ctx.models else gr.skip(),
            "tau": gr.update(value=meta.threshold, visible=meta.mode == "threshold")}
     budget = AUTO if meta.budget_auto else meta.budget
-    out["budget"] = budget if budget in ctx.budgets else gr.skip()
+    # (a fixed budget taken from the run shown says so: it stays for the visitor's later runs, where auto would size
+    # trees for this machine; the note goes when they choose a budget themselves)
+    out["budget"] = gr.update(value=budget, info=BUDGET_INFO if budget == AUTO else f"{budget}: as the run shown was "
+                              f"recorded; {BUDGET_INFO}") if budget in ctx.budgets else gr.skip()
     if meta.model in ctx.models:  # (the menu's model changes: its banner and its prompts to try follow)
         # a replay needs no model, so showing one loads none (a published model takes minutes): the banner of a
         # model not loaded yet says when it will be

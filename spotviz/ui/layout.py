@@ -18,7 +18,7 @@ from ..trace import MAX_TRACE_BYTES
 from .examples import list_examples
 from .explainer import Explainer
 from .files import TraceFiles
-from .handlers import (CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
+from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, RACE_BASELINES, TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, register_store
@@ -205,8 +205,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     wanted_length = gr.State(None)  # the length the visitor last chose (cap_length restores it)
                     budget = gr.Dropdown(budgets, value=AUTO, elem_id="sv-budget",
                                          label="Tree budget (states checked per pass)",
-                                         info="auto: sized per pass from this machine's measured cost per state and live "
-                                              "timings, so the passes can differ a little between runs (the text never)")
+                                         info=BUDGET_INFO)
                     mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
                                     info="exact: one decision per pass; threshold: every slot with confidence ≥ tau",
                                     elem_id="sv-mode")
@@ -264,6 +263,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         example_btn.click(h.example, [example_dd], outs(SHOW_OUTPUTS), api_name="example", concurrency_limit=4,
                           concurrency_id="replay", show_progress="hidden").then(None, js=SHOW_JS, queue=False)
         mode.change(h.on_mode, [mode, drafter], [tau, drafter], api_name=False, queue=False)
+        budget.input(lambda: gr.update(info=BUDGET_INFO), None, [budget], api_name=False, queue=False)
         drafter.change(h.on_drafter, [drafter, mode], [drafter, mode, budget], api_name=False, queue=False)
         # the length slider: capped to what the prompt leaves, back to the visitor's choice when it leaves more
         capping = [prompt, model, gen_length, wanted_length]

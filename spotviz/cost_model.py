@@ -17,9 +17,12 @@ that the views can price a trace with it too.
 from __future__ import annotations
 
 
-def f_at(curve, n: float) -> float:
-    """f(n) from the points [[N, seconds], ...] of `curve` (any order; at least one point)."""
-    pts = sorted((float(a), float(b)) for a, b in curve)
+def _points(curve) -> list[tuple[float, float]]:
+    return sorted((float(a), float(b)) for a, b in curve)
+
+
+def _f(pts, n: float) -> float:
+    """f(n) from sorted points (at least one)."""
     if n <= pts[0][0] or len(pts) == 1:
         return pts[0][1]
     if n >= pts[-1][0]:
@@ -30,11 +33,15 @@ def f_at(curve, n: float) -> float:
     return y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 != x0 else y1
 
 
+def f_at(curve, n: float) -> float:
+    """f(n) from the points [[N, seconds], ...] of `curve` (any order; at least one point)."""
+    return _f(_points(curve), n)
+
+
 def pass_cost(passes, curve, fused_curve=None) -> float:
     """The passes (records with `.states` and `.two_windows`) in standard passes of time with no overhead."""
-    one = f_at(curve, 1)
-    fused = fused_curve or curve
-    return sum(f_at(fused if p.two_windows else curve, max(p.states, 1)) for p in passes) / one
+    one, fused = _points(curve), _points(fused_curve or curve)  # (sorted once, not per pass)
+    return sum(_f(fused if p.two_windows else one, max(p.states, 1)) for p in passes) / _f(one, 1)
 
 
 def ceiling(standard_passes, passes, curve, fused_curve=None) -> float:

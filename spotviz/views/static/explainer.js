@@ -617,9 +617,10 @@
       const R = bits[0] || SV.main(S);
       const unrun = S.order.map((r) => S.runs.get(r)).filter((X) => !X.meta);
       for (const X of unrun) { const L = lanes.get(X.role); if (L) { writeHead(X, L); L.text.textContent = 'not run: Stop came before its turn'; } }
-      const text = 'Stopped after pass ' + R.passes.length + ' of the ' + SV.runTitle(S, R)[0] + ' run' +
-        (unrun.length ? ' (' + unrun.map((X) => SV.runTitle(S, X)[0].replace(/^Standard decoder$/, 'the standard decoder'))
-          .join(', ') + ': not run)' : '') +
+      const named = (X) => SV.runTitle(S, X)[0].replace(/^Standard decoder$/, 'standard decoder');   // (mid-sentence)
+      const text = 'Stopped after pass ' + R.passes.length + ' of the ' + named(R) + ' run' +
+        (unrun.length ? ' (' + unrun.map((X) => named(X).replace(/^standard decoder$/, 'the standard decoder')).join(', ') +
+          ': not run)' : '') +
         '. The views show the passes decoded before Stop; Run starts over.';
       clearTimeout(paintTimer); paintQueued = false;
       follow = true; K = SV.total(S); drawn = {}; paint(); setStatus(text, 'info');

@@ -96,6 +96,8 @@ class TreeNode:
     known: bool = False  # the edge is the target's own decision at the parent, known from an earlier pass's logits
     near: bool = False  # a likely edge: the target's decision at an evaluated state one or two commits above the parent
     found: bool = False  # no drafted edge: the walk followed the target's decision to this state, drafted on another branch
+    reused: bool = False  # a known state: an earlier pass of the window evaluated it, so this pass's batch left it
+    # out and its decision came from those logits (it cost no budget)
 
 
 @dataclass

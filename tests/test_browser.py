@@ -341,7 +341,7 @@ def test_tree_of_every_pass_is_that_pass_labelled_slot_token_and_a_run_rests_on_
         if len(p.tree) == 1:
             assert "drafted nothing" in t["caption"]  # a one-node tree says why
         else:
-            assert f"{p.states} states verified" in t["caption"]
+            assert f"{p.states} state{'s' * (p.states != 1)} verified" in t["caption"]
     # hovering a node lights its slots on the canvas
     k = next(p.index + 1 for p in main.passes if len(p.tree) > 2)
     scrub_to(pg, k)

@@ -129,7 +129,7 @@ def check_against_standard(spot: Trace, std: Trace, budget: int, round_trip: boo
     accepted_edges = []
     for i, p in enumerate(spot.passes[1:], start=1):
         assert p.kind == "verify"
-        assert p.states == len(p.tree) <= budget
+        assert p.states == len(p.tree) - sum(n.reused for n in p.tree) <= budget  # (known states: not in the batch)
         assert [n.id for n in p.tree] == list(range(len(p.tree)))
         root = p.tree[0]
         assert root.parent == -1 and root.depth == 0 and root.positions == [] and root.path_prob == 1.0
@@ -318,7 +318,7 @@ def test_budget_respected(budget, tiny_block_target, random_drafter):
         for name in ("training-free", "calibrated", "spot"):
             spot = decode_spot(target, PROMPTS[0], c, make_proposer(name, random_drafter))
             check_against_standard(spot, std, budget)
-            assert all(p.states == len(p.tree) <= budget for p in spot.passes[1:])
+            assert all(p.states == len(p.tree) - sum(n.reused for n in p.tree) <= budget for p in spot.passes[1:])
             if budget == 1:  # nothing drafted: exactly the standard decoder's passes
                 assert len(spot.passes) == len(std.passes)
                 assert spot.counters.drafted_nodes == 0 and spot.counters.accepted_drafts == 0
@@ -1231,13 +1231,20 @@ def test_one_guess_tree_is_the_tree_best_first_growth_makes(T, targets, random_d
         def decision(self, key, masked, step):
             return Decision([int(masked.nonzero()[-1])], [7], [0.5])
 
+        reuse = True
+
+        def logits_at(self, key):
+            return torch.zeros(1)
+
     view = _view(targets["block"], PROMPTS[0], "exact", 0.9, T, 0, 24)
     view.known = Evaluated()
     for proposer in (Calibrated(TABLE), TrainingFree()):
         lean = tree_mod.build_tree(view, proposer, 2)
         grown = tree_mod.grow_tree(view, proposer, tree_mod.FixedBudget(2))
-        assert [(n.offsets, n.tokens, n.prob, n.decided) for n in lean] == \
-            [(n.offsets, n.tokens, n.prob, n.decided) for n in grown]
+        # s1 is a known state, outside the batch: growth goes on to a second evaluated state, the one-guess tree
+        # stops at its certain guess (a pass of one state)
+        assert len(lean) == 2 and len(grown) > 2 and lean[0].stored is not None and grown[0].stored is not None
+        assert [(n.offsets, n.tokens, n.prob) for n in lean] == [(n.offsets, n.tokens, n.prob) for n in grown[:2]]
         assert lean[0].decided and lean[1].prob == 1.0 and lean[1].tokens == (7,)
     for mode in ("exact", "threshold"):  # no shortcut (training-free): its children from its per-pass context
         view = _view(targets["block"], PROMPTS[0], mode, 0.05, T, 0, 24)
@@ -1256,7 +1263,7 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
     that reaches such a node always moves on along its certain edge."""
     from spotviz.views.timeline import tree_frame
 
-    target, known = targets[kind], 0
+    target, known, reused, past_budget = targets[kind], 0, 0, 0
     for name in ("training-free", "spot+partner"):
         for T in (0.0, 1.0):
             for i, prompt in enumerate(PROMPTS[:4]):
@@ -1265,20 +1272,31 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
                 check_against_standard(spot, decode_standard(target, prompt, c), 16)
                 for p in spot.passes[1:]:
                     by_id = {n.id: n for n in p.tree}
+                    # a known state's logits are reused: the pass's batch leaves it out, and the budget counts the batch
+                    assert p.states == len(p.tree) - sum(n.reused for n in p.tree) <= 16
+                    reused += sum(n.reused for n in p.tree)
+                    past_budget += len(p.tree) > 16
                     if any(n.known for n in p.tree):  # the tree view counts them and says why in the hover
                         frame = tree_frame(p, {})
                         assert frame["known"] == sum(n.known for n in p.tree)
+                        assert frame["reused"] == sum(n.reused for n in p.tree)
                         hovers = {row[0]: row[5] for row in frame["nodes"]}
                         assert all(("certain edge" in hovers[n.id]) == n.known for n in p.tree[1:])
+                        assert all(("a known state" in hovers[n.id]) == n.reused for n in p.tree)
                     for n in p.tree:
                         if not n.known:
                             continue
                         known += 1
                         assert n.prob == 1.0 and [m.parent for m in p.tree].count(n.parent) == 1  # its only sibling
+                        # (a certain edge inside the window comes from its parent's stored logits: the parent is reused)
+                        assert by_id[n.parent].reused == all(p.window[0] <= q < p.window[1] for q in n.positions)
                         guaranteed = target.info.batch_invariant and target.info.blockwise_exact
                         if guaranteed and n.parent in p.accepted_path:
                             assert by_id[n.id].accepted
     assert known > 0
+    # known states left out of the batch let trees grow past the batch size, where the probe proved that a stored
+    # row is the row a pass computes (elsewhere they are verified again)
+    assert (reused > 0 and past_budget > 0) if target.info.batch_invariant is True else reused == past_budget == 0
 
 
 def test_no_certain_edge_without_the_targets_noise(tiny_block_target, random_drafter):

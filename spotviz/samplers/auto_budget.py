@@ -76,7 +76,7 @@ MEMORY_VERSION = 2  # of the files that carry it to the next process (memory_fil
 class PassOutcome:
     """What a budget policy learns from one pass."""
 
-    states: int  # nodes verified (1: a standard pass)
+    states: int  # states the forward evaluated (1: a standard pass, or a tree whose other nodes were known states)
     forward_s: float  # time of the target pass (on pass_clock)
     fused: bool  # the pass also evaluated the next window
     accepted_edges: int = 0
@@ -234,32 +234,34 @@ class CostAwareBudget(BudgetPolicy):
             self.budget, self.small = ONE_GUESS, True
         return best_k > 0
 
-    def begin(self, n_masked: int) -> None:
-        """A new tree: only s1 so far."""
+    def begin(self, n_masked: int, s1_evaluated: bool = True) -> None:
+        """A new tree: only s1 so far (outside the batch where it is a known state)."""
         self._s = self.accepted / self.expected
         self._edges = [0.0]  # expected accepted edges of the first k nodes, k = 1, 2, ...
+        self._batch = [int(s1_evaluated)]  # states the pass evaluates for the first k nodes (known states are free)
         self._best_k, self._best = 1, 0.0
         self._den = self.f_now + self.tree.cost(self._more) if self.budget > ONE_GUESS else None
 
-    def add(self, path_prob: float) -> None:
-        """The next best-first node was added with this path probability."""
+    def add(self, path_prob: float, free: bool = False) -> None:
+        """The next best-first node was added with this path probability (free: a known state, outside the batch)."""
         self._edges.append(self._edges[-1] + path_prob)
-        k = len(self._edges)
-        rate = (1.0 + self._s * self._edges[-1]) / (self.f_at(k) + self._tier().cost(k))
+        self._batch.append(self._batch[-1] + (not free))
+        k, m = len(self._edges), max(self._batch[-1], 1)
+        rate = (1.0 + self._s * self._edges[-1]) / (self.f_at(m) + self._tier().cost(m))
         if rate > self._best:
             self._best_k, self._best = k, rate
 
     def stop(self, next_p: float) -> bool:
         """Growing stops when no larger prefix can beat the best so far, even if every further node had path
-        probability `next_p` (the largest left: best-first order makes it an upper bound)."""
-        k = len(self._edges)
-        if k >= self.budget:
+        probability `next_p` (the largest left: best-first order makes it an upper bound) and cost a state."""
+        k, m = len(self._edges), self._batch[-1]
+        if m >= self.budget:
             return True
         if k < 2:
             return False
         s = self._s
-        e = (1.0 + s * (self._edges[-1] - next_p * k)) + (s * next_p) * self._more[k + 1:]
-        return bool((e / self._den[k + 1:]).max() <= self._best)
+        e = (1.0 + s * (self._edges[-1] - next_p * m)) + (s * next_p) * self._more[m + 1:]
+        return bool((e / self._den[m + 1:]).max() <= self._best)
 
     def choose(self, n_nodes: int) -> int:
         """How many of the best-first nodes to keep: at least 2 (the drafter ran: a pass that drafts verifies
@@ -298,7 +300,7 @@ class CostAwareBudget(BudgetPolicy):
             else:
                 self.load = 0.9 * self.load + 0.1 * r / self.shape(n)
         commits = o.commits or o.accepted_edges + 1
-        if o.drafted and o.states > 1:
+        if o.drafted:  # (a drafted pass may evaluate one state: its other nodes known states)
             self.expected += self.last_expected
             self.accepted += o.accepted_edges
             self.gate_expected += self.last_chain

@@ -24,10 +24,15 @@ class KnownStates:
     known exactly: the rule applied to the stored logits with that node's step and the target's own noise. The tree
     drafts it as a certain edge (drafter/tree.py); at a state one or two commits past a stored one, the decision
     there is a likely one (nearest). Only where the drafter's noise is the target's (coupled, or T = 0).
-    Kept for the passes of one window; a few dozen [w, V] rows."""
+    Kept for the passes of one window; a few dozen [w, V] rows.
+    reuse: a stored row is the row a new pass would compute (the probe proved the target's batched passes
+    bit-identical to one-row passes, targets/invariance.py), so a node at a stored state is left out of the next
+    verification batch and decided from the stored row (drafter/tree.py, samplers/verify.py); where that is not
+    proven, such a node is still verified."""
 
-    def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None):
+    def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None, reuse: bool = False):
         self.lo, self.hi, self.rule, self.noise, self.mask_id = lo, hi, rule, noise, mask_id
+        self.reuse = reuse
         self.logits: dict[bytes, torch.Tensor] = {}
         self.open: dict[bytes, list[bool]] = {}  # key -> its masked window positions (hi - lo flags)
         self._rows: np.ndarray | None = None  # the keys, in order, as one [S, hi - lo] int64 array (built when needed)
@@ -41,6 +46,10 @@ class KnownStates:
             self.open[key] = (np.frombuffer(key, dtype=np.int64) == self.mask_id).tolist() if masked is None \
                 else masked.tolist()
             self._rows = None
+
+    def logits_at(self, key: bytes) -> torch.Tensor | None:
+        """The stored logits [hi - lo, V] of the state conditioned by `key`, None if no pass evaluated it."""
+        return self.logits.get(key)
 
     def decision(self, key: bytes, masked: torch.Tensor, step: int) -> Decision | None:
         """The target's decision in this window at a state conditioned by `key` (the conditioning tokens as int64
@@ -97,7 +106,8 @@ def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: 
     """Store a pass's logits off its walk (the walk's states have fewer commits than the next root: no later node
     can equal them): this window's at every node with something left to decide (in `here`), the next window's at
     every node that completes this one with nothing committed in the next yet (in `nxt`, fused passes). The stored
-    rows are views of the pass's output."""
+    rows are views of the pass's output; the nodes the pass left out of its batch (known states) are stored
+    already."""
     if len(walk) == len(rows) or (here is None and nxt is None):
         return
     w = hi - lo
@@ -108,10 +118,11 @@ def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: 
     fresh = nmasked.all(1).numpy()
     on_walk = set(walk)
     for i in range(len(keys)):
-        if i in on_walk:
+        r = v.row(i)
+        if i in on_walk or r is None:
             continue
         if open_[i]:
             if here is not None:
-                here.add(keys[i].tobytes(), v.out.logits[i, :w])
+                here.add(keys[i].tobytes(), v.out.logits[r, :w])
         elif nxt is not None and v.fused and fresh[i]:
-            nxt.add(keys[i].tobytes(), v.out.logits[i, w:], nmasked[i])
+            nxt.add(keys[i].tobytes(), v.out.logits[r, w:], nmasked[i])

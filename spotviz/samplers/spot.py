@@ -102,14 +102,14 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         if window[0] == lo:  # (a bonus in the next window starts fresh stores: nothing to keep)
             remember(st, v, rows, walk, lo, hi, known, known_next)
         if window[0] != lo:  # the fused pass's bonus is in the next window: the finished one enters the cache
-            st.cache = target.extend_cache(st.cache, v.out, stop.id, window[0])
+            st.cache = target.extend_cache(st.cache, v.out, v.row(stop.id), window[0])
         free = d.commits(window[0], step) if d else []
         st.apply(free)
         st.step = step + (1 if d else 0)
-        rec = st.add_pass("verify", (lo, hi), len(nodes), accepted + free, t_start,
+        rec = st.add_pass("verify", (lo, hi), v.batch, accepted + free, t_start,
                           tree=tree_record(nodes, walk, v, lo), accepted_path=walk, budget=policy.budget,
                           two_windows=v.fused, walk_end=walk_end(stop, v, lo, d is not None) if len(nodes) > 1 else "")
-        policy.observe(PassOutcome(len(nodes), v.forward_s, v.fused, len(walk) - 1,
+        policy.observe(PassOutcome(v.batch, v.forward_s, v.fused, len(walk) - 1,
                                    st.clock() - c_start - v.forward_s - v.check_s, drafted=len(nodes) > 1,
                                    commits=len(rec.commits)))
         yield st.progress(rec)
@@ -145,10 +145,11 @@ def plain_pass(st: DecodeState, lo: int, hi: int, masked, policy, t_start: float
 def window_memory(st: DecodeState, window, nxt, knowing: bool, crossing: bool):
     """Fresh stores of evaluated logits for a window's passes (samplers/known_states.KnownStates): the window's own, and
     the next window's after a completed one (only when trees may cross). None where the drafter's noise is not the
-    target's (the decision there could not be known)."""
+    target's (the decision there could not be known). The window's own rows are reused in place of evaluating their
+    states again only where the probe proved batched passes bit-identical to one-row passes."""
     if not knowing:
         return None, None
-    here = KnownStates(*window, st.rule, st.noise, st.mask_id)
+    here = KnownStates(*window, st.rule, st.noise, st.mask_id, reuse=st.target.info.batch_invariant is True)
     return here, (KnownStates(*nxt, st.rule, st.noise, st.mask_id) if crossing and nxt else None)
 
 

@@ -44,37 +44,66 @@ class Verified:
     check_s: float = 0.0  # time of the batch-invariance check (once per batch shape; not the pass's own cost)
     lows: list[int] | None = None  # the start of the window of each decision (None: all in this pass's window)
     complete: list[bool] | None = None  # per node: it completes the window (fused passes only)
+    rows: list[int | None] | None = None  # per node: its row of `out` (None: a known state, left out of the batch);
+    # None: node i is row i
 
     def low(self, node_id: int, lo: int) -> int:
         return lo if self.lows is None else self.lows[node_id]
 
+    def row(self, node_id: int) -> int | None:
+        """The node's row of the pass's output (None for a known state, whose logits an earlier pass computed)."""
+        return node_id if self.rows is None else self.rows[node_id]
+
+    @property
+    def batch(self) -> int:
+        """States the pass evaluated."""
+        return self.out.logits.shape[0]
+
 
 def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, next_hi: int | None) -> Verified:
-    """One target pass over every node state (and over the next window too, if some node completes this one)."""
+    """One target pass over every node state (and over the next window too, if some node completes this one). A
+    known state (node.stored: its window's logits from an earlier pass) is left out of the batch and decided from
+    those logits: the same numbers (a window's logits depend only on the tokens that condition it)."""
     masked = rows[:, lo:hi] == st.mask_id
-    done = ~masked.any(1)  # nodes that complete the window
+    done = ~masked.any(1)  # nodes that complete the window (never a known state: it has something left to decide)
     fused = next_hi is not None and bool(done.any())
+    known = [n.id for n in nodes if n.stored is not None]
+    if len(known) == len(nodes):  # (a pass evaluates something: here every node again)
+        known = []
+    batch, where = rows, None
+    if known:
+        ev = [n.id for n in nodes if n.stored is None]
+        batch, where = rows[ev], [None] * len(nodes)
+        for r, i in enumerate(ev):
+            where[i] = r
     t0 = st.clock()
-    out = st.target.forward(rows, lo, next_hi if fused else hi, st.cache)
+    out = st.target.forward(batch, lo, next_hi if fused else hi, st.cache)
     t1, w1 = st.clock(), st.wall()
-    st.calls_outside += check_pass(st.target, rows, lo, next_hi if fused else hi, st.cache, out.logits)
+    st.calls_outside += check_pass(st.target, batch, lo, next_hi if fused else hi, st.cache, out.logits)
     check_s = st.clock() - t1
     st.checks_s += st.wall() - w1  # (one-time: kept out of the pass's and the run's wall time)
     steps = [st.step + n.depth for n in nodes]
-    decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
-    lows = None
+    if known:
+        decisions: list = [None] * len(nodes)
+        for ids, logits in ((ev, out.logits[:, : hi - lo]), (known, torch.stack([nodes[i].stored for i in known]))):
+            for i, d in zip(ids, decide(logits, masked[ids], [steps[i] for i in ids], lo, st.rule, st.noise,
+                                        st.mask_id)):
+                decisions[i] = d
+    else:
+        decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
+    v = Verified(out, decisions, fused, t1 - t0, check_s, None, done.tolist() if fused else None, where)
     if fused:  # nodes that complete the window and have children in the next one decide there (the walk may go on;
         # a stop node's first decision there is the bonus's business)
         ahead = [i for i in done.nonzero().flatten().tolist()
                  if nodes[i].children and not st.finished_with_eos(hi, rows[i])]
         if ahead:
             nmask = rows[ahead, hi:next_hi] == st.mask_id
-            there = decide(out.logits[ahead, hi - lo:], nmask, [steps[i] for i in ahead], hi, st.rule, st.noise,
-                           st.mask_id)
-            lows = [lo] * len(nodes)
+            there = decide(out.logits[[v.row(i) for i in ahead], hi - lo:], nmask, [steps[i] for i in ahead], hi,
+                           st.rule, st.noise, st.mask_id)
+            v.lows = [lo] * len(nodes)
             for i, d in zip(ahead, there):
-                decisions[i], lows[i] = d, hi
-    return Verified(out, decisions, fused, t1 - t0, check_s, lows, done.tolist() if fused else None)
+                decisions[i], v.lows[i] = d, hi
+    return v
 
 
 def accept_walk(nodes: list[DraftNode], v: Verified, lo: int, step: int):
@@ -149,7 +178,8 @@ def tree_record(nodes: list[DraftNode], walk: list[int], v: Verified, lo: int) -
                             accepted=n.id in on_walk, target_positions=[base + o for o in d.offsets] if d else [],
                             target_tokens=list(d.tokens) if d else [], merged_from=others,
                             known=parent >= 0 and nodes[parent].decided and not found, found=found,
-                            near=parent >= 0 and not found and nodes[parent].near == (tuple(offsets), tuple(tokens))))
+                            near=parent >= 0 and not found and nodes[parent].near == (tuple(offsets), tuple(tokens)),
+                            reused=v.row(n.id) is None))
     return out
 
 
@@ -172,7 +202,7 @@ def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi:
     d = v.decisions[stop.id]
     if d is None and v.fused and not st.finished_with_eos(hi):  # the stop completes the window: the next one's first
         nlo, nhi = next_window
-        d = decide(v.out.logits[stop.id, hi - lo:].unsqueeze(0), st.masked(nlo, nhi).unsqueeze(0),
+        d = decide(v.out.logits[v.row(stop.id), hi - lo:].unsqueeze(0), st.masked(nlo, nhi).unsqueeze(0),
                    [st.step + stop.depth], nlo, st.rule, st.noise, st.mask_id)[0]
         return d, (nlo, nhi), None
     if d is None:
@@ -183,7 +213,7 @@ def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi:
     if v.fused and crossing:  # (nodes are in best-first order: the first such node is the likeliest)
         src = next((n.id for n in nodes if n.id != stop.id and v.complete[n.id] and _below(nodes, n, stop.id)),
                    stop.id)
-        ahead = masked_log_softmax(v.out.logits[src, hi - lo:], st.mask_id)
+        ahead = masked_log_softmax(v.out.logits[v.row(src), hi - lo:], st.mask_id)
     return d, (lo, hi), ahead
 
 

@@ -123,7 +123,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     `expect`: the slots of the drafter's most likely path (its expected next commits); `known`: how many edges are
     certain (the target's decision at a state an earlier pass already evaluated); `near`: how many are likely edges
     (its decision at an evaluated state one or two commits short of the parent); `found`: how many walk edges were
-    not drafted (the target's decision led to a state the tree drafted on another branch)."""
+    not drafted (the target's decision led to a state the tree drafted on another branch); `reused`: how many nodes
+    were known states, left out of the pass's batch (their logits came from an earlier pass)."""
     if not rec.tree:
         return None
     pos, leaves = layout_tree(rec.tree)
@@ -154,6 +155,9 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
                           " commits short of the state above (fresher than the drafter's view)")
         if n.target_positions:
             hover += f" · target's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
+        if n.reused:
+            hover += (" · a known state: an earlier pass already computed the target's output here, so this pass"
+                      " reused it and left the state out of its batch (it cost no budget)")
         merged = [m for m in n.merged_from if m in by_id]
         if merged:
             hover += (f" · the same state is reached by {len(merged) + 1} drafted orders (dotted edges): "
@@ -168,7 +172,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
            "bonus": None, "depth": len(path) - 1, "size": len(rec.tree), "merged": sum(len(n[8]) for n in nodes),
            "known": sum(1 for n in rec.tree if n.known and n.parent in by_id),
            "near": sum(1 for n in rec.tree if n.near and n.parent in by_id),
-           "found": sum(1 for n in rec.tree if n.found and n.parent in by_id)}
+           "found": sum(1 for n in rec.tree if n.found and n.parent in by_id),
+           "reused": sum(1 for n in rec.tree if n.reused)}
     if bonus:
         out["bonus"] = [_text(token_text, [c.position for c in bonus], [c.token for c in bonus]),
                         "the target's own decision where the walk stopped, committed without being drafted: "

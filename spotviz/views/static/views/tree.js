@@ -23,7 +23,7 @@
       return 'Pass ' + tp.k + ' drafted nothing. ' + (p.note || 'It checked only the current state.') +
         ' It committed ' + SV.plural(commits, 'slot') + ' by itself.';
     }
-    let s = 'Pass ' + tp.k + ': ' + p.states + ' states verified in one batched pass' +
+    let s = 'Pass ' + tp.k + ': ' + SV.plural(p.states, 'state') + ' verified in one batched pass' +
       (R.meta.auto ? ' (budget auto chose ' + p.states + ')' : (p.budget && p.budget !== p.states ? ' (of ' + p.budget + ' allowed)' : ''));
     if (R.meta.mode === 'threshold') {   // a decision commits a set: count sets and slots apart
       s += ' · accepted depth ' + p.tree.depth + ' → ' + SV.plural(p.tree.depth, 'drafted set') + ' (' + SV.plural(acc, 'slot') +
@@ -36,6 +36,7 @@
     if (p.stop) s += ' · the walk stopped: ' + p.stop;
     if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
     if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';
+    if (p.tree.reused) s += ' · ' + SV.plural(p.tree.reused, 'known state') + ' reused from earlier passes (not in this batch: ' + (p.tree.reused === 1 ? 'it costs' : 'they cost') + ' no budget)';
     if (p.tree.near) s += ' · ▶ ' + SV.plural(p.tree.near, 'likely edge') + ': its decision at a computed state a commit or two short';
     if (p.tree.found) s += ' · ⬢ ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway: the target’s decision led to a state drafted in another order';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;

@@ -264,6 +264,21 @@ def test_auto_prefix_maximises_expected_commits_per_second():
     assert s.choose(len(probs)) == int(np.argmax(rates)) + 1 == 3  # 2.7 commits for 14 ms beats 3.0 for 16 ms
 
 
+def test_auto_prices_a_prefix_by_the_states_it_evaluates():
+    """A known state (decided from a stored row, outside the batch) adds its reach to a prefix's expected commits and
+    nothing to its forward: auto keeps a chain of them that it would cut if every node cost a state."""
+    f = curve(0.010, 0.010)  # a row as dear as the first: two likely nodes do not pay for their states
+    known, counted = CostAwareBudget(f, n_max=8), CostAwareBudget(f, n_max=8)
+    for s in (known, counted):
+        s.tree.overhead = 0.0
+        s.begin(8)
+    for p in (0.9, 0.9, 0.9):
+        known.add(p, free=True)
+        counted.add(p)
+    assert known._batch == [1, 1, 1, 1] and counted._batch == [1, 2, 3, 4]
+    assert known.choose(4) == 4 and counted.choose(4) == 2  # (2: a pass that drafted verifies something drafted)
+
+
 def test_auto_learns_work_that_grows_with_the_tree_and_keeps_trees_smaller_where_the_forward_is_flat():
     """On a GPU a pass over 64 states costs one pass, but the drafter, node states and decisions grow with the tree:
     auto fits its own work per node from the passes it sees and stops growing where a node costs more than it

@@ -8,8 +8,8 @@ evaluated again and costs none.
 Equal states are one node. A node is identified by (S, t): S the set of (position, token) commits drafted on the
 way from s1, t its depth (the step whose noise its decision uses). Two drafted orders of the same commits, a then b
 and b then a, reach the same (S, t); the target's decision there is the same whichever way the walk arrived, so
-the second path becomes a second edge into the first path's node instead of a node of its own. The verification
-batch holds every state once, and the acceptance walk (which moves along any edge equal to the target's decision)
+the second path becomes a second edge into the first path's node instead of a node of its own. The tree holds
+every state once (and the verification batch every state it evaluates), and the acceptance walk (which moves along any edge equal to the target's decision)
 stays exact. Merged edges cost no budget. The node keeps the path it was first reached by (its state row and the
 proposer's path terms come from it); its path_prob becomes its reach, the chance that the walk gets there: the sum
 over its incoming edges of parent reach times edge probability. A merge raises the reach of the node and of all
@@ -113,8 +113,8 @@ class Proposer:
         raise NotImplementedError
 
     def for_budget(self, budget: int) -> "Proposer":
-        """The proposer that drafts a tree of at most `budget` nodes (a proposer may hand a small tree to a cheaper
-        one: proposers/spot.py)."""
+        """The proposer that drafts a tree of at most `budget` evaluated states (a proposer may hand a small tree to a
+        cheaper one: proposers/spot.py)."""
         return self
 
     def first_child(self, view: RootView, remaining: np.ndarray) -> list[tuple] | None:
@@ -125,9 +125,10 @@ class Proposer:
 
 
 class BudgetPolicy:
-    """How many nodes a pass's tree may have, and which best-first prefix it keeps: the decoder asks draft_now()
-    before a pass and reports the pass with observe(); the tree builder calls begin(), then add(path_prob) for every
-    node after s1 while stop(next_p) is False, then choose(). `budget` is this pass's cap on the node count. The
+    """How many states a pass's tree may have the target evaluate, and which best-first prefix it keeps: the decoder
+    asks draft_now() before a pass and reports the pass with observe(); the tree builder calls begin(), then
+    add(path_prob, free) for every node after s1 while stop(next_p) is False, then choose(). `budget` is this pass's
+    cap on the states evaluated (known states, free, are not counted). The
     defaults here draft every pass and keep every node grown: FixedBudget below; samplers/auto_budget.CostAwareBudget
     is the cost-aware policy (`--budget auto`)."""
 
@@ -158,16 +159,17 @@ class BudgetPolicy:
 
 
 class FixedBudget(BudgetPolicy):
-    """A fixed node count: every pass drafts, and the tree keeps every node grown."""
+    """A fixed count of evaluated states: every pass drafts, and the tree keeps every node grown."""
 
     def __init__(self, budget: int):
         self.budget = int(budget)
 
 
 def build_tree(view: RootView, proposer: Proposer, budget, min_path_prob: float = 0.0) -> list[DraftNode]:
-    """Best-first tree (by path probability) of at most `budget` nodes rooted at s1.
+    """Best-first tree (by path probability) rooted at s1 whose verification evaluates at most `budget` states (its
+    known states, decided from stored logits, come on top).
 
-    budget: a node count, or a BudgetPolicy (FixedBudget, or samplers/auto_budget.CostAwareBudget, which stops
+    budget: a count of states, or a BudgetPolicy (FixedBudget, or samplers/auto_budget.CostAwareBudget, which stops
     growing when no larger tree can pay for its forward and keeps the best-first prefix with the most expected
     commits per second). min_path_prob > 0 stops growing once the best candidate's path probability (its chance
     of being accepted) falls below it: the budget becomes a cap, and passes whose drafts are unlikely verify fewer
@@ -219,7 +221,8 @@ class TreeGrowth:
         if policy.budget <= 1 or (self.n_masked == 0 and view.ahead is None):
             return nodes
         # the proposer's per-pass context, prepared up front as its contract says (none where this window is complete)
-        self.ctx = self.proposer.prepare(view, max_depth=min(self.max_depth, policy.budget - 1)) \
+        # (contexts grow their depths lazily: a tree with known states may go deeper than budget - 1)
+        self.ctx = self.proposer.prepare(view, max_depth=self.max_depth) \
             if self.n_masked else None
         self.expand(self.root)
         self.batch = int(self.root.stored is None)
@@ -272,6 +275,8 @@ class TreeGrowth:
         if here:
             remaining[here] = False
         if remaining.any():
+            if not room and (view.known is None or not view.known.reuse):  # (no room, and no free state possible)
+                return
             win = self.window_tokens(node) if view.known is not None else None  # (what both stores are looked up by)
             props = self.known_child(node, view, torch.from_numpy(remaining), win=win)
             if props and view.known.reuse:
@@ -339,7 +344,7 @@ class TreeGrowth:
         if known:  # (the next window's first decision after a completed window a pass evaluated)
             return [c for c in known if len(c[0]) < left]
         if self.ctx_ahead is None:
-            self.ctx_ahead = self.proposer.prepare(ahead, max_depth=min(self.max_depth, self.policy.budget - 1))
+            self.ctx_ahead = self.proposer.prepare(ahead, max_depth=self.max_depth)
         seen = DraftNode(node.id, node.parent, node.depth, (), (), node.prob, node.path_prob, there)
         return [(tuple(o + w for o in offs), toks, p) for offs, toks, p in
                 self.proposer.children(self.ctx_ahead, ahead, seen, remaining) if len(offs) < left]

@@ -9,7 +9,10 @@ With nodes in best-first order (path probabilities p_1 >= p_2 >= ...) every pref
 
 are the expected commits of its first N nodes (s: a running calibration, accepted drafted edges over the edges the
 drafter expected; p_i as it was when node i was added, so the estimate errs low). CostAwareBudget keeps the prefix
-N >= 2 that maximises E(N) / (l_N f(N) + c).
+N >= 2 that maximises E(N) / (l_M f(M) + c), M the states the prefix has the target evaluate: its known states
+(decided from logits an earlier pass stored, drafter/tree.py) add to E and cost no forward. Growth stops when no
+longer prefix can win even if every node still to come cost a state (with free nodes among them it might: the
+bound errs towards smaller trees).
 
 **Keeping the curve honest during a run.** l_N = L s_N. The load L is the running mean of a standard pass's
 forward time over f(1) (the machine's speed now); s_N (N >= 2) is the running mean of that size's forward times
@@ -88,11 +91,12 @@ class PassOutcome:
 @dataclass
 class Tier:
     """One kind of drafted pass (a one-guess tree, or a larger tree): its own work outside the forward, a running
-    linear fit in the tree's node count, and its realized check (module docstring)."""
+    linear fit in the states its passes evaluate (a tree's node count, less its known states), and its realized
+    check (module docstring)."""
 
     overhead: float  # seconds: the running mean of its passes' own work
-    # how that work grows with the tree: running mean of the passes' node counts, and the running (co)variance of
-    # node count and work, whose ratio is the work per extra node (per_node)
+    # how that work grows with the tree: running mean of the passes' state counts, and the running (co)variance of
+    # state count and work, whose ratio is the work per extra state (per_node)
     states: float = 2.0
     var: float = 0.0
     cov: float = 0.0
@@ -282,7 +286,7 @@ class CostAwareBudget(BudgetPolicy):
             # a one-state forward right after a batch of states runs slower on a CPU (module docstring): drafting's
             # own work, counted into the tier that drafted as if its pass had paid it, and kept out of the curve
             after.overhead += Tier.STEP * max(o.forward_s - self.f_at(1), 0.0)
-        elif o.forward_s > 0 and f > 0 and not o.fused:
+        elif o.forward_s > 0 and f > 0 and not o.fused and not (o.drafted and n == 1):
             # the load follows the machine's speed from the standard passes (the run's first sets it: a prior or
             # a past run's value would lag behind a spell; until then drafted passes move it a little); a size's
             # correction is its forwards' time against the load, so a spell moves every size's price at once

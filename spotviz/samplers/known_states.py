@@ -25,14 +25,16 @@ class KnownStates:
     drafts it as a certain edge (drafter/tree.py); at a state one or two commits past a stored one, the decision
     there is a likely one (nearest). Only where the drafter's noise is the target's (coupled, or T = 0).
     Kept for the passes of one window; a few dozen [w, V] rows.
-    reuse: a stored row is the row a new pass would compute (the probe proved the target's batched passes
-    bit-identical to one-row passes, targets/invariance.py), so a node at a stored state is left out of the next
-    verification batch and decided from the stored row (drafter/tree.py, samplers/verify.py); where that is not
-    proven, such a node is still verified."""
+    `reuse` (read from the target's info at every use, since a pass's probe may revoke it): a stored row is the row
+    a new pass would compute (the probe proved the target's batched passes bit-identical to one-row passes,
+    targets/invariance.py, and a window's logits do not depend on how far a call reaches: a row stored from a fused
+    two-window pass serves a one-window pass), so a node at a stored state is left out of the next verification
+    batch and decided from the stored row (drafter/tree.py, samplers/verify.py); where that is not proven, such a
+    node is still verified."""
 
-    def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None, reuse: bool = False):
+    def __init__(self, lo: int, hi: int, rule, noise, mask_id: int | None, info=None):
         self.lo, self.hi, self.rule, self.noise, self.mask_id = lo, hi, rule, noise, mask_id
-        self.reuse = reuse
+        self.info = info  # the target's TargetInfo (None: no reuse)
         self.logits: dict[bytes, torch.Tensor] = {}
         self.open: dict[bytes, list[bool]] = {}  # key -> its masked window positions (hi - lo flags)
         self._rows: np.ndarray | None = None  # the keys, in order, as one [S, hi - lo] int64 array (built when needed)
@@ -46,6 +48,12 @@ class KnownStates:
             self.open[key] = (np.frombuffer(key, dtype=np.int64) == self.mask_id).tolist() if masked is None \
                 else masked.tolist()
             self._rows = None
+
+    @property
+    def reuse(self) -> bool:
+        """Whether a stored row may stand in for evaluating its state again (class docstring)."""
+        info = self.info
+        return info is not None and info.batch_invariant is True and bool(info.blockwise_exact)
 
     def logits_at(self, key: bytes) -> torch.Tensor | None:
         """The stored logits [hi - lo, V] of the state conditioned by `key`, None if no pass evaluated it."""

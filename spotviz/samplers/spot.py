@@ -5,7 +5,8 @@ Loop (DESIGN.md section 3), starting from a root r whose logits are known from t
 2. a proposer drafts a tree rooted at s1 from r's output distributions (budget = states per pass, s1 included;
    with budget "auto", the size that maximises expected commits per second, or no tree at all when drafting
    does not pay: samplers/auto_budget.py; such a pass is the standard decoder's pass and nothing more, plain_pass);
-3. one batched target pass evaluates every node; if a node completes the window, the same pass also evaluates
+3. one batched target pass evaluates every node but the known states (their window's logits stored by an earlier
+   pass: decided from those, step 5); if a node completes the window, the same pass also evaluates
    the next window (the fused pass), so a new block starts without a pass of its own; the next-window
    distributions of such a node below the stop become the next root's ahead view, from which the next tree may
    go on past the window's end (drafter/tree.py);
@@ -149,7 +150,7 @@ def window_memory(st: DecodeState, window, nxt, knowing: bool, crossing: bool):
     states again only where the probe proved batched passes bit-identical to one-row passes."""
     if not knowing:
         return None, None
-    here = KnownStates(*window, st.rule, st.noise, st.mask_id, reuse=st.target.info.batch_invariant is True)
+    here = KnownStates(*window, st.rule, st.noise, st.mask_id, info=st.target.info)
     return here, (KnownStates(*nxt, st.rule, st.noise, st.mask_id) if crossing and nxt else None)
 
 

@@ -1,12 +1,14 @@
 """The verifier: one batched target pass over a draft tree, the acceptance walk, the bonus and the fused step.
 
-Given the node states of a tree rooted at s1 (node 0) and one target pass over all of them:
+Given the node states of a tree rooted at s1 (node 0) and one target pass over all of them (but the known states,
+whose window's logits an earlier pass of the window stored: they are decided from those, the same numbers):
 - every node's decision d(n) is computed in one batched call, from n's own logits with the noise of its step
   (step(n) = step(s1) + depth(n));
 - the acceptance walk starts at s1: at node n, move to the child whose drafted edge equals d(n), else stop.
   Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's;
 - the bonus is d(stop), the stop node's own decision, already computed by the same pass.
-The fused pass: if some node completes the window, the pass evaluates the next window too, for every node. A node
+The fused pass: if some node completes the window, the pass evaluates the next window too, for every node it
+evaluates (a known state never completes the window). A node
 that completes the window then decides in the next window (its first decision there, or a later one for a node the
 tree drafted on into that window); the walk goes on across the boundary, and a bonus in the next window makes the
 decoder add the finished window's keys/values to the cache. These are the standard decoder's numbers only where a
@@ -61,18 +63,19 @@ class Verified:
 
 
 def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, next_hi: int | None) -> Verified:
-    """One target pass over every node state (and over the next window too, if some node completes this one). A
+    """One target pass over the node states (and over the next window too, if some node completes this one). A
     known state (node.stored: its window's logits from an earlier pass) is left out of the batch and decided from
-    those logits: the same numbers (a window's logits depend only on the tokens that condition it)."""
+    those logits: the same numbers (a window's logits depend only on the tokens that condition it). A tree of known
+    states alone still has its last node evaluated."""
     masked = rows[:, lo:hi] == st.mask_id
     done = ~masked.any(1)  # nodes that complete the window (never a known state: it has something left to decide)
     fused = next_hi is not None and bool(done.any())
     known = [n.id for n in nodes if n.stored is not None]
-    if len(known) == len(nodes):  # (a pass evaluates something: here every node again)
-        known = []
+    if len(known) == len(nodes):  # (a pass evaluates something: here the last node, the likeliest deepest)
+        known.pop()
     batch, where = rows, None
     if known:
-        ev = [n.id for n in nodes if n.stored is None]
+        ev = sorted(set(range(len(nodes))) - set(known))
         batch, where = rows[ev], [None] * len(nodes)
         for r, i in enumerate(ev):
             where[i] = r
@@ -213,7 +216,8 @@ def bonus(st, v: Verified, nodes: list[DraftNode], stop: DraftNode, lo: int, hi:
     if v.fused and crossing:  # (nodes are in best-first order: the first such node is the likeliest)
         src = next((n.id for n in nodes if n.id != stop.id and v.complete[n.id] and _below(nodes, n, stop.id)),
                    stop.id)
-        ahead = masked_log_softmax(v.out.logits[v.row(src), hi - lo:], st.mask_id)
+        if v.row(src) is not None:  # (a known stop the pass did not evaluate has no view of the next window)
+            ahead = masked_log_softmax(v.out.logits[v.row(src), hi - lo:], st.mask_id)
     return d, (lo, hi), ahead
 
 

@@ -245,6 +245,8 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     assert summary(spot, base)["kpis"][1]["tone"] == "good"
     spot.meta.device = "cuda:0"
     assert "about one plain pass" in summary(spot, base)["note"]
+    spot.counters.wall_s = base.counters.wall_s / 1.003  # level within the rounding: said so, not "1.00× faster"
+    assert summary(spot, base)["kpis"][1]["big"] == "as fast as standard (wall-clock)"
 
 
 def test_headline_says_when_auto_stopped_drafting_and_ranks_a_race():
@@ -260,6 +262,19 @@ def test_headline_says_when_auto_stopped_drafting_and_ranks_a_race():
     assert s["kpis"][1]["big"] == "race: SPOT 3 · training-free 4 · standard 8"
     assert [r["drafter"] for r in s["race"]] == ["spot", "training-free", "none"]
 
+
+
+def test_status_says_how_to_see_larger_trees_when_auto_kept_them_small():
+    from spotviz.views.headline import small_trees_note
+
+    spot = _tree_trace(budget_auto=True)  # one tree of 6 states: large enough, nothing to say
+    assert small_trees_note(spot) == ""
+    spot.passes[1].states = 2  # trees of two states: why, and the setting that shows larger ones
+    note = small_trees_note(spot)
+    assert "kept its trees small (about 2 states a pass)" in note and "tree budget" in note
+    spot.passes[1].tree = spot.passes[1].tree[:1]  # nothing drafted at all
+    assert "drafted no tree" in small_trees_note(spot)
+    assert small_trees_note(_tree_trace(budget_auto=False)) == ""  # a fixed budget: the visitor chose the size
 
 
 # --------------------------------------------------------------------------------------------- report page

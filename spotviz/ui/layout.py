@@ -48,6 +48,9 @@ START_JS = """(...a) => { window.__svStart && window.__svStart();
 NARROW_JS = """() => { if (window.innerWidth > 760) return;
   const s = document.querySelector('#sv-settings'), b = s && s.querySelector('button.label-wrap, .label-wrap');
   if (b && (b.classList.contains('open') || b.getAttribute('aria-expanded') === 'true')) b.click(); }"""
+# Gradio's dropdown has no placeholder: the empty menu under the prompt says what it holds
+PICK_JS = """() => { const i = document.querySelector('#sv-prompt-pick input');
+  if (i && !i.placeholder) i.placeholder = 'Pick one to fill the prompt box'; }"""
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
 SHOW_JS = """() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';
   const e = document.querySelector('#sv-status'); if (!e) return;
@@ -280,6 +283,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                          preprocess=False).then(h.typed_length, capping, [gen_length], api_name=False, queue=False,
                                                 preprocess=False)
         demo.load(None, js=NARROW_JS, queue=False)
+        demo.load(None, js=PICK_JS, queue=False)
         if ctx.examples:
             demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden")

@@ -10,7 +10,7 @@ import time
 import uuid
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
-from ..views.headline import drafter_name, summary
+from ..views.headline import drafter_name, small_trees_note, summary
 from ..views.timeline import end_line, pass_line, run_header, session_line, status_line
 
 ROLES = {"main": "main", "baseline": "base"}  # runner run -> timeline role (a race drafter keeps its name)
@@ -126,6 +126,8 @@ class LiveSession:
             same = all(t.tokens == base.tokens for t in [main] + race)
             text += (f"; the standard decoder needed {base.counters.target_passes} passes; output "
                      + ("identical ✓" if same else "DIFFERS ✗"))
+        if main is not None and main.meta.budget_auto:
+            text += small_trees_note(main)
         if shown.meta.prompt_truncated:
             text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
                      f"{len(shown.meta.prompt_tokens)} tokens)")

@@ -81,6 +81,22 @@ def cost_of_trees(main, base) -> dict | None:
             "ceiling": None, "source": "this run"}
 
 
+SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the status says how to see larger trees
+
+
+def small_trees_note(trace) -> str:
+    """For a run with budget auto whose trees stayed small: why, and how to see larger ones ("" otherwise)."""
+    if not trace.meta.budget_auto or trace.meta.drafter == "none":
+        return ""
+    trees = drafted_passes(trace)
+    if trees and sum(p.states for p in trees) / len(trees) >= SMALL_TREES:
+        return ""
+    kept = (f"kept its trees small (about {sum(p.states for p in trees) / len(trees):.0f} states a pass)" if trees
+            else "drafted no tree")
+    return (f". Budget auto {kept}: on this computer a larger tree costs more time than it saves. A fixed tree budget "
+            "(Settings, e.g. 16) shows larger trees and fewer passes")
+
+
 def auto_off(trace) -> int:
     """Passes (after the first) where the cost-aware budget drafted nothing: it judged a tree not worth its cost."""
     if not trace.meta.budget_auto:
@@ -146,7 +162,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             ceiling = (out["cost"] or {}).get("ceiling")
             setup = float(main.meta.outside_s or 0.0)
             r = out["wall_ratio"]  # (said as faster or slower: "0.62×" read as "62% of the time", i.e. faster)
-            kpis.append({"big": f"{r:.2f}× faster (wall-clock)" if r >= 1 else f"{1 / r:.2f}× slower (wall-clock)",
+            kpis.append({"big": "as fast as standard (wall-clock)" if round(r, 2) == 1 == round(1 / r, 2) else
+                         f"{r:.2f}× faster (wall-clock)" if r >= 1 else f"{1 / r:.2f}× slower (wall-clock)",
                          "small": f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
                                   + ("(one timing each, where it was recorded)" if recorded else "(one timing each)")
                                   + (f" · the forwards allow about {ceiling:.2f}× "

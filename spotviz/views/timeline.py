@@ -108,17 +108,20 @@ def _text(token_text, positions, tokens, limit: int = LABEL_CHARS) -> str:
 
 
 def _detail(token_text, positions, tokens) -> str:
-    return ", ".join(f"slot {p} = {_label(token_text, t)!r}" for p, t in zip(positions, tokens)) or "nothing"
+    # (whitespace drawn as the labels draw it: ↵ for a new line, · for a space)
+    return ", ".join(f"slot {p} = “{visible_token(_label(token_text, t), 40)}”"
+                     for p, t in zip(positions, tokens)) or "nothing"
 
 
 def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     """The draft tree of one pass, laid out on a grid (column = depth, row = leaf order) fitted to this pass.
 
-    Nodes: [id, parent, column, row, label, hover, flag, slots, merged, kind] with flag 1 = on the accepted path,
+    Nodes: [id, parent, column, row, label, hover, flag, slots, merged, kind, reused] with flag 1 = on the accepted path,
     0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on the
     canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges); kind = how
     the edge into the node was made: "" drafted, "k" certain, "n" likely, "f" an undrafted step (drawn as diamonds,
-    triangles and hexagons).
+    triangles and hexagons); reused 1 = a known state, which the pass decided from an earlier pass's output instead
+    of checking it (drawn hollow).
     `bonus`: the target's own decision where the walk stopped (drawn one column right of that node);
     `expect`: the slots of the drafter's most likely path (its expected next commits); `known`: how many edges are
     certain (the target's decision at a state an earlier pass already evaluated); `near`: how many are likely edges
@@ -142,11 +145,11 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
         else:
             label = _text(token_text, n.positions, n.tokens)
             hover = (f"drafted {_detail(token_text, n.positions, n.tokens)} · drafter probability {n.prob:.2f}"
-                     f" · path probability {n.path_prob:.3f}")
+                     f" · chance the walk gets here {n.path_prob:.3f}")
             if n.found:
                 hover = (f"not drafted from here: the target decided {_detail(token_text, n.positions, n.tokens)},"
                          " which leads to a state the tree drafted in another order (dotted edges), so the walk went"
-                         f" on there · path probability {n.path_prob:.3f}")
+                         f" on there · chance the walk gets here {n.path_prob:.3f}")
             elif n.known:
                 hover += (" · a certain edge: an earlier pass already computed the target's output at the state above,"
                           " so its decision there is known, not guessed")
@@ -156,16 +159,16 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
         if n.target_positions:
             hover += f" · target's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
         if n.reused:
-            hover += (" · a known state: an earlier pass already computed the target's output here, so this pass"
-                      " reused it and left the state out of its batch (it cost no budget)")
+            hover += (" · a known state (hollow): an earlier pass already computed the model's output here, so this"
+                      " pass took its decision from there instead of checking the state again (no budget used)")
         merged = [m for m in n.merged_from if m in by_id]
         if merged:
             hover += (f" · the same state is reached by {len(merged) + 1} drafted orders (dotted edges): "
-                      "it is verified once")
+                      + ("it is one state" if n.reused else "it is checked once"))
         hover += " · accepted" if n.id in on_path else " · rejected"
         kind = "" if root else "f" if n.found else "k" if n.known else "n" if n.near else ""
         nodes.append([n.id, n.parent if not root else -1, x, y, label, hover, int(n.id in on_path),
-                      slots[n.id], merged, kind])
+                      slots[n.id], merged, kind, int(n.reused)])
     bonus = [c for c in rec.commits if not c.drafted]
     stop = path[-1]
     out = {"nodes": nodes, "rows": leaves, "cols": max(n.depth for n in rec.tree) + 1, "stop": stop,

@@ -66,6 +66,7 @@
     let ignoreId = null;   // a stopped session: later lines are ignored
     let incoming = null;   // the session the lines now arriving belong to
     let dropLive = false;  // Stop came before the run's first line: its session is dropped when it arrives
+    let held = [];         // the stopped session's later lines, kept in case the run had finished on the server
     let lanes = new Map(), drawn = {}, tableFor = null;
 
     function span(cls, text) { const d = document.createElement('span'); d.className = cls; if (text != null) d.textContent = text; return d; }
@@ -86,14 +87,29 @@
     function ingest(line) {
       if (line.t === 'session') {
         incoming = line.id || '';
-        if (dropLive && line.source === 'live') { dropLive = false; ignoreId = incoming; return; }
+        if (dropLive && line.source === 'live') { dropLive = false; ignoreId = incoming; held = [line]; return; }
         if (ignoreId !== null && incoming === ignoreId) return;
         newSession(line); return;
       }
-      if (!S || (ignoreId !== null && incoming === ignoreId)) return;
+      if (ignoreId !== null && incoming === ignoreId) {
+        held.push(line);
+        // the run's final status: it had finished on the server before Stop reached it (the status line says
+        // Done), so the page shows it finished rather than stopped beside a "Done"
+        if (line.t === 'status' && line.final) finishedAfterAll();
+        return;
+      }
+      if (!S) return;
       const what = SV.ingest(S, line);
       if (what === 'run') buildLane(line.r);
       else if (what === 'end') fixSlots(line.r);
+    }
+    function finishedAfterAll() {
+      const lines = held;
+      held = []; ignoreId = null;
+      if (S && S.id === incoming) S.state = 'live';   // (its lanes go on from where Stop froze them)
+      for (const l of lines) ingest(l);
+      follow = true; drawn = {};
+      if (S) K = SV.total(S);
     }
     function onValue() {
       let v = props.value;
@@ -572,6 +588,7 @@
       stopPlay();
       before = S ? S.state : 'idle';
       dropLive = false;
+      held = [];
       if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
       root.dataset.state = 'starting';
       setStatus('Starting… (a model\'s first run also loads it)', 'info');
@@ -594,7 +611,7 @@
       if (root.dataset.state === 'starting' && !(S && S.source === 'live' && S.state === 'live')) {
         // no line of the run has arrived: the views keep the previous run, and the run's lines still on their way
         // are dropped
-        dropLive = true;
+        dropLive = true; held = [];
         if (S) S.state = before;
         root.dataset.state = 'stopped';
         setStatus('Stopped before its first pass arrived: the views still show the previous run. Run starts over.', 'info');
@@ -610,7 +627,8 @@
       // nothing is left to stop, and the run ends as finished ("Stopped" beside a "Done" status read as a contradiction)
       if (S.order.every((r) => { const X = S.runs.get(r); return X.meta && X.done; })) return;
       stopPlay();
-      ignoreId = S.id;      // lines still on their way are dropped: the page ends in the state shown now
+      ignoreId = S.id; held = [];   // lines still on their way are dropped: the page ends in the state shown now
+      // (unless they end in the run's final status: finishedAfterAll)
       S.state = 'stopped';
       clearTimeout(liveTimer); liveTimer = null;
       const bits = S.order.map((r) => S.runs.get(r)).filter((R) => R.meta && !R.done);

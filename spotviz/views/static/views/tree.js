@@ -30,14 +30,14 @@
         ') + ' + (p.tree.bonus ? 'the model’s own set (' + SV.plural(commits - acc, 'slot') + ')' : 'no own set') +
         ' = ' + SV.plural(commits, 'commit');
     } else {
-      s += ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted + ' + (p.tree.bonus ? '1 own decision' : '0') +
+      s += ' · accepted depth ' + p.tree.depth + ' → ' + acc + ' drafted' + (p.tree.bonus ? ' + 1 own decision' : '') +
         ' = ' + SV.plural(commits, 'commit');
     }
     if (p.stop) s += ' · the walk stopped: ' + p.stop;
     if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
-    if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ': the target’s decision at a state an earlier pass already computed';
-    if (p.tree.reused) s += ' · ' + SV.plural(p.tree.reused, 'known state') + ' reused from earlier passes (not in this batch: ' + (p.tree.reused === 1 ? 'it costs' : 'they cost') + ' no budget)';
-    if (p.tree.near) s += ' · ▶ ' + SV.plural(p.tree.near, 'likely edge') + ': its decision at a computed state a commit or two short';
+    if (p.tree.reused) s += ' · hollow: ' + SV.plural(p.tree.reused, 'known state') + ', whose output an earlier pass already computed: not checked again (no budget used)';
+    if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ': the model’s decision at such a state, taken from that output';
+    if (p.tree.near) s += ' · ▶ ' + SV.plural(p.tree.near, 'likely edge') + ': the model’s decision at a computed state one or two commits short of the node';
     if (p.tree.found) s += ' · ⬢ ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway: the target’s decision led to a state drafted in another order';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
     return s;
@@ -52,7 +52,7 @@
     const ex = {r: [[], []], a: [[], []], m: [[], []]};
     const nodes = {r: {x: [], y: [], text: [], hovertext: [], customdata: [], symbol: []},
                    a: {x: [], y: [], text: [], hovertext: [], customdata: [], symbol: []}};
-    const root = {x: [], y: [], text: [], hovertext: [], customdata: []};
+    const root = {x: [], y: [], text: [], hovertext: [], customdata: [], symbol: []};
     const bonusEdge = {x: [], y: []}, bonus = {x: [], y: [], text: [], hovertext: [], customdata: []};
     let cols = 1, rows = 1;
     if (t) {
@@ -61,7 +61,7 @@
       const top = t.bonus ? 1 : 0;   // the bonus gets its own row on top: it never overlaps a node
       for (const n of t.nodes) {
         const y = n[3] + top;
-        if (n[1] < 0) { root.x.push(n[2]); root.y.push(y); root.text.push('start'); root.hovertext.push(SV.wrap(n[5], 44)); root.customdata.push(n[0]); continue; }
+        if (n[1] < 0) { root.x.push(n[2]); root.y.push(y); root.text.push('start'); root.hovertext.push(SV.wrap(n[5], 44)); root.customdata.push(n[0]); root.symbol.push(n[10] ? 'square-open' : 'square'); continue; }
         const par = at.get(n[1]), on = n[6] && par && par[6];
         const e = on ? ex.a : ex.r;
         if (par) { e[0].push(par[2], n[2], null); e[1].push(par[3] + top, y, null); }
@@ -71,7 +71,7 @@
         }
         const tgt = n[6] ? nodes.a : nodes.r;
         tgt.x.push(n[2]); tgt.y.push(y); tgt.text.push(SV.esc(SV.clip(n[4], LABEL_CHARS)));
-        tgt.symbol.push(SYMBOL[n[9] || ''] || 'circle');
+        tgt.symbol.push((SYMBOL[n[9] || ''] || 'circle') + (n[10] ? '-open' : ''));   // (hollow: a known state)
         tgt.hovertext.push(SV.wrap(n[5] + (n[0] === t.stop ? ' · the walk stopped here' : ''), 44)); tgt.customdata.push(n[0]);
       }
       cols = t.cols; rows = t.rows + top;
@@ -99,14 +99,15 @@
       {type: 'scatter', mode: 'lines', name: 'accepted path', x: ex.a[0], y: ex.a[1], hoverinfo: 'skip',
        line: {color: C.draft, width: 3.5}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'top right',
-       marker: {color: C.reject, size: 8, symbol: nodes.r.symbol}, textfont: text('#666'), hoverinfo: 'text',
+       marker: {color: C.reject, size: 8, symbol: nodes.r.symbol, line: {color: C.reject, width: 2}},
+       textfont: text('#666'), hoverinfo: 'text',
        cliponaxis: false}, without(nodes.r, 'symbol')),
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'accepted', textposition: 'top right',
        marker: {color: C.draft, size: 11, symbol: nodes.a.symbol, line: {color: '#0b4a24', width: 1}},
        textfont: text('#0b4a24'), hoverinfo: 'text', cliponaxis: false}, without(nodes.a, 'symbol')),
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'root', textposition: 'top right',
-       marker: {color: C.root, size: 11, symbol: 'square'}, textfont: text(C.root), hoverinfo: 'text',
-       cliponaxis: false}, root),
+       marker: {color: C.root, size: 11, symbol: root.symbol, line: {color: C.root, width: 2}}, textfont: text(C.root),
+       hoverinfo: 'text', cliponaxis: false}, without(root, 'symbol')),
       {type: 'scatter', mode: 'lines', name: 'bonus edge', x: bonusEdge.x, y: bonusEdge.y, hoverinfo: 'skip',
        line: {color: C.target, width: 2, dash: 'dot'}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'bonus', textposition: 'top right',

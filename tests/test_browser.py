@@ -397,6 +397,28 @@ def test_streaming_is_incremental_and_stop_ends_a_live_run_but_not_a_finished_on
     assert status(pg) == done and ex(pg)["state"] == "done"
 
 
+def test_a_stop_that_came_after_the_run_finished_on_the_server_shows_the_run_finished(page, tiny_prompt):
+    """Stop ends the page's run at once, but where the server had already finished (its last lines and "Done"
+    still on their way), the page shows the finished run, as the status line does: never "Stopped" views beside a
+    "Done" status. (The stop hook alone, without the server's cancel: the server runs to its end.)"""
+    pg = page
+    wait_example(pg)
+    pg.fill("#sv-prompt textarea", tiny_prompt)
+    select(pg, "sv-model", SLOW)  # 0.15 s per pass
+    select(pg, "sv-drafter", "none")
+    set_number(pg, "sv-gen-length", 24)
+    pg.click("#sv-run")
+    pg.wait_for_function(f"() => {{ const r = document.querySelector('{EXPLAINER}');"
+                         " return r.dataset.state === 'live' && +r.dataset.npasses >= 2; }", timeout=60_000)
+    pg.evaluate("() => window.__svStop()")
+    assert ex(pg)["state"] == "stopped" and "Stopped after" in status(pg)
+    done = wait_status(pg, "Done", timeout=60_000)
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'done'", timeout=5_000)
+    head = pg.inner_text(f"{EXPLAINER} .sve-headline")
+    assert not head.startswith("Stopped") and "Done" in done, (head, done)
+    assert f"in {ex(pg)['npasses']} target passes" in done  # (the views hold every pass of the finished run)
+
+
 def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, tiny_prompt):
     """Stop before the run's first line: the previous run stays on screen (its lines are dropped if they come).
     Stop during the drafter's run: the standard decoder's lane says it did not run, the race and commit-order axes

@@ -110,8 +110,9 @@ class PassRecord:
     tree: list[TreeNode] = field(default_factory=list)
     accepted_path: list[int] = field(default_factory=list)  # node ids from the root
     wall_s: float = 0.0
-    budget: int = 0  # tree size allowed this pass (the fixed budget, or auto's largest); `states`: the size used
-                     # (chosen by auto, or fewer nodes than allowed); 0: standard pass
+    budget: int = 0  # states the pass may evaluate (the fixed budget, or auto's largest); `states`: the number it
+                     # evaluated (chosen by auto, or fewer than allowed; the tree may hold more nodes: its known
+                     # states, `reused`, are not evaluated); 0: standard pass
     two_windows: bool = False  # its forward evaluated two windows: the next one too (a SPOT node completed this
                                # window: the fused pass), or the finished one before it (a standard decoder's first
                                # pass in a window: the finished window's keys and values enter the cache then)

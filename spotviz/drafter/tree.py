@@ -1,4 +1,4 @@
-"""Draft trees grown best-first by path probability under a node budget.
+"""Draft trees grown best-first by path probability under a budget of states to evaluate.
 
 A node is a state; an edge is a drafted decision (one position and token in exact mode, a set of positions with
 tokens in SPOT-Sets). Node 0 is s1, the state after the free first decision. The budget counts every node the
@@ -54,8 +54,8 @@ that can rank s1's children from those rows alone drafts it with `first_child` (
 partner for such trees: the same edge with the same probability, tested), skipping the per-pass context over the
 whole window; on math-bd (AVX2 CPU, thread time) a one-guess tree took 0.54 -> 0.33 ms at T = 0 and 0.88 -> 0.46 ms
 at T = 1, and the pass no longer computes the root's log-probabilities over the window. Nor is it grown through the
-heap of TreeGrowth below (one_guess_tree: the same nodes and policy calls; AVX-512 CPU, inside decodes, 0.15-0.21
--> 0.10-0.14 ms at T = 0).
+heap of TreeGrowth below (one_guess_tree: the same nodes and policy calls, but where s1 is a known state, when
+growth would go on to a second evaluated state; AVX-512 CPU, inside decodes, 0.15-0.21 -> 0.10-0.14 ms at T = 0).
 """
 from __future__ import annotations
 

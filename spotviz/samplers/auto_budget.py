@@ -2,7 +2,8 @@
 not pay; f(N) is the target's forward cost curve (samplers/forward_cost.py). Why each choice below was made, with
 the measurements: docs/wallclock.md (section "What `auto` is made of, and why").
 
-**Sizing a tree.** A SPOT pass over a tree of N nodes costs about l_N f(N) + c and commits 1 + the accepted edges.
+**Sizing a tree.** A SPOT pass that evaluates N states costs about l_N f(N) + c and commits 1 + the accepted edges
+(its tree may hold more nodes: known states are decided from stored logits, drafter/tree.py).
 With nodes in best-first order (path probabilities p_1 >= p_2 >= ...) every prefix of the tree is a tree, and
 
     E(N) = 1 + s * (p_1 + ... + p_{N-1})
@@ -30,7 +31,7 @@ with its own calibration s_g (accepted edges over the chain's expectation; prior
 edges; while nothing is drafted the evidence fades back to the prior by GATE_FADE a pass). The pass drafts only if
 some N >= 2 has G(N) / (l_N f(N) + c_N) > 1 / (l_1 f(1) + c_1), c_1 a standard pass's own work; otherwise it is a
 standard pass (no drafter, tree or record), costing what the standard decoder's pass costs. Own work has two tiers,
-each a running linear fit against the node count (c_N = mean + w (N - mean nodes)): c_2 for a one-guess tree
+each a running linear fit against the states evaluated (c_N = mean + w (N - mean states)): c_2 for a one-guess tree
 (N = 2, which a proposer may draft without the drafter's forward) and c for larger trees. When N = 2 is best under
 G, the tree is capped at 2 nodes before anything is drafted.
 
@@ -51,7 +52,7 @@ shapes) is kept for the next run of the same target, drafter (and its folder), m
 process, and for a named model in the user cache beside its cost curve (memory_file), with the calibration counts
 capped so that they keep adapting.
 
-FixedBudget (drafter/tree.py) is the fixed node count: it always drafts and keeps every node it grows.
+FixedBudget (drafter/tree.py) is the fixed count of states evaluated: it always drafts and keeps every node it grows.
 """
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ class Tier:
     backoff: int = 4  # the next pause
     realized: float = 1.0  # running mean of its passes' realized rate over the gate's estimate (module docstring)
 
-    MIN_VAR = 1.0  # node counts must spread by about one node before a slope is trusted
+    MIN_VAR = 1.0  # state counts must spread by about one state before a slope is trusted
 
     @property
     def per_node(self) -> float:
@@ -115,7 +116,8 @@ class Tier:
         return max(self.cov / self.var, 0.0) if self.var >= self.MIN_VAR else 0.0
 
     def cost(self, n):
-        """Its own work for a tree of n nodes (n: a number or an array): overhead + per_node (n - states), >= 0."""
+        """Its own work for a tree that evaluates n states (n: a number or an array): overhead + per_node (n - states),
+        >= 0."""
         if isinstance(n, np.ndarray):
             return np.maximum(self.overhead + self.per_node * (n - self.states), 0.0)
         return max(self.overhead + self.per_node * (n - self.states), 0.0)  # (a number: no numpy call, every pass)
@@ -123,7 +125,7 @@ class Tier:
     STEP = 0.2  # of its running means: one pass moves them a fifth of the way
 
     def learn(self, n: int, seconds: float, a: float = STEP) -> None:
-        """One pass of n nodes took `seconds` of own work: update the running means and (co)variance."""
+        """One pass of n states took `seconds` of own work: update the running means and (co)variance."""
         dn, do = n - self.states, seconds - self.overhead
         self.states += a * dn
         self.overhead += a * do

@@ -40,7 +40,7 @@ class DecodeConfig:
     seed: int = 0
     gen_length: int = 128
     drafter: str = "none"
-    budget: int | str = AUTO  # draft tree size per pass: a node count, or "auto" (cost-aware, chosen per pass)
+    budget: int | str = AUTO  # states a pass's tree may have evaluated: a count, or "auto" (cost-aware, per pass)
     coupled_noise: bool = True  # ablation switch for drafters at T > 0
     cross_window: bool = True  # exact mode: draft trees may go on past the window's end (False: they stop there)
     min_path_prob: float = 0.0  # prune draft nodes whose path probability is below this (0: fill the budget)

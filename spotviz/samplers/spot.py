@@ -12,8 +12,10 @@ Loop (DESIGN.md section 3), starting from a root r whose logits are known from t
    go on past the window's end (drafter/tree.py);
 4. walk from s1 along the edges equal to the target's own decisions (samplers/verify.py), across the window's end
    where the tree goes on; the stop node's decision is the pass's bonus, and its state becomes the root;
-5. keep the logits of every node for the window's later passes: a later tree node whose window an earlier pass
-   already evaluated gets the target's decision there as a certain edge (known_states.KnownStates, drafter/tree.py).
+5. keep the logits of every node the pass evaluated off its walk for the window's later passes: a later tree node
+   whose window an earlier pass already evaluated gets the target's decision there as a certain edge and, where the
+   stored row is the one a pass would compute, is decided from it outside the batch (known_states.KnownStates,
+   drafter/tree.py).
 Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's.
 Decisions per pass = accepted edges + 1 (a decision commits one position in exact mode, a set in threshold mode).
 """
@@ -94,7 +96,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         else:  # s1 alone: the standard decoder's pass
             # (a root node of its own each pass: nodes are not shared between runs)
             nodes, rows = [DraftNode(0, -1, 0, (), (), 1.0, 1.0)], st.tokens.unsqueeze(0)
-        v = verify(st, rows, nodes, lo, hi, nxt and nxt[1])  # 3. verify: one pass, all nodes
+        v = verify(st, rows, nodes, lo, hi, nxt and nxt[1])  # 3. verify: one pass, all nodes but known states
         walk, accepted = accept_walk(nodes, v, lo, st.step)  # 4. accept walk, then the bonus
         stop = nodes[walk[-1]]
         st.apply(accepted)

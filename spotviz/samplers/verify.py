@@ -2,8 +2,8 @@
 
 Given the node states of a tree rooted at s1 (node 0) and one target pass over all of them (but the known states,
 whose window's logits an earlier pass of the window stored: they are decided from those, the same numbers):
-- every node's decision d(n) is computed in one batched call, from n's own logits with the noise of its step
-  (step(n) = step(s1) + depth(n));
+- every node's decision d(n) is computed from n's own logits with the noise of its step (step(n) = step(s1) +
+  depth(n)), in one batched call for the evaluated nodes and one for the known states;
 - the acceptance walk starts at s1: at node n, move to the child whose drafted edge equals d(n), else stop.
   Every decision on the walk is the target's own, so the trajectory is exactly the standard decoder's;
 - the bonus is d(stop), the stop node's own decision, already computed by the same pass.

@@ -125,8 +125,9 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
                    help="drafters trained by train-drafter (its --out) for this model (default: the model's shipped "
                         "ones, else shakespeare-bd's, which transfer)")
     p.add_argument("--budget", type=_budget, default="auto",
-                   help="draft tree size (states per pass): a number, or auto (per pass, from the measured cost "
-                        "curve and the drafter's probabilities)")
+                   help="states each pass verifies (the tree may hold more: states an earlier pass computed cost "
+                        "none): a number, or auto (per pass, from the measured cost curve and the drafter's "
+                        "probabilities)")
     p.add_argument("--min-path-prob", type=float, default=0.0,
                    help="prune draft nodes less likely than this to be accepted (0: always fill the budget)")
     p.add_argument("--no-coupled-noise", action="store_true", help="ablation: drafter does not share the noise")

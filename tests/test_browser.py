@@ -358,16 +358,22 @@ def test_tree_of_every_pass_is_that_pass_labelled_slot_token_and_a_run_rests_on_
     assert_tree_is_pass(pg, main.passes[last])
 
 
-def test_streaming_is_incremental_and_stop_ends_a_live_run_but_not_a_finished_one(page, tiny_prompt):
-    pg = page
+def slow_standard_run(pg, prompt: str, gen_length: int, live_passes: int) -> None:
+    """From the example page: Run the standard decoder on the slow model (0.15 s a pass) and wait until the page
+    shows it live with `live_passes` passes."""
     wait_example(pg)
-    pg.fill("#sv-prompt textarea", tiny_prompt)
-    select(pg, "sv-model", SLOW)  # 0.15 s per pass
+    pg.fill("#sv-prompt textarea", prompt)
+    select(pg, "sv-model", SLOW)
     select(pg, "sv-drafter", "none")
-    set_number(pg, "sv-gen-length", 56)
+    set_number(pg, "sv-gen-length", gen_length)
     pg.click("#sv-run")
     pg.wait_for_function(f"() => {{ const r = document.querySelector('{EXPLAINER}');"
-                         " return r.dataset.state === 'live' && +r.dataset.npasses >= 3; }", timeout=60_000)
+                         f" return r.dataset.state === 'live' && +r.dataset.npasses >= {live_passes}; }}", timeout=60_000)
+
+
+def test_streaming_is_incremental_and_stop_ends_a_live_run_but_not_a_finished_one(page, tiny_prompt):
+    pg = page
+    slow_standard_run(pg, tiny_prompt, 56, live_passes=3)
     pg.evaluate(f"() => {{ window.__slot = document.querySelector('{EXPLAINER} .sve-run[data-role=main] .sve-s'); }}")
     n0 = int(ex(pg)["npasses"])
     pg.wait_for_function(f"() => +document.querySelector('{EXPLAINER}').dataset.npasses >= {n0 + 3}",
@@ -402,14 +408,7 @@ def test_a_stop_that_came_after_the_run_finished_on_the_server_shows_the_run_fin
     still on their way), the page shows the finished run, as the status line does: never "Stopped" views beside a
     "Done" status. (The stop hook alone, without the server's cancel: the server runs to its end.)"""
     pg = page
-    wait_example(pg)
-    pg.fill("#sv-prompt textarea", tiny_prompt)
-    select(pg, "sv-model", SLOW)  # 0.15 s per pass
-    select(pg, "sv-drafter", "none")
-    set_number(pg, "sv-gen-length", 24)
-    pg.click("#sv-run")
-    pg.wait_for_function(f"() => {{ const r = document.querySelector('{EXPLAINER}');"
-                         " return r.dataset.state === 'live' && +r.dataset.npasses >= 2; }", timeout=60_000)
+    slow_standard_run(pg, tiny_prompt, 24, live_passes=2)
     pg.evaluate("() => window.__svStop()")
     assert ex(pg)["state"] == "stopped" and "Stopped after" in status(pg)
     done = wait_status(pg, "Done", timeout=60_000)

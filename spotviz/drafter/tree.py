@@ -9,8 +9,8 @@ Equal states are one node. A node is identified by (S, t): S the set of (positio
 way from s1, t its depth (the step whose noise its decision uses). Two drafted orders of the same commits, a then b
 and b then a, reach the same (S, t); the target's decision there is the same whichever way the walk arrived, so
 the second path becomes a second edge into the first path's node instead of a node of its own. The tree holds
-every state once (and the verification batch every state it evaluates), and the acceptance walk (which moves along any edge equal to the target's decision)
-stays exact. Merged edges cost no budget. The node keeps the path it was first reached by (its state row and the
+every state once (and the verification batch every state it evaluates), and the acceptance walk (which moves along
+any edge equal to the target's decision) stays exact. Merged edges cost no budget. The node keeps the path it was first reached by (its state row and the
 proposer's path terms come from it); its path_prob becomes its reach, the chance that the walk gets there: the sum
 over its incoming edges of parent reach times edge probability. A merge raises the reach of the node and of all
 below it, and their waiting candidates are queued again at the higher priority. With an order drafter, repeated
@@ -30,7 +30,7 @@ With `view.ahead.known`, a node that completes the window the same way as an eva
 first decision the same way.
 
 Known states cost no budget. Where the stored row is the row a new pass would compute (`view.known.reuse`: the
-probe proved batched passes bit-identical to one-row passes), a node whose window tokens a pass already evaluated
+probe proved batched passes bit-identical to one-row passes, and windows are blockwise-exact), a node whose window tokens a pass already evaluated
 is not evaluated again: the verifier decides it from the stored row (`stored`) and leaves it out of its batch, so
 the tree grows on until the budget's count of states to evaluate is full. The decision is the same numbers, so the
 walk is unchanged; a pass of N states verifies a larger tree. Measured on math-bd (the 40 bench problems, SPOT,

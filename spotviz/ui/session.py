@@ -129,7 +129,7 @@ class LiveSession:
         if main is not None and main.meta.budget_auto:
             text += small_trees_note(main)
             if race:
-                text += (". With budget auto each drafter sizes its trees by this computer's timings; a fixed tree "
+                text += (". With budget auto each drafter sizes its trees by this machine's timings; a fixed tree "
                          "budget races their guesses alone")
         if shown.meta.prompt_truncated:
             text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "

@@ -93,7 +93,7 @@ def small_trees_note(trace) -> str:
         return ""
     kept = (f"kept its trees small (about {sum(p.states for p in trees) / len(trees):.0f} states a pass)" if trees
             else "drafted no tree")
-    return (f". Budget auto {kept}: on this computer a larger tree costs more time than it saves. A fixed tree budget "
+    return (f". Budget auto {kept}: on this machine a larger tree costs more time than it saves. A fixed tree budget "
             "(Settings, e.g. 16) shows larger trees and fewer passes")
 
 

@@ -1261,7 +1261,7 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
     probability 1 (recorded as `known`). Decodes stay exact; such edges occur; and where the probe found the
     target batch-invariant with blockwise-exact windows (so stored logits are the ones a pass recomputes), a walk
     that reaches such a node always moves on along its certain edge."""
-    from spotviz.views.timeline import tree_frame
+    from spotviz.views.timeline import end_line, tree_frame
 
     target, known, reused, past_budget = targets[kind], 0, 0, 0
     for name in ("training-free", "spot+partner"):
@@ -1270,6 +1270,7 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
                 c = cfg("exact", T=T, seed=i, gen=40, budget=16)
                 spot = decode_spot(target, prompt, c, make_proposer(name, random_drafter))
                 check_against_standard(spot, decode_standard(target, prompt, c), 16)
+                assert end_line(spot, "main")["counters"]["reused"] == sum(n.reused for p in spot.passes for n in p.tree)
                 for p in spot.passes[1:]:
                     by_id = {n.id: n for n in p.tree}
                     # a known state's logits are reused: the pass's batch leaves it out, and the budget counts the batch

@@ -109,7 +109,8 @@ def test_timeline_one_line_per_pass_and_the_tree_fitted_per_pass():
     assert [p["n"] for p in (p0, p1, p2)] == [1, 4, 8]  # slots committed so far
     # why the walk stopped: node 3's one guess named slot 6, the target committed slot 5
     assert p1["stop"] == WALK_ENDS["position"] and "stop" not in p0 and "stop" not in p2
-    assert lines[5]["counters"]["ends"] == {"position": 1}
+    assert lines[5]["counters"]["ends"] == {"position": 1} and lines[5]["counters"]["reused"] == 0
+    assert all(n[10] == 0 for n in tree["nodes"]) and tree["reused"] == 0  # (no known state: none drawn hollow)
 
 
 def test_timeline_stale_right_final_slots_and_headline():

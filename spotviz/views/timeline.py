@@ -246,7 +246,8 @@ def stale_right(trace) -> list[list[int]]:
 
 def end_line(trace, role: str) -> dict:
     """The finished run: every slot's final text (fixed token slots for the scrubber), where the text ends,
-    the counters (with how many walks stopped for each reason, `ends`) and the stale-right slots per pass."""
+    the counters (with how many walks stopped for each reason, `ends`, and how many drafted states were known states
+    decided from an earlier pass's output, `reused`) and the stale-right slots per pass."""
     m = trace.meta
     start = len(m.prompt_tokens)
     final = {c.position: trace.label(c.token) for p in trace.passes for c in p.commits}
@@ -255,6 +256,7 @@ def end_line(trace, role: str) -> dict:
             "end": len(trace.tokens), "why": stale_right(trace) if any(p.tree for p in trace.passes) else [],
             "counters": {"passes": c.target_passes, "commits": c.commits, "tokens": c.generated_tokens,
                          "drafted": c.drafted_nodes, "accepted": c.accepted_drafts,
+                         "reused": sum(n.reused for p in trace.passes for n in p.tree),
                          "mal": round(c.mean_accepted_length, 3),
                          "depth": [round(a, 3) for a in c.acceptance_per_depth], "wall": round(c.wall_s, 4),
                          "tps": round(c.tokens_per_s, 2), "ends": trace.walk_ends()}}

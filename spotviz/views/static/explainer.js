@@ -552,7 +552,8 @@
       t.appendChild(row('slots committed', 'every filled slot, also those after the end-of-text token', v((c) => c.commits)));
       t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
       t.appendChild(row('commits per pass', 'slots filled per call of the model (the mean accepted length): 1 for the standard decoder in exact mode', v((c) => (c.passes ? c.commits / c.passes : c.mal).toFixed(2))));   // (as the lanes count it)
-      t.appendChild(row('drafted states checked', 'tree nodes verified, over all passes', v((c) => c.drafted)));
+      t.appendChild(row('drafted states', 'tree nodes after each pass\'s first decision, over all passes', v((c) => c.drafted)));
+      t.appendChild(row('known states', 'tree states (a pass\'s start among them) an earlier pass had already computed: decided from its output, not checked again (hollow in the tree)', v((c) => c.reused || 0)));
       t.appendChild(row('drafted slots accepted', 'slots filled by a drafted guess that equalled the model\'s own decision (in threshold mode one decision fills a set of slots)', v((c) => c.accepted)));
       if (runs.some((R) => R.counters.ends && Object.keys(R.counters.ends).length)) {
         const ENDS = {window: 'window done', budget: 'tree too small', position: 'no guess for that slot', token: 'wrong token', end: 'text finished'};

@@ -1283,7 +1283,7 @@ def test_a_state_an_earlier_pass_evaluated_gets_a_certain_edge(kind, targets, ra
                         assert frame["reused"] == sum(n.reused for n in p.tree)
                         hovers = {row[0]: row[5] for row in frame["nodes"]}
                         assert all(("certain edge" in hovers[n.id]) == n.known for n in p.tree[1:])
-                        assert all(("a known state" in hovers[n.id]) == n.reused for n in p.tree)
+                        assert all(("known state (hollow)" in hovers[n.id]) == n.reused for n in p.tree)
                     for n in p.tree:
                         if not n.known:
                             continue

@@ -110,6 +110,7 @@ def test_timeline_one_line_per_pass_and_the_tree_fitted_per_pass():
     # why the walk stopped: node 3's one guess named slot 6, the target committed slot 5
     assert p1["stop"] == WALK_ENDS["position"] and "stop" not in p0 and "stop" not in p2
     assert lines[5]["counters"]["ends"] == {"position": 1} and lines[5]["counters"]["reused"] == 0
+    assert lines[5]["counters"]["checked"] == 1 + 6 + 1  # (the states each pass computed)
     assert all(n[10] == 0 for n in tree["nodes"]) and tree["reused"] == 0  # (no known state: none drawn hollow)
 
 
@@ -276,6 +277,9 @@ def test_status_says_how_to_see_larger_trees_when_auto_kept_them_small():
     spot.passes[1].tree = spot.passes[1].tree[:1]  # nothing drafted at all
     assert "drafted no tree" in small_trees_note(spot)
     assert small_trees_note(_tree_trace(budget_auto=False)) == ""  # a fixed budget: the visitor chose the size
+    # in a race every lane sized its own trees: said whatever the size, with the lane it describes
+    assert "(SPOT: about 6 states a pass), so the ranking can change" in small_trees_note(
+        _tree_trace(budget_auto=True, drafter="spot"), race=True)
 
 
 # --------------------------------------------------------------------------------------------- report page

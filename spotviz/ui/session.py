@@ -114,12 +114,13 @@ class LiveSession:
             self._add([{**status_line(text, "err"), "final": True}])
             return text
         c = shown.counters
+        race = self.race
+        by = f" by {drafter_name(shown.meta.drafter)}" if race else ""  # (the other lanes' counts follow)
         text = (f"Done: {c.generated_tokens} tokens of text; {c.commits} slots committed in {c.target_passes} target "
-                f"passes ({c.mean_accepted_length:.2f} per pass)")
+                f"passes{by} ({c.mean_accepted_length:.2f} per pass)")
         if c.generated_tokens >= shown.meta.gen_length:
             text += (f"; the text was cut at the length limit ({shown.meta.gen_length} tokens) before it ended: a "
                      "longer generation length lets it finish")
-        race = self.race
         if race:
             text += "; " + ", ".join(f"{drafter_name(t.meta.drafter)} {t.counters.target_passes}" for t in race)
         if main is not None and base is not None:
@@ -127,10 +128,7 @@ class LiveSession:
             text += (f"; the standard decoder needed {base.counters.target_passes} passes; output "
                      + ("identical ✓" if same else "DIFFERS ✗"))
         if main is not None and main.meta.budget_auto:
-            text += small_trees_note(main)
-            if race:
-                text += (". With budget auto each drafter sizes its trees by this machine's timings; a fixed tree "
-                         "budget races their guesses alone")
+            text += small_trees_note(main, race=bool(race))
         if shown.meta.prompt_truncated:
             text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
                      f"{len(shown.meta.prompt_tokens)} tokens)")

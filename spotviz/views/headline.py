@@ -84,15 +84,21 @@ def cost_of_trees(main, base) -> dict | None:
 SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the status says how to see larger trees
 
 
-def small_trees_note(trace) -> str:
-    """For a run with budget auto whose trees stayed small: why, and how to see larger ones ("" otherwise)."""
+def small_trees_note(trace, race: bool = False) -> str:
+    """For a run with budget auto whose trees stayed small: why, and how to see larger ones ("" otherwise). In a
+    race (every lane sized its own trees by the machine's timings): that, whatever the size."""
     if not trace.meta.budget_auto or trace.meta.drafter == "none":
         return ""
     trees = drafted_passes(trace)
-    if trees and sum(p.states for p in trees) / len(trees) >= SMALL_TREES:
+    mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
+    if race:
+        size = f"about {mean:.0f} states a pass" if trees else "no tree"
+        return (f". Budget auto sized each drafter's trees by this machine's timings ({drafter_name(trace.meta.drafter)}"
+                f": {size}), so the ranking can change between runs; a fixed tree budget (Settings, e.g. 16) "
+                "compares the drafters on larger trees")
+    if trees and mean >= SMALL_TREES:
         return ""
-    kept = (f"kept its trees small (about {sum(p.states for p in trees) / len(trees):.0f} states a pass)" if trees
-            else "drafted no tree")
+    kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"
     return (f". Budget auto {kept}: on this machine a larger tree costs more time than it saves. A fixed tree budget "
             "(Settings, e.g. 16) shows larger trees and fewer passes")
 

@@ -147,24 +147,23 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
             hover = (f"drafted {_detail(token_text, n.positions, n.tokens)} · drafter probability {n.prob:.2f}"
                      f" · chance the walk gets here {n.path_prob:.3f}")
             if n.found:
-                hover = (f"not drafted from here: the target decided {_detail(token_text, n.positions, n.tokens)},"
+                hover = (f"not drafted from here: the model decided {_detail(token_text, n.positions, n.tokens)},"
                          " which leads to a state the tree drafted in another order (dotted edges), so the walk went"
                          f" on there · chance the walk gets here {n.path_prob:.3f}")
             elif n.known:
-                hover += (" · a certain edge: an earlier pass already computed the target's output at the state above,"
+                hover += (" · a certain edge: an earlier pass computed the model's output at the state before,"
                           " so its decision there is known, not guessed")
             elif n.near:
-                hover += (" · a likely edge: the target's decision at a state an earlier pass computed, one or two"
-                          " commits short of the state above (fresher than the drafter's view)")
+                hover += (" · a likely edge: the model's decision at a state an earlier pass computed, one or two"
+                          " commits short of the state before (fresher than the drafter's view)")
         if n.target_positions:
-            hover += f" · target's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
+            hover += f" · model's own decision here: {_detail(token_text, n.target_positions, n.target_tokens)}"
         if n.reused:
-            hover += (" · a known state (hollow): an earlier pass already computed the model's output here, so this"
-                      " pass took its decision from there instead of checking the state again (no budget used)")
+            hover += " · known state (hollow): its output came from an earlier pass, so it was not checked again"
         merged = [m for m in n.merged_from if m in by_id]
         if merged:
             hover += (f" · the same state is reached by {len(merged) + 1} drafted orders (dotted edges): "
-                      + ("it is one state" if n.reused else "it is checked once"))
+                      + ("one state" if n.reused else "checked once"))
         hover += " · accepted" if n.id in on_path else " · rejected"
         kind = "" if root else "f" if n.found else "k" if n.known else "n" if n.near else ""
         nodes.append([n.id, n.parent if not root else -1, x, y, label, hover, int(n.id in on_path),
@@ -247,7 +246,8 @@ def stale_right(trace) -> list[list[int]]:
 def end_line(trace, role: str) -> dict:
     """The finished run: every slot's final text (fixed token slots for the scrubber), where the text ends,
     the counters (with how many walks stopped for each reason, `ends`, and how many drafted states were known states
-    decided from an earlier pass's output, `reused`) and the stale-right slots per pass."""
+    decided from an earlier pass's output, `reused`, and how many states the model computed, `checked`) and the
+    stale-right slots per pass."""
     m = trace.meta
     start = len(m.prompt_tokens)
     final = {c.position: trace.label(c.token) for p in trace.passes for c in p.commits}
@@ -257,6 +257,7 @@ def end_line(trace, role: str) -> dict:
             "counters": {"passes": c.target_passes, "commits": c.commits, "tokens": c.generated_tokens,
                          "drafted": c.drafted_nodes, "accepted": c.accepted_drafts,
                          "reused": sum(n.reused for p in trace.passes for n in p.tree),
+                         "checked": sum(p.states for p in trace.passes),
                          "mal": round(c.mean_accepted_length, 3),
                          "depth": [round(a, 3) for a in c.acceptance_per_depth], "wall": round(c.wall_s, 4),
                          "tps": round(c.tokens_per_s, 2), "ends": trace.walk_ends()}}

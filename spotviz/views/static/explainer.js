@@ -552,8 +552,9 @@
       t.appendChild(row('slots committed', 'every filled slot, also those after the end-of-text token', v((c) => c.commits)));
       t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
       t.appendChild(row('commits per pass', 'slots filled per call of the model (the mean accepted length): 1 for the standard decoder in exact mode', v((c) => (c.passes ? c.commits / c.passes : c.mal).toFixed(2))));   // (as the lanes count it)
-      t.appendChild(row('drafted states', 'tree nodes after each pass\'s first decision, over all passes', v((c) => c.drafted)));
-      t.appendChild(row('known states', 'tree states (a pass\'s start among them) an earlier pass had already computed: decided from its output, not checked again (hollow in the tree)', v((c) => c.reused || 0)));
+      t.appendChild(row('states checked', 'states the model computed, over all passes: a pass checks its tree at once (the standard decoder one state a pass)', v((c) => c.checked == null ? '-' : c.checked)));
+      t.appendChild(row('drafted states', 'every tree node but each pass\'s start, over all passes (known states included)', v((c) => c.drafted)));
+      t.appendChild(row('known states', 'tree nodes (a pass\'s start among them) an earlier pass had already computed: decided from its output, not checked again (hollow in the tree)', v((c) => c.reused || 0)));
       t.appendChild(row('drafted slots accepted', 'slots filled by a drafted guess that equalled the model\'s own decision (in threshold mode one decision fills a set of slots)', v((c) => c.accepted)));
       if (runs.some((R) => R.counters.ends && Object.keys(R.counters.ends).length)) {
         const ENDS = {window: 'window done', budget: 'tree too small', position: 'no guess for that slot', token: 'wrong token', end: 'text finished'};
@@ -637,7 +638,8 @@
       const unrun = S.order.map((r) => S.runs.get(r)).filter((X) => !X.meta);
       for (const X of unrun) { const L = lanes.get(X.role); if (L) { writeHead(X, L); L.text.textContent = 'not run: Stop came before its turn'; } }
       const named = (X) => SV.runTitle(S, X)[0].replace(/^Standard decoder$/, 'standard decoder');   // (mid-sentence)
-      const text = 'Stopped after pass ' + R.passes.length + ' of the ' + named(R) + ' run' +
+      const text = (R.passes.length ? 'Stopped after pass ' + R.passes.length + ' of the ' : 'Stopped before the first pass of the ') +
+        named(R) + ' run' +
         (unrun.length ? ' (' + unrun.map((X) => named(X).replace(/^standard decoder$/, 'the standard decoder')).join(', ') +
           ': not run)' : '') +
         '. The views show the passes decoded before Stop; Run starts over.';

@@ -34,10 +34,11 @@
         ' = ' + SV.plural(commits, 'commit');
     }
     if (p.stop) s += ' · the walk stopped: ' + p.stop;
-    if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, checked once';
-    if (p.tree.reused) s += ' · hollow: ' + SV.plural(p.tree.reused, 'known state') + ', whose output an earlier pass already computed: not checked again (no budget used)';
-    if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ': the model’s decision at such a state, taken from that output';
-    if (p.tree.near) s += ' · ▶ ' + SV.plural(p.tree.near, 'likely edge') + ': the model’s decision at a computed state one or two commits short of the node';
+    if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, reaching one state';
+    // (a node's shape says how the edge into it was made; hollow, whether the node itself was checked)
+    if (p.tree.reused) s += ' · hollow: ' + SV.plural(p.tree.reused, 'known state') + ' (an earlier pass computed the model’s output there: not checked again, no budget used)';
+    if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ' (a diamond node is the model’s decision at the state before it, read from an earlier pass’s output)';
+    if (p.tree.near) s += ' · ▶ ' + SV.plural(p.tree.near, 'likely edge') + ' (the model’s decision at a computed state one or two commits short)';
     if (p.tree.found) s += ' · ⬢ ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway: the target’s decision led to a state drafted in another order';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
     return s;

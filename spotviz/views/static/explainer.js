@@ -398,6 +398,20 @@
 
     // ------------------------------------------------------------------------------------ figures
     let lit = [];
+    // The tree's hover text is the page's own tooltip, not Plotly's: Plotly places its label inside the figure, and
+    // a tree wider than its box scrolls, so a label by a node near the box's edge was cut off by the box
+    const tip = document.createElement('div');
+    tip.className = 'sve-tip'; tip.setAttribute('role', 'tooltip'); tip.hidden = true;
+    root.appendChild(tip);
+    function showTip(text, ev) {
+      if (!text || !ev || !SV.ownTips) { tip.hidden = true; return; }
+      tip.textContent = text; tip.hidden = false;
+      const pad = 8, w = tip.offsetWidth, h = tip.offsetHeight;
+      let x = ev.clientX + 14, y = ev.clientY + 14;
+      if (x + w > window.innerWidth - pad) x = Math.max(pad, ev.clientX - 14 - w);
+      if (y + h > window.innerHeight - pad) y = Math.max(pad, ev.clientY - 14 - h);
+      tip.style.left = x + 'px'; tip.style.top = y + 'px';
+    }
     function hookTree(div) {   // hovering a tree node highlights its slots on the canvas (once per div)
       if (div.__svHooked || !div.on) return;
       div.__svHooked = true;
@@ -405,12 +419,17 @@
         highlight(lit, false); lit = [];
         const pt = ev.points && ev.points[0];
         const tp = SV.treePass(SV.main(S), K);
-        if (!pt || !tp.p || !tp.p.tree) return;
-        if (pt.customdata === 'bonus') lit = tp.p.tree.bonus[2];
-        else { const n = tp.p.tree.nodes.find((x) => x[0] === pt.customdata); if (n) lit = n[7]; }
+        if (!pt || !tp.p || !tp.p.tree) { showTip(null); return; }
+        let text = null;
+        if (pt.customdata === 'bonus') { lit = tp.p.tree.bonus[2]; text = tp.p.tree.bonus[1]; }
+        else {
+          const n = tp.p.tree.nodes.find((x) => x[0] === pt.customdata);
+          if (n) { lit = n[7]; text = n[5] + (n[0] === tp.p.tree.stop ? ' · the walk stopped here' : ''); }
+        }
         highlight(lit, true);
+        showTip(text, ev.event);
       });
-      div.on('plotly_unhover', () => { highlight(lit, false); lit = []; });
+      div.on('plotly_unhover', () => { highlight(lit, false); lit = []; showTip(null); });
     }
     // Figures are drawn one per animation frame (the tree first), each at the scrubber's position when its turn
     // comes: no single task draws them all. `cost` keeps the script time of the last full round, which spaces

@@ -12,6 +12,7 @@
   // the node's marker says how the edge into it was made (the caption names them): drafted, certain, likely, or an
   // undrafted step of the walk
   const SYMBOL = {'': 'circle', k: 'diamond', n: 'triangle-right', f: 'hexagon'};
+  const TIP = SV.ownTips ? 'none' : 'text';   // (with a mouse, the page's own tooltip shows the hover text)
 
   function caption(R, tp, k) {
     const p = tp.p;
@@ -101,18 +102,18 @@
        line: {color: C.draft, width: 3.5}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'top right',
        marker: {color: C.reject, size: 8, symbol: nodes.r.symbol, line: {color: C.reject, width: 2}},
-       textfont: text('#666'), hoverinfo: 'text',
+       textfont: text('#666'), hoverinfo: TIP,
        cliponaxis: false}, without(nodes.r, 'symbol')),
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'accepted', textposition: 'top right',
        marker: {color: C.draft, size: 11, symbol: nodes.a.symbol, line: {color: '#0b4a24', width: 1}},
-       textfont: text('#0b4a24'), hoverinfo: 'text', cliponaxis: false}, without(nodes.a, 'symbol')),
+       textfont: text('#0b4a24'), hoverinfo: TIP, cliponaxis: false}, without(nodes.a, 'symbol')),
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'root', textposition: 'top right',
        marker: {color: C.root, size: 11, symbol: root.symbol, line: {color: C.root, width: 2}}, textfont: text(C.root),
-       hoverinfo: 'text', cliponaxis: false}, without(root, 'symbol')),
+       hoverinfo: TIP, cliponaxis: false}, without(root, 'symbol')),
       {type: 'scatter', mode: 'lines', name: 'bonus edge', x: bonusEdge.x, y: bonusEdge.y, hoverinfo: 'skip',
        line: {color: C.target, width: 2, dash: 'dot'}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'bonus', textposition: 'top right',
-       marker: {color: C.target, size: 15, symbol: 'star'}, textfont: text('#1d4f8c'), hoverinfo: 'text',
+       marker: {color: C.target, size: 15, symbol: 'star'}, textfont: text('#1d4f8c'), hoverinfo: TIP,
        cliponaxis: false}, bonus),
     ];
     const layout = SV.layout({width: width, height: height}, {

@@ -352,6 +352,10 @@ def test_tree_of_every_pass_is_that_pass_labelled_slot_token_and_a_run_rests_on_
     pg.mouse.move(x, y)  # hover a rejected node
     pg.wait_for_timeout(300)
     assert pg.locator(f"{EXPLAINER} .sve-run[data-role=main] .sve-s.hl").count() >= 1
+    # its hover text is the page's tooltip, inside the window (Plotly's label was cut off by the scrolled tree box)
+    tip = pg.evaluate(f"""() => {{ const t = document.querySelector('{EXPLAINER} .sve-tip'), r = t.getBoundingClientRect();
+        return [t.hidden, t.textContent, r.left >= 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight]; }}""")
+    assert not tip[0] and tip[1].startswith("drafted slot") and tip[2], tip
     # the end of the timeline: the last drafted pass, never an empty tree
     scrub_to(pg, int(ex(pg)["npasses"]))
     last = max(p.index for p in main.passes if len(p.tree) > 1)

@@ -42,6 +42,19 @@ torch.set_num_threads(1)
 TINY_PROMPT = "ROMEO.\nO"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_dir(tmp_path_factory):
+    """Cost curves and auto's memory in a folder of this test session's own: never the user's cache, and no test
+    reads what an earlier session's runs taught `auto` (on a fresh machine there is none either)."""
+    old = os.environ.get("SPOTVIZ_CACHE_DIR")
+    os.environ["SPOTVIZ_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("SPOTVIZ_CACHE_DIR", None)
+    else:
+        os.environ["SPOTVIZ_CACHE_DIR"] = old
+
+
 def _train_tiny(root: Path, attention: str) -> Path:
     from spotviz.training.target import TrainTargetConfig, train_target
 

@@ -480,6 +480,7 @@ def test_a_live_run_is_watchable_its_lanes_are_laid_out_first_and_it_rests_on_a_
     pg = page
     wait_example(pg)
     tiny_training_free(pg, 40, tiny_prompt)
+    select(pg, "sv-budget", "8")  # (auto may judge no tree worth its forward on a loaded machine: nothing to rest on)
     session = ex(pg)["session"]
     pg.evaluate(f"""() => {{ window.__lanes = []; window.__passes = new Set();
       new MutationObserver(() => {{ const r = document.querySelector('{EXPLAINER}');

@@ -983,8 +983,6 @@ def test_drafter_reads_the_temperature(random_drafter, tiny_block_target):
 def test_drafter_mixture_weight_spans_stale_order_to_learned(T, tiny_block_target, random_drafter):
     """mix -> -inf: the pointer is the training-free order (proportional to the stale confidence);
     mix -> +inf: the learned scores alone."""
-    import numpy as np
-
     view = _view(tiny_block_target, PROMPTS[0], "exact", 0.9, T, seed=3)
     remaining = view.masked.numpy().copy()
     tf = TrainingFree()

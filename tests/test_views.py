@@ -7,7 +7,7 @@ import json
 import pytest
 
 from spotviz.trace import WALK_ENDS, Commit, Counters, PassRecord, RunMeta, Trace, TreeNode
-from spotviz.views import identical_output, report_html, summary
+from spotviz.views import report_html, summary
 
 EVIL = "<script>alert(1)</script>"
 EVIL_IMG = '<img src=x onerror="alert(2)">'

@@ -47,7 +47,9 @@
           if (a.getAttribute('aria-label') !== label) a.setAttribute('aria-label', label);
         }
       };
-      new MutationObserver(name).observe(downloads, {childList: true, subtree: true});
+      // (text and link changes too: Gradio may keep a row and change only its name or link for the next run's file)
+      new MutationObserver(name).observe(downloads, {childList: true, subtree: true, characterData: true,
+                                                     attributes: true, attributeFilter: ['download', 'href']});
       name();
     }
     const root = element.querySelector('.sve');

@@ -36,8 +36,11 @@
     }
     // the download links (Gradio's file list) are named by their size alone: name them by their file too
     // (watched from the accordion that holds the list: Gradio mounts the list only once the accordion opens)
-    const downloads = document.querySelector('#sv-replay') || document.querySelector('#sv-download');
-    if (downloads && !downloads.__svNamed) {
+    // (the accordion may mount after the explainer: looked for again until it is there)
+    const watchDownloads = (tries) => {
+      const downloads = document.querySelector('#sv-replay') || document.querySelector('#sv-download');
+      if (!downloads) { if (tries > 0) setTimeout(() => watchDownloads(tries - 1), 250); return; }
+      if (downloads.__svNamed) return;
       downloads.__svNamed = true;
       const name = () => {
         for (const a of downloads.querySelectorAll('#sv-download td.download a, #sv-download a[download]')) {
@@ -51,7 +54,8 @@
       new MutationObserver(name).observe(downloads, {childList: true, subtree: true, characterData: true,
                                                      attributes: true, attributeFilter: ['download', 'href']});
       name();
-    }
+    };
+    watchDownloads(120);
     const root = element.querySelector('.sve');
     const $ = (s) => root.querySelector(s);
     const headEl = $('.sve-headline'), noteEl = $('.sve-note'), guide = $('.sve-guide'), helpBtn = $('.sve-help');

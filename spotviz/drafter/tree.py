@@ -279,12 +279,9 @@ class TreeGrowth:
                 return
             win = self.window_tokens(node) if view.known is not None else None  # (what both stores are looked up by)
             props = self.known_child(node, view, torch.from_numpy(remaining), win=win)
-            if props and view.known.reuse:
-                node.stored = view.known.logits_at(win.tobytes())
-            elif not room:
+            if node.stored is None and not room:  # (a node the batch holds, and the batch is full)
                 return
-            elif not props:
-                props = self.near_children(node, remaining, win) or self.drafted_children(node, remaining)
+            props = props or self.near_children(node, remaining, win) or self.drafted_children(node, remaining)
         elif room and view.ahead is not None and not self.eos & set(_path_tokens(self.nodes, node)):
             props = self.ahead_children(node)
         else:
@@ -299,7 +296,8 @@ class TreeGrowth:
     def known_child(self, node: DraftNode, v: RootView, masked: torch.Tensor, shift: int = 0, win=None):
         """[the target's own decision at `node` as a certain edge] if a pass already evaluated the state that
         conditions it (v.known: this window's tokens at the node, `win` if given), else None; offsets moved by
-        `shift`."""
+        `shift`. In this window, where the stored row may stand in for the node's (v.known.reuse), the node becomes
+        a known state: `stored`, outside the batch."""
         if v.known is None:
             return None
         key = (self.window_tokens(node) if win is None else win).tobytes()
@@ -307,6 +305,8 @@ class TreeGrowth:
         if d is None:
             return None
         node.decided = True
+        if v is self.view and v.known.reuse:
+            node.stored = v.known.logits_at(key)
         return [(tuple(o + shift for o in d.offsets), tuple(d.tokens), 1.0)]
 
     def near_children(self, node: DraftNode, remaining: np.ndarray, win: np.ndarray | None):
@@ -385,11 +385,11 @@ def one_guess_tree(view: RootView, proposer: Proposer, policy, masked: np.ndarra
     root = DraftNode(0, -1, 0, (), (), 1.0, 1.0)
     props = None
     if view.known is not None:
-        win = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64)
-        d = view.known.decision(win.tobytes(), torch.from_numpy(masked), view.step)
+        key = view.state[view.lo:view.hi].cpu().numpy().astype(np.int64).tobytes()
+        d = view.known.decision(key, torch.from_numpy(masked), view.step)
         if d is not None:
             props, root.decided = [(tuple(d.offsets), tuple(d.tokens), 1.0)], True
-            root.stored = view.known.logits_at(win.tobytes()) if view.known.reuse else None
+            root.stored = view.known.logits_at(key) if view.known.reuse else None
     if props is None:
         props = proposer.first_child(view, masked.copy())
     if props is None:

@@ -55,7 +55,7 @@
                                                      attributes: true, attributeFilter: ['download', 'href']});
       name();
     };
-    watchDownloads(120);
+    if (watch) watchDownloads(120);   // (the app's page: the downloaded page has no file list to name)
     const root = element.querySelector('.sve');
     const $ = (s) => root.querySelector(s);
     const headEl = $('.sve-headline'), noteEl = $('.sve-note'), guide = $('.sve-guide'), helpBtn = $('.sve-help');

@@ -10,11 +10,12 @@ way from s1, t its depth (the step whose noise its decision uses). Two drafted o
 and b then a, reach the same (S, t); the target's decision there is the same whichever way the walk arrived, so
 the second path becomes a second edge into the first path's node instead of a node of its own. The tree holds
 every state once (and the verification batch every state it evaluates), and the acceptance walk (which moves along
-any edge equal to the target's decision) stays exact. Merged edges cost no budget. The node keeps the path it was first reached by (its state row and the
-proposer's path terms come from it); its path_prob becomes its reach, the chance that the walk gets there: the sum
-over its incoming edges of parent reach times edge probability. A merge raises the reach of the node and of all
-below it, and their waiting candidates are queued again at the higher priority. With an order drafter, repeated
-states were ~40% of the nodes of a strict 32-node tree on math-bd (T = 0).
+any edge equal to the target's decision) stays exact. Merged edges cost no budget. The node keeps the path it was
+first reached by (its state row and the proposer's path terms come from it); its path_prob becomes its reach, the
+chance that the walk gets there: the sum over its incoming edges of parent reach times edge probability. A merge
+raises the reach of the node and of all below it, and their waiting candidates are queued again at the higher
+priority. With an order drafter, repeated states were ~40% of the nodes of a strict 32-node tree on math-bd
+(T = 0).
 
 Across a window boundary. With `view.ahead` (the next window's stale distributions), a node that completes the
 window may have children in the next window: the proposer drafts them from the ahead view exactly as it drafts a
@@ -30,10 +31,10 @@ With `view.ahead.known`, a node that completes the window the same way as an eva
 first decision the same way.
 
 Known states cost no budget. Where the stored row is the row a new pass would compute (`view.known.reuse`: the
-probe proved batched passes bit-identical to one-row passes, and windows are blockwise-exact), a node whose window tokens a pass already evaluated
-is not evaluated again: the verifier decides it from the stored row (`stored`) and leaves it out of its batch, so
-the tree grows on until the budget's count of states to evaluate is full. The decision is the same numbers, so the
-walk is unchanged; a pass of N states verifies a larger tree. Measured on math-bd (the 40 bench problems, SPOT,
+probe proved batched passes bit-identical to one-row passes, and windows are blockwise-exact), a node whose window
+tokens a pass already evaluated is not evaluated again: the verifier decides it from the stored row (`stored`) and
+leaves it out of its batch, so the tree grows on until the budget's count of states to evaluate is full. The
+decision is the same numbers, so the walk is unchanged; a pass of N states verifies a larger tree. Measured on math-bd (the 40 bench problems, SPOT,
 T = 0): passes 638 -> 612 at budget 4, 463 -> 450 at 8, 370 -> 365 at 16, 317 -> 313 at 32 (~6% of a 32-node
 tree's nodes are known states).
 

@@ -93,8 +93,8 @@ def small_trees_note(trace, race: bool = False) -> str:
     mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
     if race:
         size = f"about {mean:.0f} states a pass" if trees else "no tree"
-        return (f". Budget auto sized each drafter's trees by this machine's timings ({drafter_name(trace.meta.drafter)}"
-                f": {size}), so the ranking can change between runs; a fixed tree budget (Settings, e.g. 16) "
+        who = drafter_name(trace.meta.drafter)
+        return (f". Budget auto sized each drafter's trees by this machine's timings ({who}: {size}), so the ranking can change between runs; a fixed tree budget (Settings, e.g. 16) "
                 "compares the drafters on larger trees")
     if trees and mean >= SMALL_TREES:
         return ""

@@ -116,8 +116,8 @@ def _detail(token_text, positions, tokens) -> str:
 def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     """The draft tree of one pass, laid out on a grid (column = depth, row = leaf order) fitted to this pass.
 
-    Nodes: [id, parent, column, row, label, hover, flag, slots, merged, kind, reused] with flag 1 = on the accepted path,
-    0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on the
+    Nodes: [id, parent, column, row, label, hover, flag, slots, merged, kind, reused] with flag 1 = on the accepted
+    path, 0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on the
     canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges); kind = how
     the edge into the node was made: "" drafted, "k" certain, "n" likely, "f" an undrafted step (drawn as diamonds,
     triangles and hexagons); reused 1 = a known state, which the pass decided from an earlier pass's output instead
@@ -178,7 +178,7 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
            "reused": sum(1 for n in rec.tree if n.reused)}
     if bonus:
         out["bonus"] = [_text(token_text, [c.position for c in bonus], [c.token for c in bonus]),
-                        "the target's own decision where the walk stopped, committed without being drafted: "
+                        "the model's own decision where the walk stopped, committed without being drafted: "
                         + _detail(token_text, [c.position for c in bonus], [c.token for c in bonus]),
                         [c.position for c in bonus]]
     # the drafter's expected next commits: follow the most probable child from the root

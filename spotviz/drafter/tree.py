@@ -35,8 +35,8 @@ probe proved batched passes bit-identical to one-row passes, and windows are blo
 tokens a pass already evaluated is not evaluated again: the verifier decides it from the stored row (`stored`) and
 leaves it out of its batch, so the tree grows on until the budget's count of states to evaluate is full. The
 decision is the same numbers, so the walk is unchanged; a pass of N states verifies a larger tree. Measured on
-math-bd (the 40 bench problems, SPOT, T = 0): passes 638 -> 612 at budget 4, 463 -> 450 at 8, 370 -> 365 at 16, 317 -> 313 at 32 (~6% of a 32-node
-tree's nodes are known states).
+math-bd (the 40 bench problems, SPOT, T = 0): passes 638 -> 612 at budget 4, 463 -> 450 at 8, 370 -> 365 at 16,
+317 -> 313 at 32 (~6% of a 32-node tree's nodes are known states).
 
 Likely edges. A node that no pass evaluated but that lies one or two commits past an evaluated state (every commit
 of that state is on the node's path, one or two of the path's are not in it) gets the target's decision at that

@@ -600,6 +600,66 @@ def test_phone_layout_keeps_the_page_order_and_the_scrubber_by_the_tree(browser,
         pg.close()
 
 
+def test_a_tablets_column_is_one_column_and_a_tap_on_a_tree_node_explains_it(browser, app_url):
+    """A touch screen whose explainer column is narrow (a tablet: the controls beside it) gets one column of views;
+    a tap on a tree node (touch screens send Plotly no hover) shows the node's text inside the window and lights its
+    slots; a tap elsewhere takes the text away."""
+    ctx = browser.new_context(viewport={"width": 820, "height": 1180}, has_touch=True, is_mobile=True)
+    try:
+        pg = ctx.new_page()
+        errors = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(app_url)
+        pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}')?.dataset.ready === '1'", timeout=60_000)
+        wait_example(pg)
+        pause(pg)
+        lefts = pg.evaluate(f"""() => Array.from(document.querySelectorAll('{EXPLAINER} .sve-panel:not([hidden])'))
+            .map(p => Math.round(p.getBoundingClientRect().left))""")
+        assert pg.evaluate(f"() => document.querySelector('{EXPLAINER}').classList.contains('sve-narrow')")
+        assert len(lefts) >= 3 and len(set(lefts)) == 1, lefts  # one column, not two squeezed ones
+        k = next(k for k in range(1, int(ex(pg)["npasses"]) + 1) if _tree_has_rejected(pg, k))
+        pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-tree-panel').scrollIntoView({{block: 'center'}})")
+        pg.wait_for_timeout(300)
+        x, y = pg.evaluate(f"""() => {{ const d = document.querySelector('{EXPLAINER} .sve-plot[data-view=tree]');
+            const t = d.data.find(t => t.name === 'rejected'), L = d._fullLayout;
+            const b = d.parentNode; b.scrollLeft = Math.max(0, L._size.l + L.xaxis.l2p(t.x[0]) - b.clientWidth / 2);
+            const r2 = d.getBoundingClientRect();
+            return [r2.left + L._size.l + L.xaxis.l2p(t.x[0]), r2.top + L._size.t + L.yaxis.l2p(t.y[0])]; }}""")
+        pg.wait_for_timeout(200)
+        pg.touchscreen.tap(x, y)
+        pg.wait_for_function(f"() => !document.querySelector('{EXPLAINER} .sve-tip').hidden", timeout=3_000)
+        tip = pg.evaluate(f"""() => {{ const t = document.querySelector('{EXPLAINER} .sve-tip'), r = t.getBoundingClientRect();
+            return [t.textContent, r.left >= 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight]; }}""")
+        assert tip[0].startswith("drafted slot") and tip[1], tip
+        assert pg.locator(f"{EXPLAINER} .sve-run[data-role=main] .sve-s.hl").count() >= 1
+        pg.touchscreen.tap(5, 5)
+        pg.wait_for_function(f"() => document.querySelector('{EXPLAINER} .sve-tip').hidden", timeout=3_000)
+        assert pg.locator(f"{EXPLAINER} .sve-run[data-role=main] .sve-s.hl").count() == 0
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
+def _tree_has_rejected(pg, k: int) -> bool:
+    scrub_to(pg, k)
+    return bool(tree_of(pg)["rejected"])
+
+
+def test_the_bars_stop_stops_a_live_run_and_shows_only_while_one_is_live(page, tiny_prompt):
+    """The bar above the views (it floats at the top of a scrolled page) has a Stop of its own while a run is live:
+    the page's Stop, far above the views on a phone."""
+    pg = page
+    stop = f"{EXPLAINER} .sve-bar .sve-stop"
+    wait_example(pg)
+    assert not pg.locator(stop).is_visible()
+    slow_standard_run(pg, tiny_prompt, 56, live_passes=3)
+    assert pg.locator(stop).is_visible()
+    pg.click(stop)
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'stopped'", timeout=5_000)
+    assert "Stopped" in wait_status(pg, "Stopped", timeout=5_000)
+    assert not pg.locator(stop).is_visible()
+
+
 def test_standard_only_hides_the_tree_and_labels_render_as_text(page, tmp_path):
     import test_views  # tests/ is on sys.path (pytest rootdir-relative import)
 

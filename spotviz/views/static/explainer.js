@@ -258,7 +258,22 @@
       else if (e.key === 'Home') { stopPlay(); setK(+scrub.min, true); e.preventDefault(); }
       else if (e.key === 'End') { stopPlay(); setK(+scrub.max, true); e.preventDefault(); }
     };
-    window.__svResize = () => { drawn = {}; schedule(); };
+    window.__svResize = () => { narrow(); drawn = {}; schedule(); };
+    // narrow: one column (explainer.css), from the explainer's own width, which a tablet's column beside the
+    // controls makes narrow in a wide window; its figures are drawn again at their new width
+    function narrow() {
+      const on = window.innerWidth <= 760 || root.clientWidth < 600;
+      if (on === root.classList.contains('sve-narrow')) return false;
+      root.classList.toggle('sve-narrow', on);
+      return true;
+    }
+    narrow();
+    if (window.ResizeObserver) new ResizeObserver(() => { if (narrow()) { drawn = {}; schedule(); } }).observe(root);
+    // the bar's Stop (shown while a run is live) is the page's: the same event, the same handlers
+    $('.sve-stop').addEventListener('click', () => {
+      const b = document.querySelector('#sv-stop'), btn = b && (b.matches('button') ? b : b.querySelector('button'));
+      if (btn) btn.click();
+    });
     // The scrubber stays on screen while the views below it are (on a phone the tree is far below it): when its
     // place scrolls off the top, it floats at the top of the window; a slot keeps its place in the layout.
     const bar = $('.sve-bar'), barSlot = document.createElement('div');
@@ -405,12 +420,22 @@
     // ------------------------------------------------------------------------------------ figures
     let lit = [];
     // The tree's hover text is the page's own tooltip, not Plotly's: Plotly places its label inside the figure, and
-    // a tree wider than its box scrolls, so a label by a node near the box's edge was cut off by the box
+    // a tree wider than its box scrolls, so a label by a node near the box's edge was cut off by the box. A mouse
+    // shows it by hovering, a finger by tapping (a touch screen sends Plotly's click, never its hover); it goes with
+    // the next press anywhere (the tap on another node then shows that node's) and when the page or the box scrolls.
     const tip = document.createElement('div');
     tip.className = 'sve-tip'; tip.setAttribute('role', 'tooltip'); tip.hidden = true;
     root.appendChild(tip);
+    let pinned = false;   // shown by a click or tap: it stays when the pointer leaves the node (a touch screen's
+    // emulated mouse leaves it at once), until the next press or scroll
+    window.__svTipOff = () => { pinned = false; if (!tip.hidden) { tip.hidden = true; highlight(lit, false); lit = []; } };
+    if (!window.__svTips) {   // (document listeners once for the page's lifetime; they call this explainer's)
+      window.__svTips = true;
+      document.addEventListener('pointerdown', () => window.__svTipOff && window.__svTipOff(), true);
+      document.addEventListener('scroll', () => window.__svTipOff && window.__svTipOff(), {capture: true, passive: true});
+    }
     function showTip(text, ev) {
-      if (!text || !ev || !SV.ownTips) { tip.hidden = true; return; }
+      if (!text || !ev || ev.clientX == null) { tip.hidden = true; return; }
       tip.textContent = text; tip.hidden = false;
       const pad = 8, w = tip.offsetWidth, h = tip.offsetHeight;
       let x = ev.clientX + 14, y = ev.clientY + 14;
@@ -421,7 +446,7 @@
     function hookTree(div) {   // hovering a tree node highlights its slots on the canvas (once per div)
       if (div.__svHooked || !div.on) return;
       div.__svHooked = true;
-      div.on('plotly_hover', (ev) => {
+      const onNode = (ev) => {
         highlight(lit, false); lit = [];
         const pt = ev.points && ev.points[0];
         const tp = SV.treePass(SV.main(S), K);
@@ -434,8 +459,10 @@
         }
         highlight(lit, true);
         showTip(text, ev.event);
-      });
-      div.on('plotly_unhover', () => { highlight(lit, false); lit = []; showTip(null); });
+      };
+      div.on('plotly_hover', (ev) => { pinned = false; onNode(ev); });
+      div.on('plotly_click', (ev) => { onNode(ev); pinned = !tip.hidden; });   // (a tap: touch screens send no hover)
+      div.on('plotly_unhover', () => { if (!pinned) { highlight(lit, false); lit = []; showTip(null); } });
     }
     // Figures are drawn one per animation frame (the tree first), each at the scrubber's position when its turn
     // comes: no single task draws them all. `cost` keeps the script time of the last full round, which spaces

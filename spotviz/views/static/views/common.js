@@ -18,9 +18,6 @@
   SV.clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
   // Escaped text in lines of at most about `width` characters (Plotly's <br>): a hover label stays narrow enough
   // to show whole near the edge of a box that scrolls
-  // a pointer that hovers (a mouse): the tree's hover text is the page's own tooltip (explainer.js showTip); on a
-  // touch screen Plotly's own label (a tap shows it; no hover event reaches the page there)
-  SV.ownTips = !!(window.matchMedia && matchMedia('(hover: hover) and (pointer: fine)').matches);
   SV.wrap = (s, width) => {
     const lines = [];
     let line = '';

@@ -12,7 +12,9 @@
   // the node's marker says how the edge into it was made (the caption names them): drafted, certain, likely, or an
   // undrafted step of the walk
   const SYMBOL = {'': 'circle', k: 'diamond', n: 'triangle-right', f: 'hexagon'};
-  const TIP = SV.ownTips ? 'none' : 'text';   // (with a mouse, the page's own tooltip shows the hover text)
+  // a node's text is the page's own tooltip (explainer.js showTip: hovered with a mouse, tapped on a touch screen),
+  // kept inside the window; Plotly's label sits inside the figure, and a scrolled tree box cut it off
+  const TIP = 'none';
 
   function caption(R, tp, k) {
     const p = tp.p;

@@ -38,6 +38,7 @@ class KnownStates:
         self.logits: dict[bytes, torch.Tensor] = {}
         self.open: dict[bytes, list[bool]] = {}  # key -> its masked window positions (hi - lo flags)
         self._rows: np.ndarray | None = None  # the keys, in order, as one [S, hi - lo] int64 array (built when needed)
+        self._open_rows: np.ndarray | None = None  # where _rows holds MASK (built with it)
         self._cands: dict = {}  # (key, step) -> {offset: (token, confidence)} at the state's masked positions
 
     def add(self, key: bytes, logits: torch.Tensor, masked: torch.Tensor | None = None) -> None:
@@ -98,8 +99,8 @@ class KnownStates:
             return None
         if self._rows is None:
             self._rows = np.stack([np.frombuffer(k, dtype=np.int64) for k in self.logits])
-        rows = self._rows
-        open_ = rows == self.mask_id
+            self._open_rows = self._rows == self.mask_id
+        rows, open_ = self._rows, self._open_rows
         below = ((rows == window) | open_).all(1)  # its commits are this state's
         missing = np.where(below, (open_ & (window != self.mask_id)).sum(1), max_missing + 1)
         missing[missing == 0] = max_missing + 1  # (the state itself: a certain edge, decision())

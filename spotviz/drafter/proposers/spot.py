@@ -94,7 +94,9 @@ class SpotProposer(Proposer):
         dd = min(d, ctx.base.shape[0] - 1)
         pair, _ = self._path_terms(ctx, node)
         c = np.where(remaining, ctx.logc[d], -np.inf)
-        ranks = np.argsort(np.argsort(-c, kind="stable"), kind="stable")
+        order = np.argsort(-c, kind="stable")
+        ranks = np.empty_like(order)
+        ranks[order] = np.arange(len(order))  # (each position's rank in that order: the inverse permutation)
         s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + ctx.rank_bias[ranks] + pair
         s = np.where(remaining, s, -np.inf)
         e = np.exp(s - s.max())

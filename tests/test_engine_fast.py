@@ -335,44 +335,47 @@ def test_auto_gate_learns_from_what_the_passes_accept(monkeypatch):
     assert always.draft_now(low)
 
 
-def test_auto_gate_learns_what_each_tier_makes_of_its_estimate(monkeypatch):
-    """The gate picks a tier by the chain's estimate; a tier whose passes make less of it (larger trees that the
-    drafter's own probabilities cut to one guess after its forward ran, say) is rated by what it made: the gate
-    turns to one-guess trees though larger trees still beat standard passes. A tier that makes its estimate stays."""
+def test_auto_gate_prices_each_tier_by_what_its_own_passes_accepted(monkeypatch):
+    """The gate picks a tier by the chain's estimate, each tier with its own chain calibration: larger trees whose
+    walks accept far fewer edges than the chain of stale confidences promised them (a confident model's chain is all
+    near 1) lower that tier's calibration alone, and the gate turns to one-guess trees; larger trees that accept what
+    they were promised stay. One shared calibration priced one guess low and larger trees high."""
     monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
     c = np.array([0.99] * 6)
-    for made, expect_small in ((2, True), (4, False)):
+    for accepted, expect_small in ((1, True), (5, False)):
         p = CostAwareBudget(curve(0.010, 0.002), n_max=8)
         p.tree.overhead, p.one_guess.overhead = 0.004, 0.001  # (a larger tree runs the drafter's forward)
         assert p.draft_now(c) and not p.small  # the chain: a larger tree pays more than one guess
         for _ in range(12):
             p.begin(6)
-            if p.draft_now(c) and not p.small:  # a larger tree of `made` nodes, all accepted (forward f(made))
-                for _ in range(made - 1):
+            if p.draft_now(c) and not p.small:  # a larger tree of 6 nodes, `accepted` of its edges accepted
+                for _ in range(5):
                     p.add(0.99)
-                k = p.choose(made)
-                p.observe(PassOutcome(k, 0.010 + 0.002 * (k - 1), False, accepted_edges=k - 1, overhead_s=0.004,
-                                      drafted=True))
+                k = p.choose(6)
+                p.observe(PassOutcome(k, 0.020, False, accepted_edges=accepted, overhead_s=0.004, drafted=True))
             else:  # one guess, accepted: 2 decisions for 13 ms
                 p.add(0.99), p.choose(2)
                 p.observe(PassOutcome(2, 0.012, False, accepted_edges=1, overhead_s=0.001, drafted=True))
         assert p.draft_now(c) and p.small == expect_small
-        assert p.tree.pause == 0  # (not paused: 2 decisions in 16 ms still beat standard passes' 20)
-        assert (p.tree.realized < 0.6) if expect_small else (p.tree.realized > 0.7)
+        s_tree = p.tree.chain_accepted / p.tree.chain_expected
+        assert (s_tree < 0.6) if expect_small else (s_tree > 0.9)
+        assert p.one_guess.chain_accepted / p.one_guess.chain_expected > 0.95  # (its own passes: as promised)
 
 
-def test_a_tiers_realized_ratio_discounts_its_estimate_against_a_standard_pass_too():
-    """A tier whose passes realized half of what the better tier's did is drafted only where its discounted estimate
-    still beats a standard pass (measured better on a simulated GPU than letting the ratio only choose between
-    tiers); a ratio that both tiers share discounts neither."""
+def test_a_tiers_low_calibration_does_not_discount_the_other_tier(monkeypatch):
+    """Each tier is priced by its own passes: one-guess trees that disappointed leave larger trees' estimate as it
+    was."""
+    monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
     c = np.array([0.99, 0.99, 0.99])
     p = CostAwareBudget(curve(0.010, 0.002), n_max=8)
     p.tree.overhead = p.one_guess.overhead = 0.0
     p.observe(PassOutcome(1, 0.010, False))
-    p.tree.pause, p.tree.realized, p.one_guess.realized = 5, 1.0, 0.5
-    assert not p.draft_now(c)  # (one guess: 1.99 commits in 12 ms, discounted to half, against 1 in 10 ms)
-    p.tree.realized = 0.5
-    assert p.draft_now(c) and p.small  # (both at 0.5: nothing discounted)
+    p.tree.pause = 9
+    assert p.draft_now(c) and p.small  # (one guess: 1.99 commits in 12 ms against 1 in 10 ms)
+    p.one_guess.chain_expected, p.one_guess.chain_accepted = 40.0, 4.0
+    assert not p.draft_now(c)  # (one guess at a tenth: 1.1 commits in 12 ms)
+    p.tree.pause = 0
+    assert p.draft_now(c) and not p.small  # (larger trees, priced by their own calibration, still pay)
 
 
 def test_auto_pauses_drafting_when_drafted_passes_were_slower_per_commit(monkeypatch):
@@ -444,7 +447,8 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     monkeypatch.setattr(auto_budget, "_LEARNED", {})
     key = ("spot", "SpotProposer", 1, "exact", 0.0, 0.9, True)
     first = auto_budget.budget_policy("auto", tiny_block_target, key)
-    first.accepted, first.expected, first.gate_accepted, first.gate_expected = 30.0, 120.0, 10.0, 80.0
+    first.accepted, first.expected = 30.0, 120.0
+    first.tree.chain_accepted, first.tree.chain_expected = 10.0, 80.0
     first.tree.pause, first.tree.backoff, first.tree.overhead, first.one_guess.overhead = 3, 16, 0.004, 0.001
     auto_budget.remember_policy(first, tiny_block_target, key)
     again = auto_budget.budget_policy("auto", tiny_block_target, key)
@@ -453,7 +457,8 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     assert again.tree is not first.tree  # (a copy: the next run's changes do not reach back)
     # the calibrations carry over as ratios, with their weight capped so that they keep adapting
     assert again.accepted / again.expected == pytest.approx(0.25) and again.expected == pytest.approx(40.0)
-    assert again.gate_accepted / again.gate_expected == pytest.approx(0.125)
+    assert again.tree.chain_accepted / again.tree.chain_expected == pytest.approx(0.125)
+    assert again.tree.chain_expected == pytest.approx(40.0)
     other = auto_budget.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another temperature
     assert other.tree.pause == 0 and other.accepted / other.expected == 1.0
 
@@ -910,7 +915,8 @@ def test_auto_gate_that_lost_faith_after_a_few_unlucky_trees_drafts_again():
     p.one_guess.overhead = p.tree.overhead = 0.0005
     p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
     assert p.draft_now(c)
-    p.gate_expected, p.gate_accepted = 11.0, 4.0  # (as a run on the AMD machine of session 38 left it, prior 2)
+    p.one_guess.chain_expected, p.one_guess.chain_accepted = 11.0, 4.0  # (as a run on the AMD machine of session 38
+    # left it, prior 2)
     assert not p.draft_now(c)
     waited = 0
     while not p.draft_now(c):
@@ -925,7 +931,7 @@ def test_auto_gate_that_lost_faith_after_a_few_unlucky_trees_drafts_again():
             p.observe(PassOutcome(2, 0.0055, False, accepted_edges=0, overhead_s=0.0005, drafted=True))
         else:
             p.observe(PassOutcome(1, 0.0035, False, overhead_s=0.0003))
-    assert probes < passes / 100  # (5 in 2,000 as written: one probe costs about half a pass)
+    assert probes < passes / 40  # (34 in 2,000 as written: one probe costs about half a pass, under 1% of the time)
 
 
 def test_auto_gives_a_size_priced_too_dear_by_a_few_slow_forwards_another_chance():

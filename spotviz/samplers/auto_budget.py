@@ -27,18 +27,16 @@ computed (c_(1) >= c_(2) >= ... over the positions still masked):
 
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 
-with its own calibration s_g (accepted edges over the chain's expectation; prior 1 weighing GATE_PRIOR expected
-edges; while nothing is drafted the evidence fades back to the prior by GATE_FADE a pass). The pass drafts only if
-some N >= 2 has G(N) / (l_N f(N) + c_N) > 1 / (l_1 f(1) + c_1), c_1 a standard pass's own work; otherwise it is a
-standard pass (no drafter, tree or record), costing what the standard decoder's pass costs. Own work has two tiers,
-each a running linear fit against the states evaluated (c_N = mean + w (N - mean states)): c_2 for a one-guess tree
-(N = 2, which a proposer may draft without the drafter's forward) and c for larger trees. When N = 2 is best under
-G, the tree is capped at 2 nodes before anything is drafted.
-
-**What each tier made of the gate's estimate.** Each tier keeps the running mean (step 0.2) of its passes' decisions
-per second over the rate the gate estimated (each clipped to 0.25-2; fused passes not counted), and the gate weighs
-each tier's estimate by its ratio over the better tier's (relative, so slow passes alike discount neither). Every
-drafted pass of one tier moves the other's ratio 0.5% back towards 1.
+The pass drafts only if some N >= 2 has G(N) / (l_N f(N) + c_N) > 1 / (l_1 f(1) + c_1), c_1 a standard pass's own
+work; otherwise it is a standard pass (no drafter, tree or record), costing what the standard decoder's pass costs.
+Drafted passes come in two tiers, each with its own work, a running linear fit against the states evaluated (c_N =
+mean + w (N - mean states)), and its own chain calibration s_g (the accepted edges of its passes over the chain's
+expectation for them; prior 1 weighing GATE_PRIOR expected edges; while nothing is drafted the evidence fades back to
+the prior by GATE_FADE a pass): a one-guess tree (N = 2, which a proposer may draft without the drafter's forward)
+and larger trees. When N = 2 is best under G, the tree is capped at 2 nodes before anything is drafted. (One
+calibration for both tiers priced one guess low and larger trees high: on a confident model the chain of stale
+confidences, all near 1, promises a larger tree far more edges than its walks accept, and one guess about what it
+gets. Per tier, each is priced by its own passes.)
 
 **The realized check.** Each drafted pass's time against what standard passes would have taken for its commits now
 (commits / a standard pass's commits x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a
@@ -47,9 +45,9 @@ minus its own scatter (the square root of the decayed sum of squared terms), for
 repeat up to MAX_PAUSE and halving when drafting pays; after a pause the gate decides again. A run's loss is bounded
 by its probes.
 
-**Memory.** What a run learned (both calibrations, each tier's work, ratio, realized sums and pause, the load and
-shapes) is kept for the next run of the same target, drafter (and its folder), mode and temperature: in the
-process, and for a named model in the user cache beside its cost curve (memory_file), with the calibration counts
+**Memory.** What a run learned (the drafter's calibration, each tier's chain calibration, work, realized sums and
+pause, the load and shapes) is kept for the next run of the same target, drafter (and its folder), mode and
+temperature: in the process, and for a named model in the user cache beside its cost curve (memory_file), with the calibration counts
 capped so that they keep adapting.
 
 FixedBudget (drafter/tree.py) is the fixed count of states evaluated: it always drafts and keeps every node it grows.
@@ -72,8 +70,11 @@ from .forward_cost import CostCurve, cost_curve, curve_key, write_cache_file
 # target -> {(drafter, mode, temperature, ...) -> what `auto` learned in its last run}; keyed by the target object
 # itself, weakly (a new target may reuse a freed one's id(), and must not inherit what that one learned)
 _LEARNED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-MEMORY_VERSION = 2  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
-# per-size corrections are shapes against the load, session 34)
+MEMORY_VERSION = 3  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
+# per-size corrections are shapes against the load, session 34; 3: a chain calibration per tier, session 43)
+
+
+GATE_PRIOR = 6.0  # a tier's chain calibration starts at s_g = 1, weighing as much as six expected edges
 
 
 @dataclass
@@ -106,7 +107,10 @@ class Tier:
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
     backoff: int = 4  # the next pause
-    realized: float = 1.0  # running mean of its passes' realized rate over the gate's estimate (module docstring)
+    # the gate's chain calibration for this tier: its passes' accepted edges over the chain's expectation for them,
+    # from a prior of 1 weighing GATE_PRIOR expected edges (module docstring)
+    chain_expected: float = GATE_PRIOR
+    chain_accepted: float = GATE_PRIOR
 
     MIN_VAR = 1.0  # state counts must spread by about one state before a slope is trusted
 
@@ -161,12 +165,9 @@ class CostAwareBudget(BudgetPolicy):
         self.last = [0] * (n_max + 1)  # the pass at which each size was last seen (its correction's age)
         self.seen = [0] * (n_max + 1)
         self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
-        self.gate_expected = self.gate_accepted = self.GATE_PRIOR  # chain calibration s_g (prior: 1)
         self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
-        self.gate_rate = 0.0  # the gate's estimated rate (decisions per second, before its tier's realized ratio) for
-        # the size it chose this pass; 0 when it chose none
         self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
         self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
         self.standard_seen = 0  # standard passes observed (the first sets the means: a prior of 0 s errs)
@@ -175,12 +176,8 @@ class CostAwareBudget(BudgetPolicy):
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
     DECAY = 0.95  # of the realized check's sums (module docstring)
-    CARRIED = ("expected", "accepted", "gate_expected", "gate_accepted", "standard_over", "standard_commits",
-               "standard_seen", "load", "count")
+    CARRIED = ("expected", "accepted", "standard_over", "standard_commits", "standard_seen", "load", "count")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
-    REALIZED_STEP = 0.2  # of a tier's realized-over-estimated rate (one pass moves it a fifth of the way)
-    REALIZED_CLIP = (0.25, 2.0)  # one pass's ratio is clipped to this (a first call's slow pass, a lucky chain)
-    REALIZED_DRIFT = 0.005  # each drafted pass of one tier moves the other tier's ratio this much back towards 1
 
     def remember(self) -> dict:
         """What this run learned, for the next run of the same kind (module docstring)."""
@@ -195,15 +192,16 @@ class CostAwareBudget(BudgetPolicy):
                     setattr(self, k, list(v))
             else:
                 setattr(self, k, replace(v) if isinstance(v, Tier) else v)
-        for e, a in (("expected", "accepted"), ("gate_expected", "gate_accepted")):
-            scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(self, e), 1e-9))
-            setattr(self, e, getattr(self, e) * scale)
-            setattr(self, a, getattr(self, a) * scale)
+        for obj, e, a in ((self, "expected", "accepted"), (self.one_guess, "chain_expected", "chain_accepted"),
+                          (self.tree, "chain_expected", "chain_accepted")):
+            scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(obj, e), 1e-9))
+            setattr(obj, e, getattr(obj, e) * scale)
+            setattr(obj, a, getattr(obj, a) * scale)
 
     def draft_now(self, stale_conf) -> bool:
         """Whether this pass should draft: not while a pause lasts (drafting was measured slower than standard
         passes), else if some N >= 2 beats a standard pass under the chain estimate G(N), each size with its
-        tier's own work; the tree is capped at ONE_GUESS nodes when that size is the best.
+        tier's own work and chain calibration; the tree is capped at ONE_GUESS nodes when that size is the best.
         (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would dominate.)"""
         self.budget, self.small = self.n_max, False
         open_ = []
@@ -212,15 +210,14 @@ class CostAwareBudget(BudgetPolicy):
             t.pause = max(t.pause - 1, 0)
         if not any(open_):
             return False
-        s_g, f, load = self.gate_accepted / self.gate_expected, self._f, self.load
+        f, load = self._f, self.load
         best = 1.0 / (self.f_at(1) + self.standard_over)  # a standard pass's commits per second, own work included
         chain, edges, path, best_k = self._chain, 0.0, 1.0, 0
         t = self.tree  # a larger tree's work: max(a + b N, 0) (Tier.cost, its terms taken once)
         b = t.per_node
         a = t.overhead - b * t.states
-        top = max(self.one_guess.realized, self.tree.realized)  # (each tier's estimate discounted by its ratio over
-        # the better tier's, against the other tier and against a standard pass: module docstring)
-        q_one, q_tree = self.one_guess.realized / top, self.tree.realized / top
+        s_one = self.one_guess.chain_accepted / self.one_guess.chain_expected
+        s_tree = t.chain_accepted / t.chain_expected
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= c
             edges += path
@@ -228,14 +225,14 @@ class CostAwareBudget(BudgetPolicy):
             if k + 1 == ONE_GUESS:
                 if not open_[0]:
                     continue
-                work, q = self.one_guess.cost(ONE_GUESS), q_one
+                work, s_g = self.one_guess.cost(ONE_GUESS), s_one
             elif open_[1]:
-                work, q = max(a + b * (k + 1), 0.0), q_tree
+                work, s_g = max(a + b * (k + 1), 0.0), s_tree
             else:
                 continue
             rate = (1.0 + s_g * edges) / (load * self.shape(k + 1) * f[k + 1] + work)
-            if q * rate > best:
-                best, best_k, self.gate_rate = q * rate, k, rate
+            if rate > best:
+                best, best_k = rate, k
         if best_k + 1 == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
         return best_k > 0
@@ -309,9 +306,9 @@ class CostAwareBudget(BudgetPolicy):
         if o.drafted:  # (a drafted pass may evaluate one state: its other nodes known states)
             self.expected += self.last_expected
             self.accepted += o.accepted_edges
-            self.gate_expected += self.last_chain
-            self.gate_accepted += o.accepted_edges
             t = self._tier()
+            t.chain_expected += self.last_chain
+            t.chain_accepted += o.accepted_edges
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
             standard = commits / self.standard_commits * (self.f_at(1) + self.standard_over)
@@ -323,25 +320,19 @@ class CostAwareBudget(BudgetPolicy):
             t.passes += 1
             self._check_realized(t)
             self._after = t
-            if self.gate_rate > 0 and not o.fused:  # the gate's estimate against what the pass made of it
-                made = (o.accepted_edges + 1) / max(o.forward_s + o.overhead_s, 1e-9)
-                q = min(max(made / self.gate_rate, self.REALIZED_CLIP[0]), self.REALIZED_CLIP[1])
-                t.realized += self.REALIZED_STEP * (q - t.realized)
-                other = self.tree if t is self.one_guess else self.one_guess
-                other.realized += self.REALIZED_DRIFT * (1.0 - other.realized)
         elif o.states == 1 and not o.fused:
-            # the gate's calibration fades back to its prior while nothing is drafted: evidence only drafted passes
+            # the gate's calibrations fade back to their prior while nothing is drafted: evidence only drafted passes
             # can renew would otherwise outlive the passes that gave it (module docstring)
-            self.gate_expected = self.GATE_PRIOR + (self.gate_expected - self.GATE_PRIOR) * self.GATE_FADE
-            self.gate_accepted = self.GATE_PRIOR + (self.gate_accepted - self.GATE_PRIOR) * self.GATE_FADE
+            for t in (self.one_guess, self.tree):
+                t.chain_expected = GATE_PRIOR + (t.chain_expected - GATE_PRIOR) * self.GATE_FADE
+                t.chain_accepted = GATE_PRIOR + (t.chain_accepted - GATE_PRIOR) * self.GATE_FADE
             a = 0.1 if self.standard_seen else 1.0
             self.standard_over = (1 - a) * self.standard_over + a * o.overhead_s
             self.standard_commits = (1 - a) * self.standard_commits + a * commits
             self.standard_seen += 1
-        self.last_expected = self.last_chain = self.gate_rate = 0.0
+        self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
 
-    GATE_PRIOR = 6.0  # the chain calibration's prior: s_g = 1, weighing as much as six expected edges
     GATE_FADE = 0.995  # per undrafted pass: how fast the evidence above that prior fades (module docstring)
     STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
     PRIOR_SHAPE = 0.9  # s_N before a size is seen: batches of states cost ~10% less against one state inside decodes

@@ -23,20 +23,24 @@ after a batched one runs slower on a CPU: its excess over f(1) is charged to the
 out of L.
 
 **Whether to draft at all**, decided before the drafter runs, from the stale confidences the previous pass
-computed (c_(1) >= c_(2) >= ... over the positions still masked):
+computed (c_(1) >= c_(2) >= ... over the positions still masked). Drafted passes come in two tiers, one-guess trees
+(N = 2, which a proposer may draft without the drafter's forward) and larger trees; each keeps its own work, a
+running linear fit against the states evaluated (c_N = mean + w (N - mean states)), and its own chain calibration
+s_g (the accepted edges of its passes over the chain's expectation for the trees they kept; prior 1 weighing
+GATE_PRIOR expected edges; on every pass that drafts none of its trees the evidence fades back to the prior by
+GATE_FADE), in the chain estimate
 
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 
 The pass drafts only if some N >= 2 has G(N) / (l_N f(N) + c_N) > 1 / (l_1 f(1) + c_1), c_1 a standard pass's own
 work; otherwise it is a standard pass (no drafter, tree or record), costing what the standard decoder's pass costs.
-Drafted passes come in two tiers, each with its own work, a running linear fit against the states evaluated (c_N =
-mean + w (N - mean states)), and its own chain calibration s_g (the accepted edges of its passes over the chain's
-expectation for them; prior 1 weighing GATE_PRIOR expected edges; while nothing is drafted the evidence fades back to
-the prior by GATE_FADE a pass): a one-guess tree (N = 2, which a proposer may draft without the drafter's forward)
-and larger trees. When N = 2 is best under G, the tree is capped at 2 nodes before anything is drafted. (One
-calibration for both tiers priced one guess low and larger trees high: on a confident model the chain of stale
-confidences, all near 1, promises a larger tree far more edges than its walks accept, and one guess about what it
-gets. Per tier, each is priced by its own passes.)
+When N = 2 is best, the tree is capped at 2 nodes before anything is drafted. The calibration is per tier because
+on a confident model the chain of stale confidences, all near 1, promises a larger tree far more edges than its
+walks accept, and one guess about what it gets: one calibration for both priced one guess low and larger trees
+high. The gate prices larger trees only up to GATE_SPAN = 1.5 times the states that tier's passes have evaluated
+(its running mean; at least 3): the chain grows by almost an edge with every size, so on a flat curve (a GPU) it
+rated the largest size best, far beyond what the builder then keeps, and a calibration on the sizes kept cannot
+correct a size never kept. The builder's budget is not capped: trees that grow larger raise the span.
 
 **The realized check.** Each drafted pass's time against what standard passes would have taken for its commits now
 (commits / a standard pass's commits x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a
@@ -47,8 +51,8 @@ by its probes.
 
 **Memory.** What a run learned (the drafter's calibration, each tier's chain calibration, work, realized sums and
 pause, the load and shapes) is kept for the next run of the same target, drafter (and its folder), mode and
-temperature: in the process, and for a named model in the user cache beside its cost curve (memory_file), with the calibration counts
-capped so that they keep adapting.
+temperature: in the process, and for a named model in the user cache beside its cost curve (memory_file), with the
+calibration counts capped so that they keep adapting.
 
 FixedBudget (drafter/tree.py) is the fixed count of states evaluated: it always drafts and keeps every node it grows.
 """
@@ -93,8 +97,8 @@ class PassOutcome:
 @dataclass
 class Tier:
     """One kind of drafted pass (a one-guess tree, or a larger tree): its own work outside the forward, a running
-    linear fit in the states its passes evaluate (a tree's node count, less its known states), and its realized
-    check (module docstring)."""
+    linear fit in the states its passes evaluate (a tree's node count, less its known states), the gate's chain
+    calibration for it, and its realized check (module docstring)."""
 
     overhead: float  # seconds: the running mean of its passes' own work
     # how that work grows with the tree: running mean of the passes' state counts, and the running (co)variance of
@@ -218,10 +222,16 @@ class CostAwareBudget(BudgetPolicy):
         a = t.overhead - b * t.states
         s_one = self.one_guess.chain_accepted / self.one_guess.chain_expected
         s_tree = t.chain_accepted / t.chain_expected
+        # (larger trees priced only up to GATE_SPAN times the states its trees have evaluated: module docstring; the
+        # chain itself is kept for every size, since the tree the pass keeps may be larger)
+        sizes = min(self.n_max, max(ONE_GUESS + 1, math.ceil(self.GATE_SPAN * t.states)))
+        k = 0
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= c
             edges += path
             chain[k] = edges
+            if k + 1 > sizes:
+                continue
             if k + 1 == ONE_GUESS:
                 if not open_[0]:
                     continue
@@ -233,6 +243,8 @@ class CostAwareBudget(BudgetPolicy):
             rate = (1.0 + s_g * edges) / (load * self.shape(k + 1) * f[k + 1] + work)
             if rate > best:
                 best, best_k = rate, k
+        for j in range(k + 1, len(chain)):  # (a tree may keep more nodes than there are positions: token branches;
+            chain[j] = edges  # the chain promises no more edges than positions)
         if best_k + 1 == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
         return best_k > 0
@@ -271,12 +283,13 @@ class CostAwareBudget(BudgetPolicy):
         something drafted), the best rate otherwise."""
         k = max(self._best_k, min(2, n_nodes))
         self.last_expected = self._edges[k - 1]
-        self.last_chain = self._chain[k - 1]
+        self.last_chain = self._chain[min(k - 1, self.n_max)]  # (known states may take a tree past n_max nodes)
         return k
 
     def observe(self, o: PassOutcome) -> None:
         """After a pass: its forward time (rescales the curve to the machine's load now); after a drafted pass
-        also its accepted edges (both calibrations) and its time outside the forward."""
+        also its accepted edges (the drafter's calibration and its tier's chain calibration; the other tier's fades)
+        and its time outside the forward."""
         n = min(o.states, self.n_max)
         f = (self._ff if o.fused else self._f)[n]
         self.count += 1
@@ -309,6 +322,7 @@ class CostAwareBudget(BudgetPolicy):
             t = self._tier()
             t.chain_expected += self.last_chain
             t.chain_accepted += o.accepted_edges
+            self._fade(self.tree if t is self.one_guess else self.one_guess)
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
             standard = commits / self.standard_commits * (self.f_at(1) + self.standard_over)
@@ -323,9 +337,8 @@ class CostAwareBudget(BudgetPolicy):
         elif o.states == 1 and not o.fused:
             # the gate's calibrations fade back to their prior while nothing is drafted: evidence only drafted passes
             # can renew would otherwise outlive the passes that gave it (module docstring)
-            for t in (self.one_guess, self.tree):
-                t.chain_expected = GATE_PRIOR + (t.chain_expected - GATE_PRIOR) * self.GATE_FADE
-                t.chain_accepted = GATE_PRIOR + (t.chain_accepted - GATE_PRIOR) * self.GATE_FADE
+            self._fade(self.one_guess)
+            self._fade(self.tree)
             a = 0.1 if self.standard_seen else 1.0
             self.standard_over = (1 - a) * self.standard_over + a * o.overhead_s
             self.standard_commits = (1 - a) * self.standard_commits + a * commits
@@ -333,6 +346,7 @@ class CostAwareBudget(BudgetPolicy):
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
 
+    GATE_SPAN = 1.5  # the largest size the gate prices for larger trees, over the states their passes evaluated
     GATE_FADE = 0.995  # per undrafted pass: how fast the evidence above that prior fades (module docstring)
     STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
     PRIOR_SHAPE = 0.9  # s_N before a size is seen: batches of states cost ~10% less against one state inside decodes
@@ -358,6 +372,12 @@ class CostAwareBudget(BudgetPolicy):
     def f_now(self) -> np.ndarray:
         """f_at for every size 0..n_max."""
         return np.array([self.shape(n) for n in range(self.n_max + 1)]) * self.load * self.f
+
+    def _fade(self, t: Tier) -> None:
+        """A pass that drafted nothing of tier t: its chain calibration fades a step back towards the prior (only
+        its own passes renew it, and a tier the gate no longer chooses would otherwise keep a low one for good)."""
+        t.chain_expected = GATE_PRIOR + (t.chain_expected - GATE_PRIOR) * self.GATE_FADE
+        t.chain_accepted = GATE_PRIOR + (t.chain_accepted - GATE_PRIOR) * self.GATE_FADE
 
     def _tier(self) -> Tier:
         """The tier of this pass's tree."""

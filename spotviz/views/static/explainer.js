@@ -268,10 +268,15 @@
       return true;
     }
     narrow();
-    if (window.ResizeObserver) new ResizeObserver(() => { if (narrow()) { drawn = {}; schedule(); } }).observe(root);
+    // (the class changes the root's height: toggled in the next frame, not inside the observer's callback, which
+    // would report a loop)
+    if (window.ResizeObserver) {
+      new ResizeObserver(() => requestAnimationFrame(() => { if (narrow()) { drawn = {}; schedule(); } })).observe(root);
+    }
     // the bar's Stop (shown while a run is live) is the page's: the same event, the same handlers
     $('.sve-stop').addEventListener('click', () => {
       const b = document.querySelector('#sv-stop'), btn = b && (b.matches('button') ? b : b.querySelector('button'));
+      playBtn.focus();   // (the bar's Stop goes once the run stops: focus stays in the bar)
       if (btn) btn.click();
     });
     // The scrubber stays on screen while the views below it are (on a phone the tree is far below it): when its
@@ -282,7 +287,10 @@
     window.__svFloat = () => {
       const top = barSlot.getBoundingClientRect().top, bottom = root.getBoundingClientRect().bottom;
       const float = top < 0 && bottom > bar.offsetHeight + 60;
-      if (float === bar.classList.contains('sve-float')) return;
+      if (float === bar.classList.contains('sve-float')) {
+        if (float && barSlot.style.height !== bar.offsetHeight + 'px') barSlot.style.height = bar.offsetHeight + 'px';
+        return;
+      }
       barSlot.style.height = float ? bar.offsetHeight + 'px' : '';
       if (float) { const r = root.getBoundingClientRect(); bar.style.left = r.left + 'px'; bar.style.width = r.width + 'px'; }
       else { bar.style.left = ''; bar.style.width = ''; }
@@ -426,6 +434,7 @@
     const tip = document.createElement('div');
     tip.className = 'sve-tip'; tip.setAttribute('role', 'tooltip'); tip.hidden = true;
     root.appendChild(tip);
+    let tipK = -1;   // the pass the tip was shown at
     let pinned = false;   // shown by a click or tap: it stays when the pointer leaves the node (a touch screen's
     // emulated mouse leaves it at once), until the next press or scroll
     window.__svTipOff = () => { pinned = false; if (!tip.hidden) { tip.hidden = true; highlight(lit, false); lit = []; } };
@@ -459,6 +468,7 @@
         }
         highlight(lit, true);
         showTip(text, ev.event);
+        tipK = K;
       };
       div.on('plotly_hover', (ev) => { pinned = false; onNode(ev); });
       div.on('plotly_click', (ev) => { onNode(ev); pinned = !tip.hidden; });   // (a tap: touch screens send no hover)
@@ -629,10 +639,12 @@
       prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
       if (!playing) playBtn.textContent = following() ? '❚❚ Pause' : '▶ Play';
       for (const role of S.order) paintLane(role, K);
+      if (K !== tipK) window.__svTipOff();   // (a node's text and lit slots belong to the pass they were shown at)
       paintFigures();
       paintHeadline();
       if (S.state !== 'live') paintTable();
       root.dataset.state = S.state; root.dataset.pass = String(K); root.dataset.npasses = String(n);
+      window.__svFloat();   // (the bar's Stop comes and goes with the state: a floating bar's slot keeps its height)
       root.dataset.renders = String((+root.dataset.renders || 0) + 1);
     }
 

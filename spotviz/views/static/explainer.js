@@ -286,7 +286,8 @@
     bar.parentNode.insertBefore(barSlot, bar);
     window.__svFloat = () => {
       const top = barSlot.getBoundingClientRect().top, bottom = root.getBoundingClientRect().bottom;
-      const float = top < 0 && bottom > bar.offsetHeight + 60;
+      // (not on a short screen, a phone on its side: a floating bar of two lines would cover a fifth of it)
+      const float = top < 0 && bottom > bar.offsetHeight + 60 && window.innerHeight >= 500;
       if (float === bar.classList.contains('sve-float')) {
         if (float && barSlot.style.height !== bar.offsetHeight + 'px') barSlot.style.height = bar.offsetHeight + 'px';
         return;
@@ -434,13 +435,17 @@
     const tip = document.createElement('div');
     tip.className = 'sve-tip'; tip.setAttribute('role', 'tooltip'); tip.hidden = true;
     root.appendChild(tip);
-    let tipK = -1;   // the pass the tip was shown at
+    let tipTree = '';   // the tree the tip was shown on (run and pass: while an example plays on, its tree stays)
+    const treeKey = () => { const R = SV.main(S); return R ? S.id + ':' + SV.treePass(R, K).k : ''; };
     let pinned = false;   // shown by a click or tap: it stays when the pointer leaves the node (a touch screen's
     // emulated mouse leaves it at once), until the next press or scroll
     window.__svTipOff = () => { pinned = false; if (!tip.hidden) { tip.hidden = true; highlight(lit, false); lit = []; } };
     if (!window.__svTips) {   // (document listeners once for the page's lifetime; they call this explainer's)
       window.__svTips = true;
-      document.addEventListener('pointerdown', () => window.__svTipOff && window.__svTipOff(), true);
+      document.addEventListener('pointerdown', (e) => {
+        window.__svPointer = e.pointerType;   // (a finger's tip goes above the finger: showTip)
+        if (window.__svTipOff) window.__svTipOff();
+      }, true);
       document.addEventListener('scroll', () => window.__svTipOff && window.__svTipOff(), {capture: true, passive: true});
     }
     function showTip(text, ev) {
@@ -449,8 +454,26 @@
       const pad = 8, w = tip.offsetWidth, h = tip.offsetHeight;
       let x = ev.clientX + 14, y = ev.clientY + 14;
       if (x + w > window.innerWidth - pad) x = Math.max(pad, ev.clientX - 14 - w);
-      if (y + h > window.innerHeight - pad) y = Math.max(pad, ev.clientY - 14 - h);
+      const above = ev.clientY - 24 - h;   // (a finger covers what is below it: its tip goes above when there is room)
+      if (window.__svPointer === 'touch' && above >= pad) y = above;
+      else if (y + h > window.innerHeight - pad) y = Math.max(pad, ev.clientY - 14 - h);
       tip.style.left = x + 'px'; tip.style.top = y + 'px';
+    }
+    // where the lit slots are off the screen (the lanes are above the tree), the tip quotes them in their text
+    function litContext(slots) {
+      const R = SV.main(S), L = R && lanes.get(R.role);
+      const at = (pos) => L.slots[pos - R.meta.start];
+      if (!L || !slots || !slots.length || !at(slots[0])) return '';
+      const r = at(slots[0]).getBoundingClientRect();
+      if (r.bottom > 0 && r.top < window.innerHeight) return '';
+      const lo = Math.min(...slots), hi = Math.max(...slots);
+      let text = '';
+      for (let pos = Math.max(R.meta.start, lo - 5); pos <= hi + 5; pos++) {
+        const sl = at(pos);
+        if (!sl) break;
+        text += slots.includes(pos) ? '[' + sl.textContent + ']' : sl.textContent;
+      }
+      return ' · in the ' + SV.runTitle(S, R)[0] + ' lane above: …' + text.replace(/\s+/g, ' ') + '…';
     }
     function hookTree(div) {   // hovering a tree node highlights its slots on the canvas (once per div)
       if (div.__svHooked || !div.on) return;
@@ -467,8 +490,8 @@
           if (n) { lit = n[7]; text = n[5] + (n[0] === tp.p.tree.stop ? ' · the walk stopped here' : ''); }
         }
         highlight(lit, true);
-        showTip(text, ev.event);
-        tipK = K;
+        showTip(text && text + litContext(lit), ev.event);
+        tipTree = treeKey();
       };
       div.on('plotly_hover', (ev) => { pinned = false; onNode(ev); });
       div.on('plotly_click', (ev) => { onNode(ev); pinned = !tip.hidden; });   // (a tap: touch screens send no hover)
@@ -573,7 +596,8 @@
     function paintHeadline() {
       headEl.textContent = ''; noteEl.textContent = '';
       const sum = S.sum;
-      if (sum && sum.kpis && (S.state !== 'live' || !follow || K >= SV.total(S))) {
+      // (the figures only once the views show the end: on a phone they would push the views down mid-animation)
+      if (sum && sum.kpis && !following() && (S.state !== 'live' || !follow || K >= SV.total(S))) {
         for (const x of sum.kpis) headEl.appendChild(kpi(x.big, x.small, x.tone));
         noteEl.textContent = sum.note || '';
       } else if (SV.total(S)) {
@@ -639,7 +663,7 @@
       prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
       if (!playing) playBtn.textContent = following() ? '❚❚ Pause' : '▶ Play';
       for (const role of S.order) paintLane(role, K);
-      if (K !== tipK) window.__svTipOff();   // (a node's text and lit slots belong to the pass they were shown at)
+      if (!tip.hidden && treeKey() !== tipTree) window.__svTipOff();   // (a node's text and lit slots: its tree's)
       paintFigures();
       paintHeadline();
       if (S.state !== 'live') paintTable();

@@ -589,7 +589,8 @@
     // ------------------------------------------------------------------------------------ headline, table
     function kpi(big, small, tone) {
       const d = document.createElement('div'); d.className = 'sve-kpi';
-      const b = document.createElement('b'); b.textContent = big; b.className = 'sve-' + (tone || 'plain');
+      // (non-breaking hyphens: "training-free" broke across lines on a phone)
+      const b = document.createElement('b'); b.textContent = big.replace(/-/g, '\u2011'); b.className = 'sve-' + (tone || 'plain');
       const s = document.createElement('span'); s.textContent = small;
       d.appendChild(b); d.appendChild(s); return d;
     }

@@ -347,7 +347,7 @@ class CostAwareBudget(BudgetPolicy):
         self.budget, self.small = self.n_max, False
 
     GATE_SPAN = 1.5  # the largest size the gate prices for larger trees, over the states their passes evaluated
-    GATE_FADE = 0.995  # per undrafted pass: how fast the evidence above that prior fades (module docstring)
+    GATE_FADE = 0.995  # per pass that drafts none of a tier's trees: how fast its evidence above the prior fades
     STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
     PRIOR_SHAPE = 0.9  # s_N before a size is seen: batches of states cost ~10% less against one state inside decodes
     # than the cached curve measures them in isolation (math-bd and python-bd at N = 2-8 on two machines,

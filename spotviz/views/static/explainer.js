@@ -444,9 +444,13 @@
       window.__svTips = true;
       document.addEventListener('pointerdown', (e) => {
         window.__svPointer = e.pointerType;   // (a finger's tip goes above the finger: showTip)
+        window.__svPressAt = performance.now();
         if (window.__svTipOff) window.__svTipOff();
       }, true);
-      document.addEventListener('scroll', () => window.__svTipOff && window.__svTipOff(), {capture: true, passive: true});
+      // (a scroll that a tap itself causes, the browser bringing what it focused into view, keeps the tip it shows)
+      document.addEventListener('scroll', () => {
+        if (window.__svTipOff && performance.now() - (window.__svPressAt || -1e9) > 500) window.__svTipOff();
+      }, {capture: true, passive: true});
     }
     function showTip(text, ev) {
       if (!text || !ev || ev.clientX == null) { tip.hidden = true; return; }
@@ -494,7 +498,10 @@
         tipTree = treeKey();
       };
       div.on('plotly_hover', (ev) => { pinned = false; onNode(ev); });
-      div.on('plotly_click', (ev) => { onNode(ev); pinned = !tip.hidden; });   // (a tap: touch screens send no hover)
+      div.on('plotly_click', (ev) => {   // (a tap: touch screens send no hover)
+        if (playing) stopPlay();   // (a tapped node is being read: the playing example waits on its tree)
+        onNode(ev); pinned = !tip.hidden;
+      });
       div.on('plotly_unhover', () => { if (!pinned) { highlight(lit, false); lit = []; showTip(null); } });
     }
     // Figures are drawn one per animation frame (the tree first), each at the scrubber's position when its turn

@@ -27,8 +27,8 @@ computed (c_(1) >= c_(2) >= ... over the positions still masked). Drafted passes
 (N = 2, which a proposer may draft without the drafter's forward) and larger trees; each keeps its own work, a
 running linear fit against the states evaluated (c_N = mean + w (N - mean states)), and its own chain calibration
 s_g (the accepted edges of its passes over the chain's expectation for the trees they kept; prior 1 weighing
-GATE_PRIOR expected edges; on every pass that drafts none of its trees the evidence fades back to the prior by
-GATE_FADE), in the chain estimate
+GATE_PRIOR expected edges; on every pass that drafts none of its trees, the two-window pass at a window's end
+aside, the evidence fades back to the prior by GATE_FADE), in the chain estimate
 
     G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
 

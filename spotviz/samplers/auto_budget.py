@@ -243,8 +243,8 @@ class CostAwareBudget(BudgetPolicy):
             rate = (1.0 + s_g * edges) / (load * self.shape(k + 1) * f[k + 1] + work)
             if rate > best:
                 best, best_k = rate, k
-        for j in range(k + 1, len(chain)):  # (a tree may keep more nodes than there are positions: token branches;
-            chain[j] = edges  # the chain promises no more edges than positions)
+        # (a tree may keep more nodes than there are positions, token branches: the chain promises no more edges)
+        chain[k + 1:] = [edges] * (len(chain) - k - 1)
         if best_k + 1 == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
         return best_k > 0

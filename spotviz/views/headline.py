@@ -94,8 +94,9 @@ def small_trees_note(trace, race: bool = False) -> str:
     if race:
         size = f"about {mean:.0f} states a pass" if trees else "no tree"
         who = drafter_name(trace.meta.drafter)
-        return (f". Budget auto sized each drafter's trees by this machine's timings ({who}: {size}), so the ranking can change between runs; a fixed tree budget (Settings, e.g. 16) "
-                "compares the drafters on larger trees")
+        return (f". Budget auto sized each drafter's trees by this machine's timings ({who}: {size}), so the "
+                "ranking can change between runs; a fixed tree budget (Settings, e.g. 16) compares the drafters on "
+                "larger trees")
     if trees and mean >= SMALL_TREES:
         return ""
     kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"

@@ -117,8 +117,8 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     """The draft tree of one pass, laid out on a grid (column = depth, row = leaf order) fitted to this pass.
 
     Nodes: [id, parent, column, row, label, hover, flag, slots, merged, kind, reused] with flag 1 = on the accepted
-    path, 0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on the
-    canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges); kind = how
+    path, 0 = rejected; slots = every slot drafted on the path from the root to the node (what hovering highlights on
+    the canvas); merged = the other parents whose drafted edge reaches the same state (drawn as dotted edges); kind = how
     the edge into the node was made: "" drafted, "k" certain, "n" likely, "f" an undrafted step (drawn as diamonds,
     triangles and hexagons); reused 1 = a known state, which the pass decided from an earlier pass's output instead
     of checking it (drawn hollow).

@@ -675,8 +675,10 @@
       paintFigures();
       paintHeadline();
       if (S.state !== 'live') paintTable();
-      root.dataset.state = S.state; root.dataset.pass = String(K); root.dataset.npasses = String(n);
-      window.__svFloat();   // (the bar's Stop comes and goes with the state: a floating bar's slot keeps its height)
+      // (the bar's Stop comes and goes with the state: a floating bar's slot keeps its height; read only then, not
+      // at every paint of a streaming run)
+      if (root.dataset.state !== S.state) { root.dataset.state = S.state; window.__svFloat(); }
+      root.dataset.pass = String(K); root.dataset.npasses = String(n);
       root.dataset.renders = String((+root.dataset.renders || 0) + 1);
     }
 
@@ -689,6 +691,7 @@
       held = [];
       if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
       root.dataset.state = 'starting';
+      window.__svFloat();   // (the bar's Stop appears)
       setStatus('Starting… (a model\'s first run also loads it)', 'info');
       // "Cannot run: ..." (bad input, no model) arrives without a timeline: keep the views as they were. (Polled
       // while starting: Gradio may replace the status element, which an observer would not follow.)

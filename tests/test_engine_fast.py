@@ -336,10 +336,10 @@ def test_auto_gate_learns_from_what_the_passes_accept(monkeypatch):
 
 
 def test_auto_gate_prices_each_tier_by_what_its_own_passes_accepted(monkeypatch):
-    """The gate picks a tier by the chain's estimate, each tier with its own chain calibration: larger trees whose
-    walks accept far fewer edges than the chain of stale confidences promised them (a confident model's chain is all
-    near 1) lower that tier's calibration alone, and the gate turns to one-guess trees; larger trees that accept what
-    they were promised stay. One shared calibration priced one guess low and larger trees high."""
+    """The gate picks a tier by what that tier's own passes accepted: larger trees whose walks accept far fewer edges
+    than the chain of stale confidences promised them (a confident model's chain is all near 1) lower their own
+    estimate alone, and the gate turns to one-guess trees, still priced by one guess's own passes; larger trees that
+    accept what they were promised stay. One shared calibration priced one guess low and larger trees high."""
     monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
     c = np.array([0.99] * 6)
     for accepted, expect_small in ((1, True), (5, False)):
@@ -360,27 +360,28 @@ def test_auto_gate_prices_each_tier_by_what_its_own_passes_accepted(monkeypatch)
             else:
                 p.observe(PassOutcome(1, 0.010, False))
         assert p.draft_now(c) and p.small == expect_small
-        s_tree = p.tree.chain_accepted / p.tree.chain_expected
-        assert (s_tree < 0.7) if expect_small else (s_tree > 0.9)
+        mean = p.tree.mean_edges(5.0)  # (the chain at its trees' size: 4.9 edges)
+        assert p.tree.edges_passes > 0.5 and ((mean < 4.0) if expect_small else (mean > 4.9))
         if expect_small:  # one guess priced by its own passes (accepted as promised), not by the larger trees'
             assert p.one_guess.chain_expected > GATE_PRIOR + 5
             assert p.one_guess.chain_accepted / p.one_guess.chain_expected > 0.95
 
 
-def test_auto_gate_prices_larger_trees_near_the_sizes_its_trees_keep(monkeypatch):
-    """On a flat curve (a GPU) the chain of stale confidences, all near 1, grows with every size, so it would rate the
-    largest tree best whatever the builder keeps; the gate prices larger trees only up to 1.5 times the states its
-    trees have evaluated. A tier whose trees stay at two states and accept a third of what the chain promised is
-    not drafted on the strength of a 64-node estimate; once its trees evaluate about twenty states it is."""
+def test_auto_gate_prices_larger_trees_by_what_they_accepted_not_by_the_chain(monkeypatch):
+    """On a confident model the chain of stale confidences does not predict what a larger tree accepts (about 4 edges
+    of a 16-state tree whether the chain says 2 or 15, on the simulated H200): the gate prices larger trees of the
+    size its trees evaluate by their mean accepted edges. On a flat curve (a GPU), larger trees that accept 4 edges
+    on average are drafted on a pass whose chain is short, where the chain would send it to one guess; larger trees
+    that accept half an edge are not drafted on a pass whose chain is long."""
     monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)
-    c = np.array([0.99] * 40)
     p = CostAwareBudget(curve(0.010, 0.0), n_max=64)  # (f(N) = f(1): every size costs one pass)
     p.tree.overhead, p.one_guess.overhead = 0.004, 0.001
-    p.tree.chain_expected, p.tree.chain_accepted = 30.0, 9.0  # (s_g = 0.3 for larger trees)
-    assert p.tree.states == 2.0  # (no tree yet: the prior)
-    assert p.draft_now(c) and p.small  # (3 states: 1.6 commits in 14 ms < one guess's 2 in 11 ms)
-    p.tree.states = 20.0  # (its passes evaluated about twenty states)
-    assert p.draft_now(c) and not p.small  # (up to 30 states: 8.5 commits in 14 ms)
+    short = np.array([0.95] + [0.3] * 30)  # (a chain of 1.24 edges at 16 states)
+    assert p.draft_now(short) and p.small  # (no larger tree yet: the chain's prior, 2.2 commits in 14 ms)
+    p.tree.states, p.tree.edges_accepted, p.tree.edges_passes = 16.0, 40.0, 10.0  # (4 edges a pass at 16 states)
+    assert p.draft_now(short) and not p.small and p.budget == 64  # (4.9 commits in 14 ms, the builder sizes it)
+    p.tree.edges_accepted, p.tree.edges_passes = 20.0, 40.0  # (half an edge a pass, over 40 passes)
+    assert p.draft_now(np.array([0.999] * 30)) and p.small  # (the chain says 15 edges; the mean 1.2: 2.2 in 14 ms)
 
 
 def test_a_tier_the_gate_stopped_choosing_is_tried_again():
@@ -391,7 +392,7 @@ def test_a_tier_the_gate_stopped_choosing_is_tried_again():
     p = CostAwareBudget(curve(0.010, 0.001), n_max=8)
     p.tree.overhead, p.one_guess.overhead = 0.002, 0.001
     p.observe(PassOutcome(1, 0.010, False))
-    p.tree.chain_expected, p.tree.chain_accepted = 40.0, 6.0  # (s_g 0.15 after a few bad trees)
+    p.tree.edges_accepted, p.tree.edges_passes = 1.2, 8.0  # (0.15 edges a pass after a few bad trees)
     tried = None
     for i in range(1000):
         p.begin(6)
@@ -510,6 +511,7 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     first = auto_budget.budget_policy("auto", tiny_block_target, key)
     first.accepted, first.expected = 30.0, 120.0
     first.tree.chain_accepted, first.tree.chain_expected = 10.0, 80.0
+    first.tree.edges_accepted, first.tree.edges_passes = 300.0, 100.0  # (a file written by hand may hold more)
     first.tree.pause, first.tree.backoff, first.tree.overhead, first.one_guess.overhead = 3, 16, 0.004, 0.001
     auto_budget.remember_policy(first, tiny_block_target, key)
     again = auto_budget.budget_policy("auto", tiny_block_target, key)
@@ -520,6 +522,7 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     assert again.accepted / again.expected == pytest.approx(0.25) and again.expected == pytest.approx(40.0)
     assert again.tree.chain_accepted / again.tree.chain_expected == pytest.approx(0.125)
     assert again.tree.chain_expected == pytest.approx(40.0)
+    assert again.tree.mean_edges(0.0) == pytest.approx(3.0 * 40 / 42) and again.tree.edges_passes == 40.0
     other = auto_budget.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another temperature
     assert other.tree.pause == 0 and other.accepted / other.expected == 1.0
 

@@ -25,22 +25,28 @@ out of L.
 **Whether to draft at all**, decided before the drafter runs, from the stale confidences the previous pass
 computed (c_(1) >= c_(2) >= ... over the positions still masked). Drafted passes come in two tiers, one-guess trees
 (N = 2, which a proposer may draft without the drafter's forward) and larger trees; each keeps its own work, a
-running linear fit against the states evaluated (c_N = mean + w (N - mean states)), and its own chain calibration
-s_g (the accepted edges of its passes over the chain's expectation for the trees they kept; prior 1 weighing
-GATE_PRIOR expected edges; on every pass that drafts none of its trees, the two-window pass at a window's end
-aside, the evidence fades back to the prior by GATE_FADE), in the chain estimate
+running linear fit against the states evaluated (c_N = mean + w (N - mean states)). The gate compares three rates
+of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pass's own work); one guess,
 
-    G(N) = 1 + s_g * (c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(N-1))
+    G(2) = 1 + s_1 c_(1)          over l_2 f(2) + c_2
 
-The pass drafts only if some N >= 2 has G(N) / (l_N f(N) + c_N) > 1 / (l_1 f(1) + c_1), c_1 a standard pass's own
-work; otherwise it is a standard pass (no drafter, tree or record), costing what the standard decoder's pass costs.
-When N = 2 is best, the tree is capped at 2 nodes before anything is drafted. The calibration is per tier because
-on a confident model the chain of stale confidences, all near 1, promises a larger tree far more edges than its
-walks accept, and one guess about what it gets: one calibration for both priced one guess low and larger trees
-high. The gate prices larger trees only up to GATE_SPAN = 1.5 times the states that tier's passes have evaluated
-(its running mean; at least 3): the chain grows by almost an edge with every size, so on a flat curve (a GPU) it
-rated the largest size best, far beyond what the builder then keeps, and a calibration on the sizes kept cannot
-correct a size never kept. The builder's budget is not capped: trees that grow larger raise the span.
+(s_1: the one-guess tier's chain calibration, its accepted edges over the c_(1) of its passes; prior 1 weighing
+GATE_PRIOR expected edges); and a larger tree of the size M its passes evaluate (their running mean, at least 3),
+
+    G(M) = 1 + A_M                 over l_M f(M) + c_M
+
+A_M the running mean of the accepted edges of the larger trees' passes, from a prior of the chain
+c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(M-1) weighing GATE_PRIOR_PASSES passes, its evidence capped at GATE_PASSES
+passes. The pass drafts only if one of the trees beats a standard pass; otherwise it is a standard pass (no
+drafter, tree or record), costing what the standard decoder's pass costs. When one guess is best, the tree is
+capped at 2 nodes before anything is drafted; else the builder sizes the tree (its budget is not capped, so the
+trees it keeps move M). Why a mean for larger trees and not the chain: on a confident model the chain's stale
+confidences are all near 1, and it does not predict what a larger tree accepts (simulated H200, 20 problems, N=16:
+correlation -0.02 between the chain and the accepted edges; a tree accepts about 4 edges where the chain says 2 or
+15): priced by the chain, larger trees lost to one guess on every pass with a short chain. One guess is accepted
+about as often as c_(1) says. On every pass that drafts none of a tier's trees, the two-window pass at a window's
+end aside, that tier's evidence fades back to its prior by GATE_FADE (only its own passes renew it, and a tier
+priced out by a few bad passes would otherwise be shut out for good).
 
 **The realized check.** Each drafted pass's time against what standard passes would have taken for its commits now
 (commits / a standard pass's commits x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a
@@ -49,7 +55,7 @@ minus its own scatter (the square root of the decayed sum of squared terms), for
 repeat up to MAX_PAUSE and halving when drafting pays; after a pause the gate decides again. A run's loss is bounded
 by its probes.
 
-**Memory.** What a run learned (the drafter's calibration, each tier's chain calibration, work, realized sums and
+**Memory.** What a run learned (the drafter's calibration, each tier's estimates for the gate, work, realized sums and
 pause, the load and shapes) is kept for the next run of the same target, drafter (and its folder), mode and
 temperature: in the process, and for a named model in the user cache beside its cost curve (memory_file), with the
 calibration counts capped so that they keep adapting.
@@ -74,11 +80,14 @@ from .forward_cost import CostCurve, cost_curve, curve_key, write_cache_file
 # target -> {(drafter, mode, temperature, ...) -> what `auto` learned in its last run}; keyed by the target object
 # itself, weakly (a new target may reuse a freed one's id(), and must not inherit what that one learned)
 _LEARNED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-MEMORY_VERSION = 3  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
-# per-size corrections are shapes against the load, session 34; 3: a chain calibration per tier, session 43)
+MEMORY_VERSION = 4  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
+# per-size corrections are shapes against the load, session 34; 3: a chain calibration per tier, session 43; 4: the
+# larger trees' mean accepted edges, session 44)
 
 
-GATE_PRIOR = 6.0  # a tier's chain calibration starts at s_g = 1, weighing as much as six expected edges
+GATE_PRIOR = 6.0  # the one-guess tier's chain calibration starts at s_1 = 1, weighing as much as six expected edges
+GATE_PRIOR_PASSES = 2.0  # larger trees' mean accepted edges starts at the chain's, weighing as much as two passes
+GATE_PASSES = 40.0  # the evidence of that mean is capped at this many passes (it follows the text as it goes)
 
 
 @dataclass
@@ -111,10 +120,18 @@ class Tier:
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
     backoff: int = 4  # the next pause
-    # the gate's chain calibration for this tier: its passes' accepted edges over the chain's expectation for them,
-    # from a prior of 1 weighing GATE_PRIOR expected edges (module docstring)
+    # the gate's chain calibration for this tier (used for one-guess trees): its passes' accepted edges over the
+    # chain's expectation for them, from a prior of 1 weighing GATE_PRIOR expected edges (module docstring)
     chain_expected: float = GATE_PRIOR
     chain_accepted: float = GATE_PRIOR
+    # the gate's running mean of accepted edges (used for larger trees): the sum and the passes it holds (faded,
+    # capped at GATE_PASSES), beside a prior of GATE_PRIOR_PASSES passes of the chain (module docstring)
+    edges_accepted: float = 0.0
+    edges_passes: float = 0.0
+
+    def mean_edges(self, prior: float) -> float:
+        """The gate's estimate of the edges a pass of this tier accepts: its passes' mean, from `prior`."""
+        return (self.edges_accepted + GATE_PRIOR_PASSES * prior) / (self.edges_passes + GATE_PRIOR_PASSES)
 
     MIN_VAR = 1.0  # state counts must spread by about one state before a slope is trusted
 
@@ -201,12 +218,17 @@ class CostAwareBudget(BudgetPolicy):
             scale = min(1.0, self.CARRIED_WEIGHT / max(getattr(obj, e), 1e-9))
             setattr(obj, e, getattr(obj, e) * scale)
             setattr(obj, a, getattr(obj, a) * scale)
+        # (the larger trees' mean carries at most GATE_PASSES passes: observe caps it; a file could hold more)
+        for t in (self.one_guess, self.tree):
+            scale = min(1.0, GATE_PASSES / max(t.edges_passes, 1e-9))
+            t.edges_accepted, t.edges_passes = t.edges_accepted * scale, t.edges_passes * scale
 
     def draft_now(self, stale_conf) -> bool:
         """Whether this pass should draft: not while a pause lasts (drafting was measured slower than standard
-        passes), else if some N >= 2 beats a standard pass under the chain estimate G(N), each size with its
-        tier's own work and chain calibration; the tree is capped at ONE_GUESS nodes when that size is the best.
-        (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would dominate.)"""
+        passes), else if a one-guess tree or a larger tree of its tier's usual size beats a standard pass, each with
+        its tier's own work and estimate (module docstring); the tree is capped at ONE_GUESS nodes when one guess is
+        the best. (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would
+        dominate.)"""
         self.budget, self.small = self.n_max, False
         open_ = []
         for t in (self.one_guess, self.tree):
@@ -214,40 +236,31 @@ class CostAwareBudget(BudgetPolicy):
             t.pause = max(t.pause - 1, 0)
         if not any(open_):
             return False
-        f, load = self._f, self.load
-        best = 1.0 / (self.f_at(1) + self.standard_over)  # a standard pass's commits per second, own work included
-        chain, edges, path, best_k = self._chain, 0.0, 1.0, 0
-        t = self.tree  # a larger tree's work: max(a + b N, 0) (Tier.cost, its terms taken once)
-        b = t.per_node
-        a = t.overhead - b * t.states
-        s_one = self.one_guess.chain_accepted / self.one_guess.chain_expected
-        s_tree = t.chain_accepted / t.chain_expected
-        # (larger trees priced only up to GATE_SPAN times the states its trees have evaluated: module docstring; the
-        # chain itself is kept for every size, since the tree the pass keeps may be larger)
-        sizes = min(self.n_max, max(ONE_GUESS + 1, math.ceil(self.GATE_SPAN * t.states)))
-        k = 0
+        # the chain c_(1) + c_(1) c_(2) + ... for every size (the one-guess estimate, the larger trees' prior, and
+        # what a kept tree is credited with: choose); a tree may keep more nodes than there are positions (token
+        # branches): the chain promises no more edges
+        chain, edges, path, k = self._chain, 0.0, 1.0, 0
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
             path *= c
             edges += path
             chain[k] = edges
-            if k + 1 > sizes:
-                continue
-            if k + 1 == ONE_GUESS:
-                if not open_[0]:
-                    continue
-                work, s_g = self.one_guess.cost(ONE_GUESS), s_one
-            elif open_[1]:
-                work, s_g = max(a + b * (k + 1), 0.0), s_tree
-            else:
-                continue
-            rate = (1.0 + s_g * edges) / (load * self.shape(k + 1) * f[k + 1] + work)
-            if rate > best:
-                best, best_k = rate, k
-        # (a tree may keep more nodes than there are positions, token branches: the chain promises no more edges)
         chain[k + 1:] = [edges] * (len(chain) - k - 1)
-        if best_k + 1 == ONE_GUESS:
+        if k == 0:
+            return False
+        best, best_n = 1.0 / (self.f_at(1) + self.standard_over), 1  # a standard pass's commits per second
+        if open_[0]:
+            g = self.one_guess
+            rate = (1.0 + g.chain_accepted / g.chain_expected * chain[1]) / (self.f_at(ONE_GUESS) + g.cost(ONE_GUESS))
+            if rate > best:
+                best, best_n = rate, ONE_GUESS
+        if open_[1] and self.n_max > ONE_GUESS:
+            t = self.tree
+            m = min(self.n_max, max(ONE_GUESS + 1, round(t.states)))
+            if (1.0 + t.mean_edges(chain[m - 1])) / (self.f_at(m) + t.cost(m)) > best:
+                best_n = m
+        if best_n == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
-        return best_k > 0
+        return best_n > 1
 
     def begin(self, n_masked: int, s1_evaluated: bool = True) -> None:
         """A new tree: only s1 so far (outside the batch where it is a known state)."""
@@ -288,7 +301,7 @@ class CostAwareBudget(BudgetPolicy):
 
     def observe(self, o: PassOutcome) -> None:
         """After a pass: its forward time (rescales the curve to the machine's load now); after a drafted pass
-        also its accepted edges (the drafter's calibration and its tier's chain calibration; the other tier's fades)
+        also its accepted edges (the drafter's calibration and its tier's estimates for the gate; the other tier's fade)
         and its time outside the forward."""
         n = min(o.states, self.n_max)
         f = (self._ff if o.fused else self._f)[n]
@@ -322,6 +335,11 @@ class CostAwareBudget(BudgetPolicy):
             t = self._tier()
             t.chain_expected += self.last_chain
             t.chain_accepted += o.accepted_edges
+            t.edges_accepted += o.accepted_edges
+            t.edges_passes += 1
+            if t.edges_passes > GATE_PASSES:
+                t.edges_accepted *= GATE_PASSES / t.edges_passes
+                t.edges_passes = GATE_PASSES
             self._fade(self.tree if t is self.one_guess else self.one_guess)
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
@@ -346,7 +364,6 @@ class CostAwareBudget(BudgetPolicy):
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
 
-    GATE_SPAN = 1.5  # the largest size the gate prices for larger trees, over the states their passes evaluated
     GATE_FADE = 0.995  # per pass that drafts none of a tier's trees: how fast its evidence above the prior fades
     STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
     PRIOR_SHAPE = 0.9  # s_N before a size is seen: batches of states cost ~10% less against one state inside decodes
@@ -374,10 +391,12 @@ class CostAwareBudget(BudgetPolicy):
         return np.array([self.shape(n) for n in range(self.n_max + 1)]) * self.load * self.f
 
     def _fade(self, t: Tier) -> None:
-        """A pass that drafted nothing of tier t: its chain calibration fades a step back towards the prior (only
-        its own passes renew it, and a tier the gate no longer chooses would otherwise keep a low one for good)."""
+        """A pass that drafted nothing of tier t: its estimates fade a step back towards their priors (only its own
+        passes renew them, and a tier the gate no longer chooses would otherwise keep a low one for good)."""
         t.chain_expected = GATE_PRIOR + (t.chain_expected - GATE_PRIOR) * self.GATE_FADE
         t.chain_accepted = GATE_PRIOR + (t.chain_accepted - GATE_PRIOR) * self.GATE_FADE
+        t.edges_accepted *= self.GATE_FADE
+        t.edges_passes *= self.GATE_FADE
 
     def _tier(self) -> Tier:
         """The tier of this pass's tree."""

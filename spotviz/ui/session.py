@@ -116,17 +116,18 @@ class LiveSession:
         c = shown.counters
         race = self.race
         by = f" by {drafter_name(shown.meta.drafter)}" if race else ""  # (the other lanes' counts follow)
-        text = (f"Done: {c.generated_tokens} tokens of text; {c.commits} slots committed in {c.target_passes} target "
-                f"passes{by} ({c.mean_accepted_length:.2f} per pass)")
-        if c.generated_tokens >= shown.meta.gen_length:
-            text += (f"; the text was cut at the length limit ({shown.meta.gen_length} tokens) before it ended: a "
-                     "longer generation length lets it finish")
+        # (short: on a phone it sits above the views; the headline under it has the figures in full)
+        text = (f"Done: {c.generated_tokens} tokens in {c.target_passes} target passes{by} "
+                f"({c.mean_accepted_length:.2f} slots a pass)")
         if race:
             text += "; " + ", ".join(f"{drafter_name(t.meta.drafter)} {t.counters.target_passes}" for t in race)
         if main is not None and base is not None:
             same = all(t.tokens == base.tokens for t in [main] + race)
-            text += (f"; the standard decoder needed {base.counters.target_passes} passes; output "
+            text += (f"; the standard decoder {base.counters.target_passes}, output "
                      + ("identical ✓" if same else "DIFFERS ✗"))
+        if c.generated_tokens >= shown.meta.gen_length:
+            text += (f"; cut at the length limit ({shown.meta.gen_length} tokens) before the text ended: a longer "
+                     "generation length lets it finish")
         if main is not None and main.meta.budget_auto:
             text += small_trees_note(main, race=bool(race))
         if shown.meta.prompt_truncated:

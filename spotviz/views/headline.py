@@ -100,8 +100,8 @@ def small_trees_note(trace, race: bool = False) -> str:
     if trees and mean >= SMALL_TREES:
         return ""
     kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"
-    return (f". Budget auto {kept}: on this machine a larger tree costs more time than it saves. A fixed tree budget "
-            "(Settings, e.g. 16) shows larger trees and fewer passes")
+    return (f". Budget auto {kept}: here a larger tree costs more time than it saves; tree budget 16 (Settings) "
+            "shows larger trees and fewer passes")
 
 
 def auto_off(trace) -> int:

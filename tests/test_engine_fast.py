@@ -407,8 +407,8 @@ def test_a_tier_the_gate_stopped_choosing_is_tried_again():
 
 def test_the_chain_a_kept_tree_is_credited_with_covers_more_nodes_than_positions():
     """A tree may keep more nodes than there are masked positions (token branches): the expectation it is credited
-    with is the chain over every position, never an entry left from an earlier pass or 0 (which once put the
-    larger trees' calibration above 1 after one pass)."""
+    with is the chain over every position, never an entry left from an earlier pass or 0. Larger trees' passes go
+    into their tier's mean of accepted edges, and only there (one guess keeps the chain calibration)."""
     p = CostAwareBudget(curve(0.010, 0.0001), n_max=8)
     p.tree.overhead = p.one_guess.overhead = 0.0
     p.observe(PassOutcome(1, 0.010, False))
@@ -419,9 +419,30 @@ def test_the_chain_a_kept_tree_is_credited_with_covers_more_nodes_than_positions
         p.add(0.5)
     k = p.choose(5)
     assert k == 5 and p.last_chain == pytest.approx(0.9 + 0.81)
-    before = p.tree.chain_expected
+    one_guess = (p.one_guess.chain_expected, p.one_guess.chain_accepted)
     p.observe(PassOutcome(5, 0.011, False, accepted_edges=2, overhead_s=0.0, drafted=True))
-    assert p.tree.chain_expected == pytest.approx(before + 1.71)
+    assert (p.tree.edges_accepted, p.tree.edges_passes) == (2.0, 1.0)
+    assert (p.one_guess.chain_expected, p.one_guess.chain_accepted) == pytest.approx(one_guess)  # (faded: prior)
+
+
+def test_larger_trees_mean_follows_the_last_passes_and_one_guess_alone_below_three_states(monkeypatch):
+    """The larger trees' mean holds at most GATE_PASSES passes, so it follows the text: after 40 passes of 6 edges,
+    120 of 1 bring it near 1 (a mean of all 160 would stay at 2.25). With n_max = 2 there is no larger tree: one
+    guess or nothing."""
+    p = CostAwareBudget(curve(0.010, 0.0), n_max=8)
+    p.observe(PassOutcome(1, 0.010, False))
+    for accepted in [6] * 40 + [1] * 120:
+        p.draft_now(np.array([0.9] * 6))
+        p.small = False  # (a larger tree)
+        p.begin(6), p.add(0.9), p.choose(2)
+        p.observe(PassOutcome(4, 0.010, False, accepted_edges=accepted, overhead_s=0.0, drafted=True))
+    assert p.tree.edges_passes == pytest.approx(auto_budget.GATE_PASSES)
+    assert 1.0 < p.tree.mean_edges(1.0) < 1.5
+    two = CostAwareBudget(curve(0.010, 0.0), n_max=2)
+    two.tree.edges_accepted, two.tree.edges_passes = 400.0, 40.0  # (a larger tier that would win, were there one)
+    two.one_guess.overhead = 1.0  # (one guess never pays)
+    assert not two.draft_now(np.array([0.99] * 6))
+    assert not CostAwareBudget(curve(0.010, 0.0), n_max=8).draft_now(np.array([]))  # (nothing masked)
 
 
 def test_a_tiers_low_calibration_does_not_discount_the_other_tier(monkeypatch):
@@ -510,8 +531,8 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     key = ("spot", "SpotProposer", 1, "exact", 0.0, 0.9, True)
     first = auto_budget.budget_policy("auto", tiny_block_target, key)
     first.accepted, first.expected = 30.0, 120.0
-    first.tree.chain_accepted, first.tree.chain_expected = 10.0, 80.0
-    first.tree.edges_accepted, first.tree.edges_passes = 300.0, 100.0  # (a file written by hand may hold more)
+    first.one_guess.chain_accepted, first.one_guess.chain_expected = 10.0, 80.0
+    first.tree.edges_accepted, first.tree.edges_passes = 300.0, 100.0  # (more passes than a run keeps: scaled down)
     first.tree.pause, first.tree.backoff, first.tree.overhead, first.one_guess.overhead = 3, 16, 0.004, 0.001
     auto_budget.remember_policy(first, tiny_block_target, key)
     again = auto_budget.budget_policy("auto", tiny_block_target, key)
@@ -520,8 +541,8 @@ def test_auto_remembers_what_a_run_learned_for_the_next_run_of_its_kind(tiny_blo
     assert again.tree is not first.tree  # (a copy: the next run's changes do not reach back)
     # the calibrations carry over as ratios, with their weight capped so that they keep adapting
     assert again.accepted / again.expected == pytest.approx(0.25) and again.expected == pytest.approx(40.0)
-    assert again.tree.chain_accepted / again.tree.chain_expected == pytest.approx(0.125)
-    assert again.tree.chain_expected == pytest.approx(40.0)
+    assert again.one_guess.chain_accepted / again.one_guess.chain_expected == pytest.approx(0.125)
+    assert again.one_guess.chain_expected == pytest.approx(40.0)
     assert again.tree.mean_edges(0.0) == pytest.approx(3.0 * 40 / 42) and again.tree.edges_passes == 40.0
     other = auto_budget.budget_policy("auto", tiny_block_target, key[:4] + (1.0,) + key[5:])  # another temperature
     assert other.tree.pause == 0 and other.accepted / other.expected == 1.0
@@ -852,6 +873,7 @@ def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_
     key = ("spot", "SpotProposer", "exact", 1.0, 0.9, True, True)
     first = auto_budget.budget_policy("auto", tiny_block_target, key, instance=7)
     first.tree.pause, first.tree.overhead, first.load = 5, 0.004, 1.3
+    first.tree.edges_accepted, first.tree.edges_passes = 30.0, 10.0
     first.ratio[3], first.seen[3] = 2.0, 4
     auto_budget.remember_policy(first, tiny_block_target, key, instance=7)
     path = auto_budget.memory_file(tiny_block_target, key)
@@ -859,6 +881,7 @@ def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_
     auto_budget._LEARNED.clear()  # a new process
     again = auto_budget.budget_policy("auto", tiny_block_target, key, instance=8)
     assert (again.tree.pause, again.tree.overhead, again.load) == (5, 0.004, 1.3)
+    assert (again.tree.edges_accepted, again.tree.edges_passes) == (30.0, 10.0)
     assert again.f_at(3) == pytest.approx(1.3 * 2.0 * again.f[3])  # (the load times the size's shape)
     other = auto_budget.budget_policy("auto", tiny_block_target, key[:3] + (0.0,) + key[4:])  # another temperature
     assert other.tree.pause == 0 and other.load == 1.0
@@ -866,6 +889,13 @@ def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_
         path.write_text(damaged)
         fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
         assert fresh.tree.pause == 0 and fresh.load == 1.0  # the priors
+    auto_budget.remember_policy(first, tiny_block_target, key, instance=7)
+    written = json.loads(path.read_text())
+    written["learned"]["tree"]["edges_passes"] = -2.0  # (a hand-edited file: the mean would divide by zero)
+    path.write_text(json.dumps(written))
+    auto_budget._LEARNED.clear()
+    fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
+    assert fresh.tree.pause == 0 and fresh.tree.edges_passes == 0.0  # the priors
     monkeypatch.setattr(forward_cost, "cacheable", lambda target: False)  # a model folder: nothing kept on disk
     assert auto_budget.memory_file(tiny_block_target, key) is None
 

@@ -31,14 +31,15 @@ of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pas
     G(2) = 1 + s_1 c_(1)          over l_2 f(2) + c_2
 
 (s_1: the one-guess tier's chain calibration, its accepted edges over the c_(1) of its passes; prior 1 weighing
-GATE_PRIOR expected edges); and a larger tree of the size M its passes evaluate (their running mean, at least 3),
+GATE_PRIOR expected edges); and a larger tree of the size M its passes evaluate (their running mean, rounded, at
+least 3, at most n_max),
 
-    G(M) = 1 + A_M                 over l_M f(M) + c_M
+    G(M) = 1 + A                   over l_M f(M) + c_M
 
-A_M the running mean of the accepted edges of the larger trees' passes, from a prior of the chain
-c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(M-1) weighing GATE_PRIOR_PASSES passes, its evidence capped at GATE_PASSES
-passes. The pass drafts only if one of the trees beats a standard pass; otherwise it is a standard pass (no
-drafter, tree or record), costing what the standard decoder's pass costs. When one guess is best, the tree is
+A the running mean of the accepted edges of the larger trees' passes (one mean, whatever their sizes), from a prior
+of the chain at M, c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(M-1), weighing GATE_PRIOR_PASSES passes, its evidence
+capped at GATE_PASSES passes. The pass drafts only if one of the trees beats a standard pass; otherwise it is a
+standard pass (no drafter, tree or record), costing what the standard decoder's pass costs. When one guess is best, the tree is
 capped at 2 nodes before anything is drafted; else the builder sizes the tree (its budget is not capped, so the
 trees it keeps move M). Why a mean for larger trees and not the chain: on a confident model the chain's stale
 confidences are all near 1, and it does not predict what a larger tree accepts (simulated H200, 20 problems, N=16:
@@ -106,8 +107,9 @@ class PassOutcome:
 @dataclass
 class Tier:
     """One kind of drafted pass (a one-guess tree, or a larger tree): its own work outside the forward, a running
-    linear fit in the states its passes evaluate (a tree's node count, less its known states), the gate's chain
-    calibration for it, and its realized check (module docstring)."""
+    linear fit in the states its passes evaluate (a tree's node count, less its known states), the gate's estimate
+    of its accepted edges (one guess: a chain calibration; larger trees: a mean; each tier keeps only its own, the
+    other's fields stay at their priors), and its realized check (module docstring)."""
 
     overhead: float  # seconds: the running mean of its passes' own work
     # how that work grows with the tree: running mean of the passes' state counts, and the running (co)variance of
@@ -120,12 +122,12 @@ class Tier:
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
     backoff: int = 4  # the next pause
-    # the gate's chain calibration for this tier (used for one-guess trees): its passes' accepted edges over the
-    # chain's expectation for them, from a prior of 1 weighing GATE_PRIOR expected edges (module docstring)
+    # one guess: the gate's chain calibration, its passes' accepted edges over the chain's expectation for them,
+    # from a prior of 1 weighing GATE_PRIOR expected edges (module docstring)
     chain_expected: float = GATE_PRIOR
     chain_accepted: float = GATE_PRIOR
-    # the gate's running mean of accepted edges (used for larger trees): the sum and the passes it holds (faded,
-    # capped at GATE_PASSES), beside a prior of GATE_PRIOR_PASSES passes of the chain (module docstring)
+    # larger trees: the gate's running mean of their accepted edges, the sum and the passes it holds (faded, capped
+    # at GATE_PASSES), beside a prior of GATE_PRIOR_PASSES passes of the chain (module docstring)
     edges_accepted: float = 0.0
     edges_passes: float = 0.0
 
@@ -255,7 +257,7 @@ class CostAwareBudget(BudgetPolicy):
                 best, best_n = rate, ONE_GUESS
         if open_[1] and self.n_max > ONE_GUESS:
             t = self.tree
-            m = min(self.n_max, max(ONE_GUESS + 1, round(t.states)))
+            m = min(self.n_max, max(ONE_GUESS + 1, int(t.states + 0.5)))
             if (1.0 + t.mean_edges(chain[m - 1])) / (self.f_at(m) + t.cost(m)) > best:
                 best_n = m
         if best_n == ONE_GUESS:
@@ -333,13 +335,15 @@ class CostAwareBudget(BudgetPolicy):
             self.expected += self.last_expected
             self.accepted += o.accepted_edges
             t = self._tier()
-            t.chain_expected += self.last_chain
-            t.chain_accepted += o.accepted_edges
-            t.edges_accepted += o.accepted_edges
-            t.edges_passes += 1
-            if t.edges_passes > GATE_PASSES:
-                t.edges_accepted *= GATE_PASSES / t.edges_passes
-                t.edges_passes = GATE_PASSES
+            if t is self.one_guess:  # (each tier renews the estimate the gate prices it by: module docstring)
+                t.chain_expected += self.last_chain
+                t.chain_accepted += o.accepted_edges
+            else:
+                t.edges_accepted += o.accepted_edges
+                t.edges_passes += 1
+                if t.edges_passes > GATE_PASSES:  # (from then on each pass weighs 1 / (GATE_PASSES + 1))
+                    t.edges_accepted *= GATE_PASSES / t.edges_passes
+                    t.edges_passes = GATE_PASSES
             self._fade(self.tree if t is self.one_guess else self.one_guess)
             # (one slow pass, e.g. a first call, moves the estimate at most threefold)
             t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
@@ -468,8 +472,11 @@ def read_memory(path: Path | None) -> dict | None:
         lists = ("ratio", "seen", "last")
         numbers = ([learned[k] for k in CostAwareBudget.CARRIED] + [x for k in lists for x in learned[k]]
                    + [x for k in ("one_guess", "tree") for x in asdict(learned[k]).values()])
+        counts = [x for k in ("one_guess", "tree") for x in (learned[k].chain_accepted, learned[k].edges_accepted,
+                                                             learned[k].edges_passes)]
         ok = (set(learned) == set(CostAwareBudget.CARRIED) | {"one_guess", "tree", *lists}
-              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers))
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers)
+              and all(x >= 0 for x in counts) and all(learned[k].chain_expected > 0 for k in ("one_guess", "tree")))
         return learned if ok else None
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None

@@ -39,9 +39,9 @@ least 3, at most n_max),
 A the running mean of the accepted edges of the larger trees' passes (one mean, whatever their sizes), from a prior
 of the chain at M, c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(M-1), weighing GATE_PRIOR_PASSES passes, its evidence
 capped at GATE_PASSES passes. The pass drafts only if one of the trees beats a standard pass; otherwise it is a
-standard pass (no drafter, tree or record), costing what the standard decoder's pass costs. When one guess is
-best, the tree is capped at 2 nodes before anything is drafted; else the builder sizes the tree (its budget is not
-capped, so the trees it keeps move M). Why a mean for larger trees and not the chain: on a confident model the chain's stale
+standard pass (no drafter, tree or record), costing what the standard decoder's pass costs. When one guess is best,
+the tree is capped at 2 nodes before anything is drafted; else the builder sizes the tree (its budget is not capped,
+so the trees it keeps move M). Why a mean for larger trees and not the chain: on a confident model the chain's stale
 confidences are all near 1, and it does not predict what a larger tree accepts (simulated H200, 20 problems, N=16:
 correlation -0.02 between the chain and the accepted edges; a tree accepts about 4 edges where the chain says 2 or
 15): priced by the chain, larger trees lost to one guess on every pass with a short chain. One guess is accepted

@@ -317,7 +317,9 @@ def test_a_run_cut_at_the_length_limit_says_so(client, tiny_prompt, tiny_block_t
     trace = Trace.load(next(f for f in out[2] if f.endswith(".json")))
     cut = len(trace.tokens) >= 8  # (no end of text within 8 tokens)
     assert ("cut at the length limit (8 tokens)" in out[0]) == cut, out[0]
-    assert f"Done: {len(trace.tokens)} tokens in {trace.counters.target_passes} target passes" in out[0]
+    c = trace.counters
+    assert f"{c.generated_tokens} tokens" in out[0] and f"in {c.target_passes} target passes" in out[0]
+    assert (f"then end-of-text: {c.commits} slots in" in out[0]) == (c.commits != c.generated_tokens), out[0]
 
 
 def test_switching_the_model_replaces_a_recorded_examples_prompt_and_keeps_the_visitors_own(app, tiny_prompt):

@@ -500,6 +500,41 @@ def test_a_live_run_is_watchable_its_lanes_are_laid_out_first_and_it_rests_on_a_
     assert t["shown"] >= 1 and (t["accepted"] or t["rejected"]), t  # rests on a drafted pass, never empty
 
 
+def test_a_runs_figures_do_not_move_the_views_and_stop_pauses_views_catching_up(page, tiny_prompt):
+    """From Run until a run's figures come, the headline and the status line keep the height they had: the views
+    under them stay where they were (they moved 130-150 px when the previous run's figures went and the new ones
+    came). A Stop while the views are still catching up with a run that ended on the server pauses them where they
+    are (it jumped to the end), and the finished run's status stays."""
+    pg = page
+    wait_example(pg)
+    tiny_training_free(pg, 40, tiny_prompt)
+    top = f"() => Math.round(document.querySelector('{EXPLAINER} .sve-lanes').getBoundingClientRect().top + scrollY)"
+    pg.evaluate(f"""() => {{ window.__tops = []; const f = {top};
+      (function tick() {{ window.__tops.push(f()); if (window.__tops.length < 4000) requestAnimationFrame(tick); }})(); }}""")
+    session = ex(pg)["session"]
+    pg.click("#sv-run")
+    pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+        return r.dataset.session !== '{session}' && r.dataset.state === 'done'
+          && r.dataset.pass === r.dataset.npasses; }}""", timeout=120_000)
+    pg.wait_for_timeout(300)
+    tops = pg.evaluate("() => window.__tops")
+    # (the status line may grow by two lines: a run cut at its length with small trees says so at length)
+    assert max(tops) - min(tops) <= 60, sorted(set(tops))
+    # Stop while the views catch up: they pause where they are
+    session = ex(pg)["session"]
+    pg.click("#sv-run")
+    done = wait_status(pg, "Done", "Cannot", timeout=60_000)
+    shown = ex(pg)
+    if shown["session"] != session and int(shown["pass"]) < int(shown["npasses"]) - 2:  # (still catching up)
+        pg.click("#sv-stop")
+        pg.wait_for_timeout(200)
+        k = ex(pg)["pass"]
+        pg.wait_for_timeout(1000)
+        after = ex(pg)
+        assert after["pass"] == k and int(k) < int(after["npasses"]), (k, after)
+        assert after["playing"] == "0" and status(pg) == done
+
+
 def test_ten_runs_stop_replay_and_uploads_in_one_tab_without_errors_or_listener_growth(page, tiny_prompt,
                                                                                         trace_dir, tmp_path):
     from spotviz.ui.examples import list_examples

@@ -350,6 +350,11 @@ def test_headline_rounds_as_the_canvases_do_and_explains_a_threshold_run_with_no
     # ... and does not blame batched passes it never made; no "1.00× fewer" of zero passes saved
     assert "batch" not in s["note"] and "one state" in s["note"]
     assert s["kpis"][0]["small"] == "4, as many as the standard decoder"
+    # nor a wall-clock ratio in colour, which could only be the machine's noise (the same work, one timing each)
+    for std in (s, s2):
+        wall = [k for k in std["kpis"] if "standard" in k["big"] or "wall-clock" in k["big"]]
+        assert [k["big"] for k in wall] == ["the same work as standard"] and wall[0]["tone"] == "plain", wall
+    assert any(k["big"].endswith("(wall-clock)") for k in summary(spot, base)["kpis"])  # (drafted: the ratio)
 
 
 def test_the_headlines_ceiling_is_the_benchs(real_traces):

@@ -94,6 +94,16 @@ LAYOUT_CSS = """
 #sv-prompt-pick input, #sv-example input { text-overflow: ellipsis; padding-right: 1.6em !important; }
 /* the run's downloads are the app's to list: no "Remove this file" beside them */
 #sv-download button[aria-label="Remove this file"] { display: none !important; }
+/* on a touch screen, finger-sized controls (Gradio's are 16-26 px tall): the race checkbox, the accordions'
+   headers, number boxes and their reset buttons, "Run this example yourself" */
+@media (pointer: coarse) {
+  #sv-main-row input[type=checkbox] { width: 22px; height: 22px; }
+  #sv-race label { min-height: 40px; align-items: center; }
+  #sv-controls .label-wrap { min-height: 44px; }
+  #sv-controls input[type=number] { min-height: 36px; padding-top: 0; padding-bottom: 0; line-height: 36px; }
+  #sv-controls button.reset-button { min-width: 36px; min-height: 36px; }
+  #sv-run-this { min-height: 40px; }
+}
 @media (max-width: 760px) {
   /* one column in the page's order, which is also the tab order: the prompt, Run, the settings (closed at first:
      NARROW_JS), the examples, then the status and the views */

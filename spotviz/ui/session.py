@@ -117,8 +117,9 @@ class LiveSession:
         race = self.race
         by = f" by {drafter_name(shown.meta.drafter)}" if race else ""  # (the other lanes' counts follow)
         # (short: on a phone it sits above the views; the headline under it has the figures in full)
-        text = (f"Done: {c.generated_tokens} tokens in {c.target_passes} target passes{by} "
-                f"({c.mean_accepted_length:.2f} slots a pass)")
+        slots = (f"{c.generated_tokens} tokens of text, then end-of-text: {c.commits} slots"
+                 if c.commits != c.generated_tokens else f"{c.generated_tokens} tokens")
+        text = f"Done: {slots} in {c.target_passes} target passes{by} ({c.mean_accepted_length:.2f} a pass)"
         if race:
             text += "; " + ", ".join(f"{drafter_name(t.meta.drafter)} {t.counters.target_passes}" for t in race)
         if main is not None and base is not None:

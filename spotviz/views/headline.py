@@ -169,17 +169,23 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             ceiling = (out["cost"] or {}).get("ceiling")
             setup = float(main.meta.outside_s or 0.0)
             r = out["wall_ratio"]  # (said as faster or slower: "0.62×" read as "62% of the time", i.e. faster)
-            kpis.append({"big": "as fast as standard (wall-clock)" if round(r, 2) == 1 == round(1 / r, 2) else
-                         f"{r:.2f}× faster (wall-clock)" if r >= 1 else f"{1 / r:.2f}× slower (wall-clock)",
-                         "small": f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
-                                  + ("(one timing each, where it was recorded)" if recorded else "(one timing each)")
-                                  + (f" · the forwards allow about {ceiling:.2f}× "
-                                     f"{'there' if recorded else 'here'}" if ceiling is not None else "")
-                                  + (" (more than that is the machine's timing noise)"
-                                     if ceiling is not None and out["wall_ratio"] > 1.1 * ceiling else "")
-                                  + (f" · {setup:.2f} s of one-time set-up and exactness checks not counted"
-                                     if setup >= 0.05 else ""),
-                         "tone": "good" if out["wall_ratio"] >= 1 else "warn"})
+            timed = f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
+            if not drafted_passes(main):  # (the standard decoder's passes, one state each: a ratio would be noise)
+                kpis.append({"big": "the same work as standard", "tone": "plain",
+                             "small": timed + "(one timing each): nothing was drafted, so the times differ only by "
+                                              "the machine's noise and bookkeeping"})
+            else:
+                big = ("as fast as standard" if round(r, 2) == 1 == round(1 / r, 2) else
+                       f"{r:.2f}× faster" if r >= 1 else f"{1 / r:.2f}× slower")
+                kpis.append({"big": big + " (wall-clock)", "tone": "good" if r >= 1 else "warn",
+                             "small": timed + ("(one timing each, where it was recorded)" if recorded
+                                               else "(one timing each)")
+                             + (f" · the forwards allow about {ceiling:.2f}× {'there' if recorded else 'here'}"
+                                if ceiling is not None else "")
+                             + (" (more than that is the machine's timing noise)"
+                                if ceiling is not None and r > 1.1 * ceiling else "")
+                             + (f" · {setup:.2f} s of one-time set-up and exactness checks not counted"
+                                if setup >= 0.05 else "")})
         if out["identical"] is not None:
             ok = out["identical"]
             small = ("lossless: the standard decoder's tokens, right or wrong"
@@ -208,7 +214,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
     if off:
         out["auto_off"] = off
         kpis.append({"big": f"drafting off in {off} of {c.target_passes - 1} passes",
-                     "small": "budget auto judged a tree not worth its cost on this hardware", "tone": "warn"})
+                     "small": "of those after the first (which has nothing to draft from yet): budget auto judged a "
+                              "tree not worth its cost on this hardware", "tone": "warn"})
     if race:
         lanes = [main] + [t for t in race if t is not main] + ([base] if base is not None else [])
         out["race"] = [{"drafter": t.meta.drafter, "passes": t.counters.target_passes,

@@ -601,8 +601,25 @@
       const s = document.createElement('span'); s.textContent = small;
       d.appendChild(b); d.appendChild(s); return d;
     }
+    // A run's figures (and its status line) arrive at its end: from Run until then, the headline, its note and the
+    // status line keep at least the height they had, so the views under them do not jump when the figures appear
+    // (nor when the previous run's go).
+    let heldBoxes = [];
+    function holdHeights() {
+      releaseHeights();
+      for (const el of [headEl, noteEl, document.querySelector('#sv-status')]) {
+        if (el && el.offsetHeight) { el.style.minHeight = el.offsetHeight + 'px'; el.classList.add('sve-held'); heldBoxes.push(el); }
+      }
+    }
+    function releaseHeights() {
+      for (const el of heldBoxes) { el.style.minHeight = ''; el.classList.remove('sve-held'); }
+      heldBoxes = [];
+    }
     function paintHeadline() {
       headEl.textContent = ''; noteEl.textContent = '';
+      if (heldBoxes.length && root.dataset.state !== 'starting' && !(S && S.state === 'live') && !following()) {
+        releaseHeights();
+      }
       const sum = S.sum;
       // (the figures only once the views show the end: on a phone they would push the views down mid-animation)
       if (sum && sum.kpis && !following() && (S.state !== 'live' || !follow || K >= SV.total(S))) {
@@ -692,6 +709,7 @@
       if (S) { ignoreId = null; S.state = 'starting'; S.status = null; }
       root.dataset.state = 'starting';
       window.__svFloat();   // (the bar's Stop appears)
+      holdHeights();
       setStatus('Starting… (a model\'s first run also loads it)', 'info');
       // "Cannot run: ..." (bad input, no model) arrives without a timeline: keep the views as they were. (Polled
       // while starting: Gradio may replace the status element, which an observer would not follow.)
@@ -703,6 +721,7 @@
           clearInterval(window.__svRefused);
           if (S && S.state === 'starting') S.state = before;
           root.dataset.state = S ? S.state : before;
+          releaseHeights();
         }
       }, 150);
     };
@@ -715,11 +734,15 @@
         dropLive = true; held = [];
         if (S) S.state = before;
         root.dataset.state = 'stopped';
+        releaseHeights();
         setStatus('Stopped before its first pass arrived: the views still show the previous run. Run starts over.', 'info');
         return;
       }
-      if (following()) {   // the run ended on the server and the views are still catching up: Stop ends the motion
+      if (following()) {   // the views are following the run (or catching up with it): they stop moving
         follow = false; clearTimeout(liveTimer); liveTimer = null; liveAwait = false;
+        // a run that ended on the server pauses where the views are, as Pause does (its status stays; Play goes
+        // on); a live run ends below, on the last pass that arrived
+        if (S.state !== 'live') { schedule(); return; }
         K = SV.total(S); schedule();
       }
       if (S && S.source !== 'live') { stopPlay(); return; }   // (an example, a replay: what moves is its playback)

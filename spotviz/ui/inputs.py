@@ -45,9 +45,10 @@ GEN_STEP = 8
 # what each embedded model is, in a newcomer's words (the model banner): what its answers are worth, since SPOT's
 # output is exactly the model's, right or wrong (README, Models)
 MODEL_ABOUT = {
-    "math-bd": "writes worked grade-school word problems. It answers 98% of new problems of the 32 kinds it was "
-               "taught right, 70% of them phrased another way, and few of other kinds: a problem of your own may get "
-               "a wrong answer, and SPOT then gives the same wrong answer.",
+    "math-bd": "writes worked grade-school word problems, in English. It answers 98% of new problems of the 32 kinds "
+               "it was taught right, 70% of them phrased another way, and few of other kinds: a problem of your own "
+               "may get a wrong answer, and SPOT then gives the same wrong answer. It is sure of most tokens, so at "
+               "temperature 1 it often writes the same text as at 0.",
     "python-bd": "a small Python model, the low-confidence regime: recognisably Python, not correct Python, and "
                  "it often loops (SPOT has less to work with).",
     "shakespeare-bd": "a small play-text model, the low-confidence regime: short, repetitive lines (SPOT has less to "

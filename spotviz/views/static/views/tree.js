@@ -102,6 +102,9 @@
        line: {color: '#b0b0b0', width: 1, dash: 'dot'}},
       {type: 'scatter', mode: 'lines', name: 'accepted path', x: ex.a[0], y: ex.a[1], hoverinfo: 'skip',
        line: {color: C.draft, width: 3.5}},
+      // (every line before the nodes: the labels' white halo, explainer.css, is drawn over the lines they cross)
+      {type: 'scatter', mode: 'lines', name: 'bonus edge', x: bonusEdge.x, y: bonusEdge.y, hoverinfo: 'skip',
+       line: {color: C.target, width: 2, dash: 'dot'}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'rejected', textposition: 'top right',
        marker: {color: C.reject, size: 8, symbol: nodes.r.symbol, line: {color: C.reject, width: 2}},
        textfont: text('#666'), hoverinfo: TIP,
@@ -112,8 +115,6 @@
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'root', textposition: 'top right',
        marker: {color: C.root, size: 11, symbol: root.symbol, line: {color: C.root, width: 2}}, textfont: text(C.root),
        hoverinfo: TIP, cliponaxis: false}, without(root, 'symbol')),
-      {type: 'scatter', mode: 'lines', name: 'bonus edge', x: bonusEdge.x, y: bonusEdge.y, hoverinfo: 'skip',
-       line: {color: C.target, width: 2, dash: 'dot'}},
       Object.assign({type: 'scatter', mode: 'markers+text', name: 'bonus', textposition: 'top right',
        marker: {color: C.target, size: 15, symbol: 'star'}, textfont: text('#1d4f8c'), hoverinfo: TIP,
        cliponaxis: false}, bonus),

@@ -171,9 +171,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             r = out["wall_ratio"]  # (said as faster or slower: "0.62×" read as "62% of the time", i.e. faster)
             timed = f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
             if not drafted_passes(main):  # (the standard decoder's passes, one state each: a ratio would be noise)
-                kpis.append({"big": "the same work as standard", "tone": "plain",
-                             "small": timed + "(one timing each): nothing was drafted, so the times differ only by "
-                                              "the machine's noise and bookkeeping"})
+                kpis.append({"big": "the same work as standard", "tone": "plain",  # (the note says why)
+                             "small": timed + "(one timing each)"})
             else:
                 big = ("as fast as standard" if round(r, 2) == 1 == round(1 / r, 2) else
                        f"{r:.2f}× faster" if r >= 1 else f"{1 / r:.2f}× slower")

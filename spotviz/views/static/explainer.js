@@ -608,7 +608,8 @@
     function holdHeights() {
       releaseHeights();
       for (const el of [headEl, noteEl, document.querySelector('#sv-status')]) {
-        if (el && el.offsetHeight) { el.style.minHeight = el.offsetHeight + 'px'; el.classList.add('sve-held'); heldBoxes.push(el); }
+        if (!el || !el.offsetHeight) continue;
+        el.style.minHeight = el.offsetHeight + 'px'; el.classList.add('sve-held'); heldBoxes.push(el);
       }
     }
     function releaseHeights() {

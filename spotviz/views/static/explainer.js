@@ -638,6 +638,12 @@
         }
         headEl.appendChild(kpi(S.state === 'live' ? 'Decoding…' : S.state === 'stopped' ? 'Stopped' : 'Passes',
                                bits.join(' · '), 'plain'));
+        if (heldBoxes.length) {   // (the room held for the figures: say what comes there)
+          const hint = document.createElement('div'); hint.className = 'sve-hold-hint';
+          hint.textContent = 'The passes saved, the wall-clock and the identity check come here once the views reach ' +
+            'the run\'s end.';
+          headEl.appendChild(hint);
+        }
       }
     }
     function row(name, help, vals) {

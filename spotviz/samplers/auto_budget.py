@@ -43,7 +43,7 @@ standard pass (no drafter, tree or record), costing what the standard decoder's 
 the tree is capped at 2 nodes before anything is drafted; else the builder sizes the tree (its budget is not capped,
 so the trees it keeps move M). Why a mean for larger trees and not the chain: on a confident model the chain's stale
 confidences are all near 1, and it does not predict what a larger tree accepts (simulated H200, 20 problems, N=16:
-correlation -0.02 between the chain and the accepted edges; a tree accepts about 4 edges where the chain says 2 or
+correlation -0.02 between the chain and the accepted edges; a tree accepts about 4 edges where the chain says 3 or
 15): priced by the chain, larger trees lost to one guess on every pass with a short chain. One guess is accepted
 about as often as c_(1) says. On every pass that drafts none of a tier's trees, the two-window pass at a window's
 end aside, that tier's evidence fades back to its prior by GATE_FADE (only its own passes renew it, and a tier

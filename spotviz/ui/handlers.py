@@ -260,10 +260,12 @@ class Handlers:
             return got
         main, base = got
         budget = "auto" if main.meta.budget_auto else str(main.meta.budget)
-        # (the title's run and figure; its prompt is in the prompt box, its figure in the headline below)
-        out = self.show(main, base, f"Recorded example (replayed without a model): {sentence(title.split(' — ')[0])} "
-                                    f"“Run this example yourself” decodes it live as recorded (tree budget {budget}); "
-                                    "Run uses the settings.", "example", play=True)
+        # (the title's run, not its figure or prompt: the prompt is in the prompt box, the figure in the headline below,
+        # and on a phone every line here pushes the views down)
+        run = title.split(" — ")[0].rsplit(": ", 1)[0]
+        out = self.show(main, base, f"Recorded example (replayed without a model): {sentence(run)} “Run this example "
+                                    f"yourself” decodes it live as recorded (tree budget {budget}); Run uses the "
+                                    "settings.", "example", play=True)
         # an example leaves the tree budget as it is (auto, sized for this machine): the examples were recorded at a
         # fixed budget for their trees, which on a CPU makes a live run slower than the standard decoder ("Run this
         # example yourself" still takes the example's, as the status says)

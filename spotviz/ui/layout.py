@@ -99,7 +99,7 @@ LAYOUT_CSS = """
 @media (pointer: coarse) {
   #sv-main-row input[type=checkbox] { width: 22px; height: 22px; }
   #sv-race label { min-height: 40px; align-items: center; }
-  #sv-controls .label-wrap { min-height: 44px; }
+  #sv-controls .label-wrap { min-height: 44px; align-items: center; }
   #sv-controls input[type=number] { min-height: 36px; padding-top: 0; padding-bottom: 0; line-height: 36px; }
   #sv-controls button.reset-button { min-width: 36px; min-height: 36px; }
   #sv-run-this { min-height: 40px; }

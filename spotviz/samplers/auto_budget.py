@@ -238,11 +238,13 @@ class CostAwareBudget(BudgetPolicy):
             t.pause = max(t.pause - 1, 0)
         if not any(open_):
             return False
-        # the chain c_(1) + c_(1) c_(2) + ... for every size (the one-guess estimate, the larger trees' prior, and
-        # what a kept tree is credited with: choose); a tree may keep more nodes than there are positions (token
-        # branches): the chain promises no more edges
+        # the sizes priced: one guess, and a larger tree of its tier's usual size M (none where n_max allows none)
+        t = self.tree
+        m = min(self.n_max, max(ONE_GUESS + 1, int(t.states + 0.5))) if self.n_max > ONE_GUESS else ONE_GUESS
+        # the chain c_(1) + c_(1) c_(2) + ... up to M (one guess's estimate, the larger trees' prior; choose credits a
+        # kept one-guess tree with it); past the positions there are, it promises no more edges
         chain, edges, path, k = self._chain, 0.0, 1.0, 0
-        for k, c in enumerate(sorted(stale_conf, reverse=True)[: self.n_max - 1], start=1):
+        for k, c in enumerate(sorted(stale_conf, reverse=True)[: m - 1], start=1):
             path *= c
             edges += path
             chain[k] = edges
@@ -255,9 +257,7 @@ class CostAwareBudget(BudgetPolicy):
             rate = (1.0 + g.chain_accepted / g.chain_expected * chain[1]) / (self.f_at(ONE_GUESS) + g.cost(ONE_GUESS))
             if rate > best:
                 best, best_n = rate, ONE_GUESS
-        if open_[1] and self.n_max > ONE_GUESS:
-            t = self.tree
-            m = min(self.n_max, max(ONE_GUESS + 1, int(t.states + 0.5)))
+        if open_[1] and m > ONE_GUESS:
             if (1.0 + t.mean_edges(chain[m - 1])) / (self.f_at(m) + t.cost(m)) > best:
                 best_n = m
         if best_n == ONE_GUESS:

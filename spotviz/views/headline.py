@@ -157,6 +157,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
     kpis = out["kpis"]
     if base is not None and same_run(main, base) and main.meta.drafter != "none":
         b = base.counters
+        drafted = drafted_passes(main)
         out.update({"base_passes": b.target_passes, "saved": b.target_passes - c.target_passes,
                     "ratio": round(b.target_passes / max(c.target_passes, 1), 4), "base_wall": round(b.wall_s, 4),
                     "wall_ratio": round(b.wall_s / c.wall_s, 3) if c.wall_s > 0 else None,
@@ -169,16 +170,15 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             ceiling = (out["cost"] or {}).get("ceiling")
             setup = float(main.meta.outside_s or 0.0)
             r = out["wall_ratio"]  # (said as faster or slower: "0.62×" read as "62% of the time", i.e. faster)
-            timed = f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
-            if not drafted_passes(main):  # (the standard decoder's passes, one state each: a ratio would be noise)
-                kpis.append({"big": "the same work as standard", "tone": "plain",  # (the note says why)
-                             "small": timed + "(one timing each)"})
+            timed = (f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
+                     + ("(one timing each, where it was recorded)" if recorded else "(one timing each)"))
+            if not drafted:  # (the standard decoder's passes, one state each: a ratio would be noise)
+                kpis.append({"big": "the same work as standard", "tone": "plain", "small": timed})  # (the note: why)
             else:
                 big = ("as fast as standard" if round(r, 2) == 1 == round(1 / r, 2) else
                        f"{r:.2f}× faster" if r >= 1 else f"{1 / r:.2f}× slower")
                 kpis.append({"big": big + " (wall-clock)", "tone": "good" if r >= 1 else "warn",
-                             "small": timed + ("(one timing each, where it was recorded)" if recorded
-                                               else "(one timing each)")
+                             "small": timed
                              + (f" · the forwards allow about {ceiling:.2f}× {'there' if recorded else 'here'}"
                                 if ceiling is not None else "")
                              + (" (more than that is the machine's timing noise)"
@@ -198,7 +198,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             kpis.append({"big": "✓ identical output" if ok else "✗ output differs", "small": small,
                          "tone": "good" if ok else "bad"})
         out["note"] = wall_sentence(out, main.meta.device, recorded)
-        if not drafted_passes(main):  # (no batched pass: the wall sentence's reason does not apply)
+        if not drafted:  # (no batched pass: the wall sentence's reason does not apply)
             why = (f"at tau {main.meta.threshold:g} the threshold decoder filled every window in one pass, so no pass "
                    "left a slot to guess. A stricter tau (e.g. 0.99) leaves room for SPOT-Sets. "
                    if one_pass_windows(main) else

@@ -101,6 +101,7 @@ LAYOUT_CSS = """
   #sv-race label { min-height: 40px; align-items: center; }
   #sv-controls .label-wrap { min-height: 44px; align-items: center; }
   #sv-controls input[type=number] { min-height: 36px; padding-top: 0; padding-bottom: 0; line-height: 36px; }
+  #sv-controls .tab-like-container { height: 36px; }   /* (the slider's number box: Gradio's is 24 px and clips) */
   #sv-controls button.reset-button { min-width: 36px; min-height: 36px; }
   #sv-run-this { min-height: 40px; }
 }

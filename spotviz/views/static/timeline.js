@@ -24,8 +24,9 @@
   SV.runDash = (meta) => SV.RUN_DASHES[meta && meta.drafter] || 'solid';
   SV.drafterName = (d) => ({none: 'standard', spot: 'SPOT', 'spot-sets': 'SPOT-Sets'})[d] || d;
 
-  // Text for Plotly labels: Plotly reads a subset of HTML in text, so trace text is escaped first.
-  SV.esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  // Text for Plotly labels: Plotly reads a subset of HTML in text, so trace text is escaped first (a quote needs
+  // none outside a tag, and Plotly decodes no &quot;: it showed as such)
+  SV.esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   SV.plural = (n, one, many) => n + ' ' + (n === 1 ? one : (many || one + 's'));
 
   function newRun(role) {

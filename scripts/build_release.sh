@@ -97,6 +97,7 @@ out["n_prompts"] = {"spot": spot["n_prompts"], "spot-sets": sets["threshold_prom
                     "calibrated": spot["n_prompts"]}
 out["topk"] = {"spot": spot["topk"]["spot"], "spot-sets": sets["topk"]["spot-sets"]}
 out["spot"] = spot["spot"]
+out["n_params"] = {"spot": spot["n_params"], "spot-sets": sets["n_params"]}  # (each job counts its own inputs)
 out["note"] = (f"spot: top-{out['topk']['spot']} inputs, {out['n_prompts']['spot']} prompts; spot-sets: top-"
                f"{out['topk']['spot-sets']} inputs, threshold trajectories of {out['n_prompts']['spot-sets']} prompts; "
                "the calibrated template's exact ranks from the first job, its threshold fits from the second "

@@ -154,4 +154,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from spotviz.cli import reporting_errors  # (bad input, a device or model that cannot be used: one line)
+
+    raise SystemExit(reporting_errors(main))

@@ -282,4 +282,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from spotviz.cli import reporting_errors  # (bad input, a model that cannot be loaded: one line)
+
+    raise SystemExit(reporting_errors(lambda: main() or 0))

@@ -568,7 +568,8 @@ def _add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-transfer", action="store_true",
                    help="skip the rows that use the other embedded models' drafters on this model")
     p.add_argument("--prune", type=float, default=0.0,
-                   help="also run SPOT with draft nodes below this path probability pruned (0: off)")
+                   help="also run SPOT with draft nodes below this path probability pruned, at the budgets above 2 "
+                        "(0: off)")
     p.add_argument("--out", default="runs/bench", help="folder for bench-<model>.json and .md")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     _add_threads(p)
@@ -611,9 +612,7 @@ def main(argv=None) -> int:
     a, unknown = ap.parse_known_args(argv)
     if unknown:  # (blamed on the command, not on spotviz)
         sub.choices[a.cmd].error(f"unrecognized arguments: {' '.join(unknown)}")
-    from .registry import DEFAULT_MODEL, ModelLoadError
-    from .samplers.config import DecodeError
-    from .trace import TraceError
+    from .registry import DEFAULT_MODEL
 
     if hasattr(a, "model") and a.model is None:
         a.model = DEFAULT_MODEL
@@ -622,7 +621,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
 
-    try:
+    def command() -> int:
         if a.cmd != "trace":  # one thread policy for every command (spotviz/threads.py), before anything loads
             from .threads import set_threads
 
@@ -631,6 +630,21 @@ def main(argv=None) -> int:
 
             forward_cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)
         return COMMANDS[a.cmd][2](a)
+
+    return reporting_errors(command)
+
+
+def reporting_errors(command) -> int:
+    """command() (an exit status) with the command line's one shape of error: bad input, a model that cannot be
+    loaded, a bad trace or file, or running out of memory print one line `error: ...` and give status 2
+    (SPOTVIZ_DEBUG=1: the whole traceback). scripts/gpu_cost_curve.py and scripts/profile_pass.py report theirs
+    through it too."""
+    from .registry import ModelLoadError
+    from .samplers.config import DecodeError
+    from .trace import TraceError
+
+    try:
+        return command()
     except (DecodeError, ModelLoadError, TraceError, ValueError, OSError) as e:
         if os.environ.get("SPOTVIZ_DEBUG"):  # (a ValueError may also be a bug: the whole traceback, for a report)
             raise

@@ -636,7 +636,8 @@ def test_default_model_that_fails_to_load_falls_back_to_the_embedded_default(tin
 def test_the_app_runs_its_model_with_the_drafters_it_was_given(tiny_block_dir, tiny_block_target, monkeypatch,
                                                                  tmp_path):
     """$SPOTVIZ_DRAFTER_DIR: the drafters trained for $SPOTVIZ_MODEL serve its runs, and a standard run needs none;
-    a folder that is none stops the app at its start, in one line (every Run would have failed)."""
+    a folder that is none stops the app at its start, in one line (every Run would have failed), and so do drafters
+    named without the model they are for (they went unused)."""
     import subprocess
     import sys
 
@@ -670,6 +671,12 @@ def test_the_app_runs_its_model_with_the_drafters_it_was_given(tiny_block_dir, t
     monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(missing))
     with pytest.raises(DecodeError, match="is not a folder of trained drafters"):
         build_app(loader=lambda name: load_target(name, device="cpu"), trace_dir=tmp_path, gpu=False)
+    monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(mine))  # drafters, but for which model? (they went unused)
+    monkeypatch.delenv("SPOTVIZ_MODEL")
+    with pytest.raises(DecodeError, match="needs SPOTVIZ_MODEL, the model they were trained for"):
+        build_app(loader=lambda name: load_target(name, device="cpu"), trace_dir=tmp_path, gpu=False)
+    monkeypatch.setenv("SPOTVIZ_MODEL", str(tiny_block_dir))
+    monkeypatch.setenv("SPOTVIZ_DRAFTER_DIR", str(missing))
     env = {**os.environ, "SPOTVIZ_DRAFTER_DIR": str(missing), "GRADIO_SERVER_PORT": str(free_port())}
     root = Path(__file__).resolve().parent.parent
     run = subprocess.run([sys.executable, "app.py"], cwd=root, env=env, capture_output=True, text=True, timeout=120)

@@ -179,6 +179,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     if own_drafters and not Path(own_drafters).expanduser().is_dir():  # (else every Run would fail, one by one)
         raise DecodeError(f"SPOTVIZ_DRAFTER_DIR={own_drafters!r} is not a folder of trained drafters "
                           "(train-drafter --out DIR makes one)")
+    if own_drafters and not env_model:  # (drafters are trained for one model: say which, or they would go unused)
+        raise DecodeError(f"SPOTVIZ_DRAFTER_DIR={own_drafters!r} needs SPOTVIZ_MODEL, the model they were trained for "
+                          f"(SPOTVIZ_MODEL={DEFAULT_MODEL} for the default one)")
     drafter_dirs = {env_model: own_drafters} if env_model and own_drafters else {}
     store = ModelStore(loader, drafter_dirs)  # (its banner says whose drafters run; runs use them)
     gen_default, gen_max = (128, 512) if gpu else (64, 256)

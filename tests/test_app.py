@@ -449,3 +449,31 @@ def test_the_apps_drafter_folder_serves_every_lane_of_a_race_whatever_the_drafte
                                models=[TINY], budgets=[4], gen_max=64, drafter_dirs={TINY: str(folder)})
         plan = plan_run(cfg, race=True)
         assert [c.drafter_dir for _, c in plan.runs] == [str(folder)] * len(plan.runs), drafter
+
+
+def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_trees(app, tiny_prompt, monkeypatch):
+    """After a run whose budget auto kept its trees small (or drafted none), the page shows a button that runs it
+    again at a fixed budget, and its status says so; a run at a fixed budget (the visitor chose the size) offers
+    none, and every run hides the button while it decodes."""
+    import gradio as gr
+
+    import spotviz.ui.session as session
+    from spotviz.ui.handlers import RUN_OUTPUTS
+
+    h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    at, status = RUN_OUTPUTS.index("larger"), RUN_OUTPUTS.index("status")
+
+    def offered(budget):
+        outs = list(h.run(tiny_prompt, TINY, "exact", 0.9, 0.0, 1, GEN, "training-free", budget, True, 0.0, False))
+        assert outs[0][at] == gr.update(visible=False) and "Done" in outs[-1][status]
+        said = "the button under Run runs it again at tree budget 16" in outs[-1][status]
+        assert outs[-1][at] == gr.update(visible=said)  # (the button and the status agree)
+        return said
+
+    assert offered(8) is False
+    offered("auto")  # (the tiny model's trees: whatever auto chose here, the two agree)
+    small = session.small_trees_note  # trees kept small (as on a CPU with a confident model's costs)
+    monkeypatch.setattr(session, "small_trees_note", lambda trace, race=False: small(trace, race) or (
+        "" if not trace.meta.budget_auto else ". Budget auto kept its trees small; the button under Run runs it "
+                                              "again at tree budget 16"))
+    assert offered("auto") is True and offered(8) is False

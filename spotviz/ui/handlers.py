@@ -26,7 +26,7 @@ from .session import LiveSession
 
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
             "prune", "race")  # the run's inputs, in the order of the /run endpoint
-RUN_OUTPUTS = ("status", "explainer", "files")
+RUN_OUTPUTS = ("status", "explainer", "files", "larger")  # larger: the "larger trees" button (shown or not)
 FILL_OUTPUTS = CONTROLS + ("wanted_length",)  # "Run this yourself" sets the controls before the run reads them
 # an example or a replay sets the controls, and the model's banner and prompt menu with them
 SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
@@ -76,6 +76,7 @@ class Outputs:
     status: object = field(default_factory=gr.skip)
     explainer: object = field(default_factory=gr.skip)
     files: object = field(default_factory=gr.skip)
+    larger: object = field(default_factory=gr.skip)
     shown: object = field(default_factory=gr.skip)
     controls: dict = field(default_factory=dict)  # control name -> value or gr.update
 
@@ -209,7 +210,7 @@ class Handlers:
         names = ", ".join("the standard decoder" if c.drafter == "none" else c.drafter for _, c in plan.runs)
         # the views change with the first run's start: a run refused before it starts leaves them as they were
         yield Outputs(status=status_html(f"Decoding {cfg.gen_length} tokens with {model}: {names}…"),
-                      files=None).values(RUN_OUTPUTS)
+                      files=None, larger=gr.update(visible=False)).values(RUN_OUTPUTS)
         for ev in decode_events(ctx.store_key, model, prompt, plan):
             session.event(ev)
             if ev["type"] == "error" and (ev["where"] in ("input", "model") or cfg.drafter == "none"):
@@ -224,7 +225,8 @@ class Handlers:
         started = bool(session.passes)  # a run's start event arrived (its header is on screen)
         yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind),
                       explainer=session.text if started else gr.skip(),
-                      files=ctx.files.write(traces, page=True) if traces else None).values(RUN_OUTPUTS)
+                      files=ctx.files.write(traces, page=True) if traces else None,
+                      larger=gr.update(visible=session.small_trees())).values(RUN_OUTPUTS)
 
     # ------------------------------------------------------------------------------------ example / replay
     def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False,
@@ -234,7 +236,7 @@ class Handlers:
                        explainer=timeline(main, base, race=race, session=uuid.uuid4().hex[:10], play=play,
                                           source=source),
                        files=ctx.files.write([t for t in (main, *(race or []), base) if t is not None], page=True),
-                       shown={"main": main.meta.__dict__.copy(), "race": bool(race)},
+                       shown={"main": main.meta.__dict__.copy(), "race": bool(race)}, larger=gr.update(visible=False),
                        controls=controls_of(main.meta, ctx, bool(race))).values(SHOW_OUTPUTS)
 
     def replay(self, paths, request: gr.Request = None):

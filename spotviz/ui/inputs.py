@@ -49,11 +49,11 @@ MODEL_ABOUT = {
                "it was taught right, 70% of them phrased another way, and few of other kinds: a problem of your own "
                "may get a wrong answer, and SPOT then gives the same wrong answer. It is sure of most tokens, so at "
                "temperature 1 it often writes the same text as at 0.",
-    "python-bd": "a small Python model, the low-confidence regime: recognisably Python, not correct Python, and "
+    "python-bd": "is a small Python model, the low-confidence regime: recognisably Python, not correct Python, and "
                  "it often loops (SPOT has less to work with).",
-    "shakespeare-bd": "a small play-text model, the low-confidence regime: short, repetitive lines (SPOT has less to "
+    "shakespeare-bd": "is a small play-text model, the low-confidence regime: short, repetitive lines (SPOT has less to "
                       "work with).",
-    "shakespeare-mdlm": "a small play-text model with full bidirectional attention (LLaDA / MDLM style), the "
+    "shakespeare-mdlm": "is a small play-text model with full bidirectional attention (LLaDA / MDLM style), the "
                         "low-confidence regime.",
 }
 

@@ -27,16 +27,17 @@ from .runner import ModelStore, has_gpu, register_store
 # shows "This application is currently busy").
 MAX_QUEUE = 32
 STATE_SESSIONS = 256  # sessions whose last outputs and traces the server keeps (oldest dropped first)
+LARGER_TREES = 16  # the budget of "Run it again with larger trees" (the recorded examples' too)
 STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") are dropped after an hour
 MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 # a live run: "Run this example yourself" goes (it would run the example or replay that is no longer on screen)
 # on a phone the status and the views come under the buttons: they are brought up so the run is seen as it streams
-# (with "Run this example yourself" focused when it goes, focus moves to Stop, not to the page's start; scrolling is
-# instant for a visitor who asks for reduced motion)
+# (with "Run this example yourself" or the larger-trees button focused when it goes, focus moves to Stop, not to the
+# page's start; scrolling is instant for a visitor who asks for reduced motion)
 START_JS = """(...a) => { window.__svStart && window.__svStart();
-  const b = document.querySelector('#sv-run-this');
-  if (b && b.contains(document.activeElement)) {
+  const b = document.querySelector('#sv-run-this'), g = document.querySelector('#sv-larger');
+  if ((b && b.contains(document.activeElement)) || (g && g.contains(document.activeElement))) {
     const stop = document.querySelector('#sv-stop'), btn = stop && (stop.matches('button') ? stop : stop.querySelector('button'));
     if (btn) btn.focus(); }
   if (b) b.style.display = 'none';
@@ -83,6 +84,12 @@ LAYOUT_CSS = """
 /* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it
    appeared once in about ten Stops of a live run (a cancelled event), with no error to report */
 #sv-status .error { display: none !important; }
+/* the status line keeps its room while a run's figures come and while the run is shown (explainer.js holdHeights):
+   its box fills the room rather than leaving a gap under it */
+#sv-status.sve-room, #sv-status.sve-room > .html-container, #sv-status.sve-room .prose { display: flex;
+  flex-direction: column; }
+#sv-status.sve-room > .html-container, #sv-status.sve-room .prose, #sv-status.sve-room .sv-status:last-child {
+  flex: 1 1 auto; }
 /* a download's whole name, its extension right after it (Gradio puts the extension in a column of its own) */
 #sv-download td.filename { display: table-cell !important; font-size: 0 !important; }   /* (0: the space between
    Gradio's name and extension spans is not drawn: "seed0 .json" read as two names) */
@@ -103,7 +110,7 @@ LAYOUT_CSS = """
   #sv-controls input[type=number] { min-height: 36px; padding-top: 0; padding-bottom: 0; line-height: 36px; }
   #sv-controls .tab-like-container { height: 36px; }   /* (the slider's number box: Gradio's is 24 px and clips) */
   #sv-controls button.reset-button { min-width: 36px; min-height: 36px; }
-  #sv-run-this { min-height: 40px; }
+  #sv-run-this, #sv-larger { min-height: 40px; }
 }
 @media (max-width: 760px) {
   /* one column in the page's order, which is also the tab order: the prompt, Run, the settings (closed at first:
@@ -209,6 +216,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
                     stop_btn = gr.Button("Stop", variant="secondary", elem_id="sv-stop", min_width=80)
                 run_this = gr.Button("Run this example yourself", size="sm", elem_id="sv-run-this")
+                # (after a run whose budget auto kept its trees small: the same run at a fixed budget, SPOT's trees)
+                larger = gr.Button(f"Run it again with larger trees (tree budget {LARGER_TREES})", size="sm",
+                                   visible=False, elem_id="sv-larger")
                 race = gr.Checkbox(value=False, label="Race the drafters on this prompt", elem_id="sv-race",
                                    info="one lane each: " + ", ".join(["SPOT (SPOT-Sets in threshold mode)"]
                                                                      + RACE_BASELINES) + " and the standard decoder",
@@ -263,18 +273,25 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         ui = {"status": status, "explainer": explainer, "files": files_out, "shown": shown, "prompt": prompt,
               "model": model, "mode": mode, "tau": tau, "temperature": temperature, "seed": seed,
               "gen_length": gen_length, "drafter": drafter, "budget": budget, "coupled": coupled, "prune": prune,
-              "race": race, "wanted_length": wanted_length, "model_banner": model_banner, "prompt_pick": prompt_pick}
+              "race": race, "wanted_length": wanted_length, "model_banner": model_banner, "prompt_pick": prompt_pick,
+              "larger": larger}
         outs = lambda names: [ui[n] for n in names]  # noqa: E731
         inputs = outs(CONTROLS)
         run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",
                                concurrency_id="decode", preprocess=False, js=START_JS)
-        # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is
-        stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
-                       None, [stop_note], cancels=[run_ev], api_name="stop", queue=False,
-                       js="() => { window.__svStop && window.__svStop(); }")
-        run_this.click(h.fill, [shown], outs(FILL_OUTPUTS), api_name=False, queue=False).then(
+        # the same run from other buttons: the controls set first ("Run this example yourself": the example's; the
+        # larger-trees button: the budget)
+        run_this_ev = run_this.click(h.fill, [shown], outs(FILL_OUTPUTS), api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
+        larger_ev = larger.click(lambda: gr.update(value=LARGER_TREES, info=f"{LARGER_TREES}: set by the larger-trees button; "
+                                                   f"{BUDGET_INFO}"), None, [budget], api_name=False, queue=False).then(
+            h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
+            preprocess=False, js=START_JS)
+        # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is
+        stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
+                       None, [stop_note], cancels=[run_ev, run_this_ev, larger_ev], api_name="stop", queue=False,
+                       js="() => { window.__svStop && window.__svStop(); }")
         upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,
                       concurrency_id="replay", show_progress="minimal").then(None, js=SHOW_JS, queue=False)
         example_btn.click(h.example, [example_dd], outs(SHOW_OUTPUTS), api_name="example", concurrency_limit=4,

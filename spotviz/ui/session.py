@@ -105,6 +105,12 @@ class LiveSession:
     def base(self) -> Trace | None:
         return self.traces.get("base")
 
+    def small_trees(self) -> bool:
+        """Whether the run kept its trees small or drafted none under budget auto (a race: always so, its lanes
+        sized their own): the page then offers the same run with larger trees (small_trees_note says why)."""
+        main = self.main
+        return main is not None and bool(small_trees_note(main, race=bool(self.race)))
+
     def finish(self) -> str:
         """Close the timeline: the headline and the final status line. Returns the final status text."""
         main, base = self.main, self.base

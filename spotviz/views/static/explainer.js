@@ -603,23 +603,27 @@
     }
     // A run's figures (and its status line) arrive at its end: from Run until then, the headline, its note and the
     // status line keep at least the height they had, so the views under them do not jump when the figures appear
-    // (nor when the previous run's go).
-    let heldBoxes = [];
+    // (nor when the previous run's go). A run stopped before its end has no figures: the room stays while it is
+    // shown (saying why it is empty), as the views would otherwise jump up; another run shown gives it back.
+    let heldBoxes = [], settledFor = null;
     function holdHeights() {
       releaseHeights();
       for (const el of [headEl, noteEl, document.querySelector('#sv-status')]) {
         if (!el || !el.offsetHeight) continue;
-        el.style.minHeight = el.offsetHeight + 'px'; el.classList.add('sve-held'); heldBoxes.push(el);
+        el.style.minHeight = el.offsetHeight + 'px'; el.classList.add('sve-held', 'sve-room'); heldBoxes.push(el);
       }
     }
     function releaseHeights() {
-      for (const el of heldBoxes) { el.style.minHeight = ''; el.classList.remove('sve-held'); }
-      heldBoxes = [];
+      for (const el of heldBoxes) { el.style.minHeight = ''; el.classList.remove('sve-held', 'sve-room'); }
+      heldBoxes = []; settledFor = null;
     }
     function paintHeadline() {
       headEl.textContent = ''; noteEl.textContent = '';
-      if (heldBoxes.length && root.dataset.state !== 'starting' && !(S && S.state === 'live') && !following()) {
-        releaseHeights();
+      if (heldBoxes.length && settledFor !== null && !(S && S.id === settledFor)) releaseHeights();
+      else if (heldBoxes.length && settledFor === null && root.dataset.state !== 'starting' && !(S && S.state === 'live')
+               && !following()) {
+        if (S && S.state === 'stopped' && !(S.sum && S.sum.kpis)) settledFor = S.id;   // (stopped: the room stays)
+        else releaseHeights();
       }
       const sum = S.sum;
       // (the figures only once the views show the end: on a phone they would push the views down mid-animation)
@@ -640,8 +644,14 @@
                                bits.join(' · '), 'plain'));
         if (heldBoxes.length) {   // (the room held for the figures: say what comes there)
           const hint = document.createElement('div'); hint.className = 'sve-hold-hint';
-          hint.textContent = 'The passes saved, the wall-clock and the identity check come here once the views reach ' +
-            'the run\'s end.';
+          // (a run decoded faster than its views replay it: the status already says Done, so this says why the
+          // figures wait)
+          const decoded = S.order.every((role) => { const R = S.runs.get(role); return !R.meta || R.done; });
+          hint.textContent = settledFor !== null ? 'Stopped before its end: the passes saved, the wall-clock and the ' +
+            'identity check come with a run that ends.'
+            : (decoded ? 'Decoded; the views replay it pass by pass. ' : '') + 'The passes saved, the wall-clock ' +
+              'and the identity check come here once the views reach the run\'s end' +
+              (decoded ? ' (or drag the pass slider there).' : '.');
           headEl.appendChild(hint);
         }
       }

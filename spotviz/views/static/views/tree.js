@@ -37,14 +37,16 @@
         ' = ' + SV.plural(commits, 'commit');
     }
     if (p.stop) s += ' · the walk stopped: ' + p.stop;
-    if (p.tree.merged) s += ' · ' + SV.plural(p.tree.merged, 'dotted edge') + ': another order of the same guesses, reaching one state';
-    // (a node's shape says how the edge into it was made; hollow, whether the node itself was checked)
-    if (p.tree.reused) s += ' · hollow: ' + SV.plural(p.tree.reused, 'known state') + ' (an earlier pass computed the model’s output there: not checked again, no budget used)';
-    if (p.tree.known) s += ' · ◆ ' + SV.plural(p.tree.known, 'certain edge') + ' (a diamond node is the model’s decision at the state before it, read from an earlier pass’s output)';
-    if (p.tree.near) s += ' · ▶ ' + SV.plural(p.tree.near, 'likely edge') + ' (the model’s decision at a computed state one or two commits short)';
-    if (p.tree.found) s += ' · ⬢ ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway: the target’s decision led to a state drafted in another order';
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
-    return s;
+    // the marks this tree has, on a line of their own (a node's shape says how the edge into it was made; hollow,
+    // whether the node itself was checked)
+    const marks = [];
+    if (p.tree.merged) marks.push('dotted: ' + SV.plural(p.tree.merged, 'edge') + ' reaching a state by another order of the same guesses');
+    if (p.tree.reused) marks.push('hollow: ' + SV.plural(p.tree.reused, 'known state') + ', computed by an earlier pass (not checked again, no budget used)');
+    if (p.tree.known) marks.push('◆ ' + SV.plural(p.tree.known, 'certain edge') + ': the model’s decision, read from an earlier pass’s output');
+    if (p.tree.near) marks.push('▶ ' + SV.plural(p.tree.near, 'likely edge') + ': its decision at a computed state one or two commits short');
+    if (p.tree.found) marks.push('⬢ ' + SV.plural(p.tree.found, 'undrafted step') + ' the walk took anyway (the state was drafted in another order)');
+    return marks.length ? s + '\n' + marks.join(' · ') : s;
   }
 
   function without(o, key) { const c = Object.assign({}, o); delete c[key]; return c; }
@@ -142,6 +144,7 @@
       const c = (px + 10 - 14) / colW - 0.35, right = nodeX(Math.ceil(c)) - 10;
       return focus == null || focus - right >= 60 ? right : Math.max(0, nodeX(Math.floor(c)) - 10);
     };
-    return {data: data, layout: layout, caption: caption(R, tp, k) + wide, shown: p ? tp.k : 0, focus: focus, snap: snap};
+    const cap = caption(R, tp, k), cut = cap.indexOf('\n');   // (the scroll hint ends the first line)
+    return {data: data, layout: layout, caption: cut < 0 ? cap + wide : cap.slice(0, cut) + wide + cap.slice(cut), shown: p ? tp.k : 0, focus: focus, snap: snap};
   };
 })();

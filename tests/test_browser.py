@@ -638,7 +638,7 @@ def test_phone_layout_keeps_the_page_order_and_the_scrubber_by_the_tree(browser,
 def test_a_tablets_column_is_one_column_and_a_tap_on_a_tree_node_explains_it(browser, app_url):
     """A touch screen whose explainer column is narrow (a tablet: the controls beside it) gets one column of views;
     a tap on a tree node (touch screens send Plotly no hover) shows the node's text inside the window and lights its
-    slots; a tap elsewhere takes the text away."""
+    slots; a tap elsewhere takes the text away; a tree wider than the box never shows a label cut at its left edge."""
     ctx = browser.new_context(viewport={"width": 820, "height": 1180}, has_touch=True, is_mobile=True)
     try:
         pg = ctx.new_page()
@@ -670,6 +670,19 @@ def test_a_tablets_column_is_one_column_and_a_tap_on_a_tree_node_explains_it(bro
         pg.touchscreen.tap(5, 5)
         pg.wait_for_function(f"() => document.querySelector('{EXPLAINER} .sve-tip').hidden", timeout=3_000)
         assert pg.locator(f"{EXPLAINER} .sve-run[data-role=main] .sve-s.hl").count() == 0
+        # a tree wider than the narrow box scrolls to a column's start: no node's label cut at the box's left edge
+        wide = 0
+        for k in range(1, int(ex(pg)["npasses"]) + 1):
+            scrub_to(pg, k)
+            pg.wait_for_timeout(150)
+            w, cut = pg.evaluate(f"""() => {{ const b = document.querySelector('{EXPLAINER} .sve-tree-panel .sve-plot-box');
+                const e = b.getBoundingClientRect().left;
+                return [b.scrollWidth > b.clientWidth + 1, Array.from(b.querySelectorAll('.textpoint'))
+                  .filter(t => {{ const r = t.getBoundingClientRect(); return r.width && r.left < e - 1 && r.right > e + 1; }})
+                  .map(t => t.textContent)]; }}""")
+            wide += w
+            assert not cut, (k, cut)
+        assert wide, "the example's trees should be wider than a tablet's box somewhere"
         assert not errors, errors
     finally:
         ctx.close()

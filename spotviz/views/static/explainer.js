@@ -567,10 +567,14 @@
       if (name === 'tree') {
         const box = div.parentNode;   // (a wide tree scrolls: keep where its walk stopped in view, once drawn)
         Promise.resolve(drawnFig).then(() => {
-          if (fig.focus != null && box.scrollWidth > box.clientWidth + 1 &&
-              (fig.focus < box.scrollLeft + 40 || fig.focus > box.scrollLeft + box.clientWidth - 60)) {
-            box.scrollLeft = fig.snap(Math.max(0, fig.focus - box.clientWidth + 90));   // (the star near the right edge: the
-            // most of the accepted path before it in view)
+          if (fig.focus == null || box.scrollWidth <= box.clientWidth + 1) return;
+          const seen = (left) => fig.focus >= left + 40 && fig.focus <= left + box.clientWidth - 60;
+          const max = box.scrollWidth - box.clientWidth;
+          if (!seen(box.scrollLeft)) {   // (the star near the right edge: the most of the accepted path before it in view)
+            box.scrollLeft = fig.snap(Math.max(0, fig.focus - box.clientWidth + 90), max);
+          } else {   // (in view where an earlier tree left the scroll: at a column's start, no label cut at the edge)
+            const at = fig.snap(box.scrollLeft, max);
+            if (Math.abs(at - box.scrollLeft) > 1 && seen(at)) box.scrollLeft = at;
           }
         });
         treeCap.textContent = fig.caption ? '— ' + fig.caption : '';

@@ -234,6 +234,9 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     # standard 7 f(1) + f2(1) = 0.09; SPOT f(1) + f2(6) + f(1) = 0.01 + 0.07 + 0.01 (f2 interpolated)
     assert summary(spot, base)["cost"]["ceiling"] == round(0.09 / (0.01 + 0.02 + 0.07 * 5 / 7 + 0.01), 2)
     assert "costs 3.0 plain passes (measured on this machine)" in s["note"] and "GPU" in s["note"]
+    from spotviz.views.headline import GPU_MEASURED  # (what a GPU made of it, as measured there)
+
+    assert f"measured on an H200: {GPU_MEASURED}" in s["note"]
     # without a cost curve the passes themselves were timed: the figure holds the drafting, and says so
     curve, spot.meta.cost_curve = spot.meta.cost_curve, []
     for p, w in zip(spot.passes, (0.01, 0.04, 0.01)):
@@ -242,6 +245,7 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
         p.wall_s = 0.01
     timed = summary(spot, base)
     assert timed["cost"]["source"] == "this run" and "its drafting included (timed in this run)" in timed["note"]
+    assert f"measured on an H200: {GPU_MEASURED}" in timed["note"]
     spot.meta.cost_curve = curve
     spot.counters.wall_s = 0.005
     assert summary(spot, base)["kpis"][1]["tone"] == "good"
@@ -341,11 +345,15 @@ def test_headline_rounds_as_the_canvases_do_and_explains_a_threshold_run_with_no
     s = summary(flat, _standard_trace(4, tokens=list(flat.tokens), mode="threshold", threshold=0.9))
     assert s["note"].startswith("Nothing was drafted: at tau 0.9 the threshold decoder filled every window")
     assert not any("drafting off" in k["big"] for k in s["kpis"])  # (nothing was left to draft: not auto's choice)
+    from spotviz.views.headline import small_trees_note  # (nor does the status offer larger trees: none would draft)
+
+    assert small_trees_note(flat) == ""
     # windows that took several passes, none drafted: auto declined, and the note does not blame tau
     slow = _standard_trace(4, mode="threshold", threshold=0.9)
     slow.meta.drafter, slow.meta.budget_auto = "spot-sets", True
     s2 = summary(slow, _standard_trace(4, tokens=list(slow.tokens), mode="threshold", threshold=0.9))
     assert s2["note"].startswith("Nothing was drafted: budget auto judged no tree worth its cost")
+    assert "drafted no tree" in small_trees_note(slow)
     assert any(k["big"] == "drafting off in 3 of 3 passes" for k in s2["kpis"])
     # ... and does not blame batched passes it never made; no "1.00× fewer" of zero passes saved
     assert "batch" not in s["note"] and "one state" in s["note"]

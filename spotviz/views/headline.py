@@ -87,8 +87,8 @@ SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the
 def small_trees_note(trace, race: bool = False) -> str:
     """For a run with budget auto whose trees stayed small: why, and how to see larger ones ("" otherwise). In a
     race (every lane sized its own trees by the machine's timings): that, whatever the size."""
-    if not trace.meta.budget_auto or trace.meta.drafter == "none":
-        return ""
+    if not trace.meta.budget_auto or trace.meta.drafter == "none" or one_pass_windows(trace):
+        return ""  # (every window filled in one pass: no budget would have drafted anything)
     trees = drafted_passes(trace)
     mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
     if race:
@@ -147,7 +147,8 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
                  else f"{times(sum_['ratio'])}× fewer passes allow")
         lead += f", so {fewer} about {cost['ceiling']:.2f}× the speed (counting the forwards alone)"
     if cost["source"] != "measured":
-        return lead + "; on a GPU the batch itself costs about one pass (the drafting stays)."
+        return lead + ("; on a GPU the batch itself costs about one pass (the drafting stays; measured on an H200: "
+                       f"{GPU_MEASURED}).")
     return lead + ("; on a GPU that batch costs about one pass, so passes saved become time saved (measured on an "
                    f"H200: {GPU_MEASURED}).")
 

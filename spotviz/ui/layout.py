@@ -84,8 +84,8 @@ LAYOUT_CSS = """
 /* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it
    appeared once in about ten Stops of a live run (a cancelled event), with no error to report */
 #sv-status .error { display: none !important; }
-/* the status line keeps its room while a run's figures come and while the run is shown (explainer.js holdHeights):
-   its box fills the room rather than leaving a gap under it */
+/* the status line keeps its room while a run's figures come, and while a run stopped before them is shown
+   (explainer.js holdHeights): its box fills the room rather than leaving a gap under it */
 #sv-status.sve-room, #sv-status.sve-room > .html-container, #sv-status.sve-room .prose { display: flex;
   flex-direction: column; }
 #sv-status.sve-room > .html-container, #sv-status.sve-room .prose, #sv-status.sve-room .sv-status:last-child {
@@ -284,8 +284,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         run_this_ev = run_this.click(h.fill, [shown], outs(FILL_OUTPUTS), api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
-        larger_ev = larger.click(lambda: gr.update(value=LARGER_TREES, info=f"{LARGER_TREES}: set by the larger-trees button; "
-                                                   f"{BUDGET_INFO}"), None, [budget], api_name=False, queue=False).then(
+        larger_budget = gr.update(value=LARGER_TREES,
+                                  info=f"{LARGER_TREES}: set by the larger-trees button; {BUDGET_INFO}")
+        larger_ev = larger.click(lambda: larger_budget, None, [budget], api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
         # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is

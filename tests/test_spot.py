@@ -1457,3 +1457,38 @@ def test_a_run_uses_the_drafters_of_the_folder_it_names(tiny_block_target, tiny_
     assert drafters_used("math-bd") == "math-bd's shipped drafters"
     assert drafters_used("my-sdar").startswith("shakespeare-bd's drafters, transferred")
     assert drafters_used("my-sdar", folder) == f"drafters from {folder}"
+
+
+def test_the_views_find_the_passes_that_had_nothing_to_draft_as_the_engine_did(tiny_block_target, tiny_prompt,
+                                                                               monkeypatch):
+    """A pass whose free first decision completed its window, with no view past it, can draft nothing whatever the
+    budget: the views read that from the trace (headline.DraftRoom) and must name exactly the passes where the engine
+    had nothing to draft: the passes (after the first) that verified s1 alone, but for those where the budget policy
+    declined to draft though slots were left (here every other pass declines, as `auto` does where trees do not pay)."""
+    import spotviz.samplers.spot as spot
+    from spotviz.drafter.tree import BudgetPolicy
+    from spotviz.engine import decode
+    from spotviz.views.headline import idle_passes
+
+    calls, declined = [0], set()
+    monkeypatch.setattr(BudgetPolicy, "draft_now", lambda self, stale: bool(calls.__setitem__(0, calls[0] + 1)
+                                                                           or calls[0] % 2))
+    plain = spot.plain_pass
+
+    def recorded(*a, **k):
+        d, rec = plain(*a, **k)
+        declined.add(rec.index)
+        return d, rec
+
+    monkeypatch.setattr(spot, "plain_pass", recorded)
+    seen = 0
+    for mode, tau in (("threshold", 0.05), ("threshold", 0.6), ("exact", 0.9)):
+        for budget in (2, 4):
+            for seed in (0, 1):
+                declined.clear()
+                trace = decode(tiny_block_target, tiny_prompt, DecodeConfig(
+                    mode=mode, threshold=tau, drafter="training-free", budget=budget, gen_length=32, seed=seed))
+                single = {p.index for p in trace.passes[1:] if len(p.tree) <= 1}
+                assert idle_passes(trace) == single - declined, (mode, tau, budget, seed)
+                seen += len(single - declined) and len(declined)
+    assert seen, "some run should have passes with nothing to draft and passes that declined"

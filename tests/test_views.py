@@ -343,7 +343,8 @@ def test_headline_rounds_as_the_canvases_do_and_explains_a_threshold_run_with_no
     for i, p in enumerate(flat.passes):
         p.window = [8 * i, 8 * i + 8]
     s = summary(flat, _standard_trace(4, tokens=list(flat.tokens), mode="threshold", threshold=0.9))
-    assert s["note"].startswith("Nothing was drafted: at tau 0.9 the threshold decoder filled every window")
+    assert s["note"].startswith("Nothing was drafted: at tau 0.9 the threshold decoder filled each window in one "
+                                "decision")
     assert not any("drafting off" in k["big"] for k in s["kpis"])  # (nothing was left to draft: not auto's choice)
     from spotviz.views.headline import small_trees_note  # (nor does the status offer larger trees: none would draft)
 

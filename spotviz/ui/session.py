@@ -11,7 +11,7 @@ import uuid
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
 from ..views.headline import drafter_name, small_trees_note, summary
-from ..views.timeline import end_line, pass_line, run_header, session_line, status_line
+from ..views.timeline import DraftRoom, end_line, pass_line, run_header, session_line, status_line
 
 ROLES = {"main": "main", "baseline": "base"}  # runner run -> timeline role (a race drafter keeps its name)
 UPDATE_EVERY_S = 0.15  # at most ~7 streamed updates a second (the browser paints them at most this often)
@@ -39,6 +39,7 @@ class LiveSession:
         self.traces: dict[str, Trace] = {}
         self.notes: list[tuple[str, str]] = []
         self.metas: dict[str, RunMeta] = {}
+        self.rooms: dict[str, DraftRoom] = {}  # which passes had nothing to draft, per lane
         lanes = [[ROLES.get(run, run), "Standard decoder" if cfg.drafter == "none" else drafter_name(cfg.drafter)]
                  for run, cfg in plan.runs] if plan is not None else None
         self._add([session_line(self.id, "live", runs=lanes)])
@@ -57,6 +58,7 @@ class LiveSession:
             self.committed[role] = 0
             self.passes[role] = 0
             self.metas[role] = RunMeta(**ev["meta"])
+            self.rooms[role] = DraftRoom(self.metas[role])
             self._add([run_header(self.metas[role], role, self.token_text[role])])
         elif kind == "pass":
             tt = self.token_text.setdefault(role, {})
@@ -64,7 +66,8 @@ class LiveSession:
             rec = record_from_dict(ev["record"])
             self.committed[role] = self.committed.get(role, 0) + len(rec.commits)
             self.passes[role] = self.passes.get(role, 0) + 1
-            self._add([pass_line(rec, role, tt, self.committed[role], self.metas.get(role))])
+            room = self.rooms.setdefault(role, DraftRoom(self.metas.get(role)))
+            self._add([pass_line(rec, role, tt, self.committed[role], self.metas.get(role), room.step(rec))])
         elif kind == "done":
             trace = Trace.from_dict(ev["trace"])
             self.traces[role] = trace

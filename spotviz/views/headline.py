@@ -19,7 +19,6 @@ of its tree passes over the standard run's.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 from ..cost_model import f_at, pass_cost
 
@@ -87,9 +86,11 @@ SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the
 def small_trees_note(trace, race: bool = False) -> str:
     """For a run with budget auto whose trees stayed small: why, and how to see larger ones ("" otherwise). In a
     race (every lane sized its own trees by the machine's timings): that, whatever the size."""
-    if not trace.meta.budget_auto or trace.meta.drafter == "none" or one_pass_windows(trace):
-        return ""  # (every window filled in one pass: no budget would have drafted anything)
+    if not trace.meta.budget_auto or trace.meta.drafter == "none":
+        return ""
     trees = drafted_passes(trace)
+    if not trees and not auto_off(trace):
+        return ""  # (no pass had anything to guess: no budget would have drafted)
     mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
     if race:
         size = f"about {mean:.0f} states a pass" if trees else "no tree"
@@ -105,17 +106,49 @@ def small_trees_note(trace, race: bool = False) -> str:
 
 
 def auto_off(trace) -> int:
-    """Passes (after the first) where the cost-aware budget drafted nothing: it judged a tree not worth its cost."""
+    """Passes (after the first) where the cost-aware budget drafted nothing though a tree had slots to guess: it
+    judged a tree not worth its cost."""
     if not trace.meta.budget_auto:
         return 0
-    return sum(1 for p in trace.passes[1:] if len(p.tree) <= 1)
+    idle = idle_passes(trace)
+    return sum(1 for p in trace.passes[1:] if len(p.tree) <= 1 and p.index not in idle)
 
 
-def one_pass_windows(trace) -> bool:
-    """Whether every window of a threshold run was filled in one pass (then no pass had a slot left to draft)."""
-    if trace.meta.mode != "threshold" or not trace.passes:
-        return False
-    return max(Counter(tuple(p.window) for p in trace.passes).values()) == 1
+class DraftRoom:
+    """Whether each pass of a run, fed in order, had anything a tree could guess. A pass drafts from its state s1
+    (every commit before it): it had nothing to guess when s1 left no masked slot in its window (its first decision,
+    free, completed it: threshold mode often fills a window at once) and no view of the next window came with it
+    (where trees may cross, a fused pass whose bonus stayed in its window gives the next pass one: samplers/spot.py).
+    Such a pass verifies s1 alone whatever the budget."""
+
+    def __init__(self, meta):
+        self.meta, self.done, self.prev = meta, set(), None
+
+    def step(self, rec) -> bool:
+        """Feed the next pass; True if it had nothing to draft (never the first pass: it has nothing to draft from)."""
+        m, prev = self.meta, self.prev
+        idle = False
+        if m is not None and prev is not None and len(rec.tree) <= 1:
+            start = len(m.prompt_tokens)
+            lo, hi = rec.window
+            left = any(p not in self.done for p in range(max(lo, start), min(hi, start + m.gen_length)))
+            ahead = m.cross_window and prev.two_windows and list(prev.window) == list(rec.window)
+            idle = not left and not ahead
+        self.done.update(c.position for c in rec.commits)
+        self.prev = rec
+        return idle
+
+
+def idle_passes(trace) -> set[int]:
+    """The passes of a run that had nothing a tree could guess (DraftRoom)."""
+    room = DraftRoom(trace.meta)
+    return {rec.index for rec in trace.passes if room.step(rec)}
+
+
+def nothing_to_draft(trace) -> bool:
+    """Whether no pass of a run had anything a tree could guess (every one after the first: DraftRoom), as when a
+    threshold decoder fills each window in one decision."""
+    return len(trace.passes) > 1 and len(idle_passes(trace)) == len(trace.passes) - 1
 
 
 # SPOT's wall-clock where a batch costs one pass, as measured (docs/gpu-h200.md: math-bd, budget 16, T = 0, 4 problems)
@@ -206,9 +239,10 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                          "tone": "good" if ok else "bad"})
         out["note"] = wall_sentence(out, main.meta.device, recorded)
         if not drafted:  # (no batched pass: the wall sentence's reason does not apply)
-            why = (f"at tau {main.meta.threshold:g} the threshold decoder filled every window in one pass, so no pass "
-                   "left a slot to guess. A stricter tau (e.g. 0.99) leaves room for SPOT-Sets. "
-                   if one_pass_windows(main) else
+            why = ((f"at tau {main.meta.threshold:g} the threshold decoder filled each window in one decision, so no "
+                    "pass left a slot to guess. A stricter tau (e.g. 0.99) leaves room for SPOT-Sets. "
+                    if main.meta.mode == "threshold" else "no pass left a slot to guess. ")
+                   if nothing_to_draft(main) else
                    "budget auto judged no tree worth its cost on this hardware. " if auto_off(main) else "")
             out["note"] = ("Nothing was drafted: " + why + "Every pass checked one state, as the standard decoder's "
                            "do, so the times differ only by bookkeeping and the machine's noise (one timing each).")
@@ -216,7 +250,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
         kpis.append({"big": f"{c.target_passes} target passes",
                      "small": "the standard decoder, one decision per pass: the baseline SPOT is measured against "
                               "(choose a drafter to see the passes it saves)", "tone": "plain"})
-    off = 0 if one_pass_windows(main) else auto_off(main)  # (a window filled in one pass leaves nothing to draft)
+    off = auto_off(main)  # (passes that had nothing to guess are not auto's choice)
     if off:
         out["auto_off"] = off
         kpis.append({"big": f"drafting off in {off} of {c.target_passes - 1} passes",

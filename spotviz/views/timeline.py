@@ -35,7 +35,7 @@ import json
 
 from ..trace import WALK_ENDS
 from .common import visible_token
-from .headline import drafter_name, summary
+from .headline import DraftRoom, drafter_name, summary
 
 LABEL_CHARS = 12  # token text in a tree label (whitespace made visible)
 
@@ -193,12 +193,16 @@ def tree_frame(rec, token_text: dict[str, str]) -> dict | None:
     return out
 
 
-def undrafted_note(rec, meta) -> str:
-    """Why pass `rec` of a drafted run verified no drafted state (empty when it did, or for a standard run)."""
+def undrafted_note(rec, meta, idle: bool = False) -> str:
+    """Why pass `rec` of a drafted run verified no drafted state (empty when it did, or for a standard run); idle:
+    it had nothing to draft (DraftRoom)."""
     if meta.drafter == "none" or len(rec.tree) > 1:
         return ""
     if rec.index == 0:
         return "The first pass is a plain pass: its decision is free, and there is nothing to draft from yet."
+    if idle:
+        return ("Nothing to draft: the pass's free first decision completed its window, so no masked slot was left "
+                "to guess.")
     if meta.budget_auto:
         return ("Budget auto chose 1 state: on this hardware a tree was expected to cost more time than its "
                 "guesses save (drafting pauses for a few passes after such a pass).")
@@ -207,11 +211,11 @@ def undrafted_note(rec, meta) -> str:
     return "The drafter had nothing to propose here (no masked slot left to guess in this window)."
 
 
-def pass_line(rec, role: str, token_text: dict[str, str], committed: int, meta=None) -> dict:
+def pass_line(rec, role: str, token_text: dict[str, str], committed: int, meta=None, idle: bool = False) -> dict:
     """One pass: its commits [slot, text, decision step, drafted (1) or the target's own decision (0),
     confidence], the tree it verified, the states in its batch (the budget chosen for the pass), the slots
     committed so far, why its acceptance walk stopped (`stop`, in plain words: trace.WALK_ENDS) and, for a pass of
-    a drafted run that drafted nothing, why (`note`)."""
+    a drafted run that drafted nothing, why (`note`; idle: it had nothing to draft, DraftRoom)."""
     out = {"t": "pass", "r": role, "k": rec.index, "kind": rec.kind, "states": rec.states,
            "budget": int(rec.budget or 0),
            "wall": round(float(rec.wall_s), 5), "n": committed,
@@ -220,7 +224,7 @@ def pass_line(rec, role: str, token_text: dict[str, str], committed: int, meta=N
            "tree": tree_frame(rec, token_text)}
     if rec.walk_end in WALK_ENDS:
         out["stop"] = WALK_ENDS[rec.walk_end]
-    note = undrafted_note(rec, meta) if meta is not None else ""
+    note = undrafted_note(rec, meta, idle) if meta is not None else ""
     if note:
         out["note"] = note
     return out
@@ -266,10 +270,10 @@ def end_line(trace, role: str) -> dict:
 def trace_lines(trace, role: str) -> list[dict]:
     """Every line of one finished (or replayed) run."""
     lines = [run_header(trace.meta, role, trace.token_text)]
-    committed = 0
+    committed, room = 0, DraftRoom(trace.meta)
     for rec in trace.passes:
         committed += len(rec.commits)
-        lines.append(pass_line(rec, role, trace.token_text, committed, trace.meta))
+        lines.append(pass_line(rec, role, trace.token_text, committed, trace.meta, room.step(rec)))
     lines.append(end_line(trace, role))
     return lines
 

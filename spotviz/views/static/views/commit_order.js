@@ -1,7 +1,7 @@
 // Commit order: when each slot was committed. x = slot, y = target pass (pass 1 on top); a cell per commit of
 // passes 1..k, blue where the model decided it itself, green where a drafted decision was accepted; the pass on
 // screen is outlined. The axes stay fixed while a run streams (rows for the longest run an exact decode can take, every
-// slot it may fill); a finished or stopped run's fit its passes and the slots it committed.
+// slot it may fill); a finished or stopped run's fit its passes and the slots it committed (a window's width at least).
 (function () {
   'use strict';
   const SV = window.SV, C = SV.COLORS;
@@ -18,7 +18,7 @@
       if (S.state !== 'live') {   // (a finished text's slots, not the room it had: the cells get readable)
         let last = -1;
         for (const p of R.passes) for (const c of p.c) last = Math.max(last, c[0]);
-        if (last >= m.start) hi = Math.min(hi, last + 0.5);
+        if (last >= m.start) hi = Math.min(hi, Math.max(last + 0.5, lo + 16));   // (at least a window's width)
       }
       const n = Math.min(k, R.passes.length);
       for (let i = 0; i < n; i++) {
@@ -33,7 +33,7 @@
     }
     const width = o.width || 300, height = o.height || 170;
     const pw = Math.max(width - 50, 50), ph = Math.max(height - 40, 40);
-    const size = Math.max(2, Math.min(pw / Math.max(hi - lo, 1), ph / rows) * 0.9);
+    const size = Math.max(2, Math.min(pw / Math.max(hi - lo, 1), ph / rows, 18) * 0.9);   // (a few cells: not tiles)
     const band = k >= 1 && R && R.passes.length ? Math.min(k, R.passes.length) : null;
     const data = [
       {type: 'scatter', mode: 'markers', name: "the model's own decision", x: cells.t.x, y: cells.t.y,

@@ -21,7 +21,7 @@ WALK_ENDS = {
     "budget": "the model's decision there was a guess the budget had no room for (or the budget ran out first)",
     "position": "the model committed a slot that no guess at that state named",
     "token": "the guesses named the right slot but another token (the model changed its mind there)",
-    "end": "the text was complete",
+    "end": "the text was complete (its end, or the length limit)",
 }
 
 

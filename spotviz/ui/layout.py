@@ -164,6 +164,12 @@ def default_models(extra: str | None = None) -> list[str]:
     return models
 
 
+def larger_budget():
+    """The budget the larger-trees button sets, with a note that says where it came from (a new update each click:
+    Gradio takes the value out of the update it is given)."""
+    return gr.update(value=LARGER_TREES, info=f"{LARGER_TREES}: set by the larger-trees button. {BUDGET_INFO}")
+
+
 def build_app(loader: Callable[[str], object] | None = None, models: list[str] | None = None,
               default_model: str | None = None, trace_dir: str | Path | None = None,
               gpu: bool | None = None, check_model: bool = True, max_queue: int = MAX_QUEUE,
@@ -284,9 +290,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         run_this_ev = run_this.click(h.fill, [shown], outs(FILL_OUTPUTS), api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
-        larger_budget = gr.update(value=LARGER_TREES,
-                                  info=f"{LARGER_TREES}: set by the larger-trees button; {BUDGET_INFO}")
-        larger_ev = larger.click(lambda: larger_budget, None, [budget], api_name=False, queue=False).then(
+        larger_ev = larger.click(larger_budget, None, [budget], api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
         # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is

@@ -96,13 +96,12 @@ def small_trees_note(trace, race: bool = False) -> str:
         size = f"about {mean:.0f} states a pass" if trees else "no tree"
         who = drafter_name(trace.meta.drafter)
         return (f". Budget auto sized each drafter's trees by this machine's timings ({who}: {size}), so the "
-                "ranking can change between runs; the button under Run runs them again at tree budget 16, on larger "
-                "trees")
+                "ranking can change between runs; the button under Run races them on larger trees (budget 16)")
     if trees and mean >= SMALL_TREES:
         return ""
     kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"
-    return (f". Budget auto {kept}: here a larger tree costs more time than it saves; the button under Run runs it "
-            "again at tree budget 16, with larger trees and fewer passes")
+    return (f". Budget auto {kept}: here a larger tree costs more time than it saves; the button under Run shows "
+            "larger trees (budget 16), with fewer passes")
 
 
 def auto_off(trace) -> int:
@@ -152,7 +151,7 @@ def nothing_to_draft(trace) -> bool:
 
 
 # SPOT's wall-clock where a batch costs one pass, as measured (docs/gpu-h200.md: math-bd, budget 16, T = 0, 4 problems)
-GPU_MEASURED = "1.73× the standard decoder's speed at budget 16"
+GPU_MEASURED = "1.73× faster at budget 16"
 
 
 def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
@@ -244,8 +243,9 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                     if main.meta.mode == "threshold" else "no pass left a slot to guess. ")
                    if nothing_to_draft(main) else
                    "budget auto judged no tree worth its cost on this hardware. " if auto_off(main) else "")
-            out["note"] = ("Nothing was drafted: " + why + "Every pass checked one state, as the standard decoder's "
-                           "do, so the times differ only by bookkeeping and the machine's noise (one timing each).")
+            rest = ("every pass checked one state, as the standard decoder's do, so the times differ only by "
+                    "bookkeeping and the machine's noise (one timing each).")
+            out["note"] = "Nothing was drafted: " + (why + rest[0].upper() + rest[1:] if why else rest)
     if main.meta.drafter == "none" and not race:
         kpis.append({"big": f"{c.target_passes} target passes",
                      "small": "the standard decoder, one decision per pass: the baseline SPOT is measured against "

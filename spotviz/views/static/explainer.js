@@ -571,9 +571,9 @@
           const seen = (left) => fig.focus >= left + 40 && fig.focus <= left + box.clientWidth - 60;
           const max = box.scrollWidth - box.clientWidth;
           if (!seen(box.scrollLeft)) {   // (the star near the right edge: the most of the accepted path before it in view)
-            box.scrollLeft = fig.snap(Math.max(0, fig.focus - box.clientWidth + 90), max);
+            box.scrollLeft = fig.snap(Math.max(0, fig.focus - box.clientWidth + 90), max, box.clientWidth);
           } else {   // (in view where an earlier tree left the scroll: at a column's start, no label cut at the edge)
-            const at = fig.snap(box.scrollLeft, max);
+            const at = fig.snap(box.scrollLeft, max, box.clientWidth);
             if (Math.abs(at - box.scrollLeft) > 1 && seen(at)) box.scrollLeft = at;
           }
         });
@@ -646,16 +646,20 @@
         }
         headEl.appendChild(kpi(S.state === 'live' ? 'Decoding…' : S.state === 'stopped' ? 'Stopped' : 'Passes',
                                bits.join(' · '), 'plain'));
-        if (heldBoxes.length) {   // (the room held for the figures: say what comes there)
+        if (heldBoxes.length && settledFor !== null) {   // (a stopped run: its room says what a run that ends brings)
+          for (const [big, small] of [['— target passes saved', 'counted when a run reaches its end'],
+                                      ['— wall-clock', 'timed against the standard decoder when both end'],
+                                      ['— identical output', 'checked token by token when both end; Run starts over']]) {
+            const line = kpi(big, small, 'dim'); line.style.flexBasis = '100%'; headEl.appendChild(line);   // (a line each)
+          }
+        } else if (heldBoxes.length) {   // (the room held for the figures: say what comes there)
           const hint = document.createElement('div'); hint.className = 'sve-hold-hint';
           // (a run decoded faster than its views replay it: the status already says Done, so this says why the
           // figures wait)
           const decoded = S.order.every((role) => { const R = S.runs.get(role); return !R.meta || R.done; });
-          hint.textContent = settledFor !== null ? 'Stopped before its end: the passes saved, the wall-clock and the ' +
-            'identity check come with a run that ends.'
-            : (decoded ? 'Decoded; the views replay it pass by pass. ' : '') + 'The passes saved, the wall-clock ' +
-              'and the identity check come here once the views reach the run\'s end' +
-              (decoded ? ' (or drag the pass slider there).' : '.');
+          hint.textContent = (decoded ? 'Decoded; the views replay it pass by pass. ' : '') + 'The passes saved, the ' +
+            'wall-clock and the identity check come here once the views reach the run\'s end' +
+            (decoded ? ' (or drag the pass slider there).' : '.');
           headEl.appendChild(hint);
         }
       }

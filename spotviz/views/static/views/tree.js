@@ -137,13 +137,16 @@
     const fx = bonus.x.length ? bonus.x[0] : (t ? (t.nodes.find((n) => n[0] === t.stop) || [0, 0, 0])[2] : null);
     const colW = (width - 24) / (cols + 0.25), nodeX = (x) => 14 + (x + 0.35) * colW;   // (pixels, the figure's left edge 0)
     const focus = fx == null ? null : nodeX(fx);
-    // a scroll position near px that starts just before a column's nodes (no label cut at the box's left edge): the
-    // column at or right of px, unless that leaves the focus within 60 px of the left edge or lies past the box's
-    // furthest scroll `max` (where the box would stop short of it, mid-column), then the one left of px
-    const snap = (px, max) => {
+    // a scroll position near px that starts just before a column's nodes (no label cut at the box's left edge) and
+    // keeps the focus in a box `view` px wide: the column at or right of px (the box's furthest scroll `max` where
+    // that column lies a few px past it: a label's tail ends further left), else the one left of px, else px itself
+    const snap = (px, max, view) => {
       if (px <= 0) return 0;
-      const c = (px + 10 - 14) / colW - 0.35, right = nodeX(Math.ceil(c)) - 10;
-      return (focus == null || focus - right >= 60) && !(right > max) ? right : Math.max(0, nodeX(Math.floor(c)) - 10);
+      const shows = (x) => focus == null || (focus - x >= 60 && !(focus - x > view - 60));
+      const c = (px + 10 - 14) / colW - 0.35, right = nodeX(Math.ceil(c)) - 10, left = nodeX(Math.floor(c)) - 10;
+      if (right - max <= 6 && shows(Math.min(right, max))) return Math.min(right, max);
+      if (shows(Math.max(0, left))) return Math.max(0, left);
+      return Math.min(px, max);
     };
     const cap = caption(R, tp, k), cut = cap.indexOf('\n');   // (the scroll hint ends the first line)
     return {data: data, layout: layout, caption: cut < 0 ? cap + wide : cap.slice(0, cut) + wide + cap.slice(cut), shown: p ? tp.k : 0, focus: focus, snap: snap};

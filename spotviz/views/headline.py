@@ -104,12 +104,12 @@ def small_trees_note(trace, race: bool = False) -> str:
             "larger trees (budget 16), with fewer passes")
 
 
-def auto_off(trace) -> int:
+def auto_off(trace, idle: set[int] | None = None) -> int:
     """Passes (after the first) where the cost-aware budget drafted nothing though a tree had slots to guess: it
-    judged a tree not worth its cost."""
+    judged a tree not worth its cost (idle: the run's idle_passes, if already found)."""
     if not trace.meta.budget_auto:
         return 0
-    idle = idle_passes(trace)
+    idle = idle_passes(trace) if idle is None else idle
     return sum(1 for p in trace.passes[1:] if len(p.tree) <= 1 and p.index not in idle)
 
 
@@ -144,10 +144,11 @@ def idle_passes(trace) -> set[int]:
     return {rec.index for rec in trace.passes if room.step(rec)}
 
 
-def nothing_to_draft(trace) -> bool:
+def nothing_to_draft(trace, idle: set[int] | None = None) -> bool:
     """Whether no pass of a run had anything a tree could guess (every one after the first: DraftRoom), as when a
-    threshold decoder fills each window in one decision."""
-    return len(trace.passes) > 1 and len(idle_passes(trace)) == len(trace.passes) - 1
+    threshold decoder fills each window in one decision (idle: the run's idle_passes, if already found)."""
+    idle = idle_passes(trace) if idle is None else idle
+    return len(trace.passes) > 1 and len(idle) == len(trace.passes) - 1
 
 
 # SPOT's wall-clock where a batch costs one pass, as measured (docs/gpu-h200.md: math-bd, budget 16, T = 0, 4 problems)
@@ -194,6 +195,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
            "wall": round(c.wall_s, 4), "guaranteed": bool(main.meta.identity_guaranteed),
            "kpis": [], "note": ""}
     kpis = out["kpis"]
+    idle = idle_passes(main)  # (the passes that had nothing to draft: found once, read below)
     if base is not None and same_run(main, base) and main.meta.drafter != "none":
         b = base.counters
         drafted = drafted_passes(main)
@@ -241,8 +243,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             why = ((f"at tau {main.meta.threshold:g} the threshold decoder filled each window in one decision, so no "
                     "pass left a slot to guess. A stricter tau (e.g. 0.99) leaves room for SPOT-Sets. "
                     if main.meta.mode == "threshold" else "no pass left a slot to guess. ")
-                   if nothing_to_draft(main) else
-                   "budget auto judged no tree worth its cost on this hardware. " if auto_off(main) else "")
+                   if nothing_to_draft(main, idle) else
+                   "budget auto judged no tree worth its cost on this hardware. " if auto_off(main, idle) else "")
             rest = ("every pass checked one state, as the standard decoder's do, so the times differ only by "
                     "bookkeeping and the machine's noise (one timing each).")
             out["note"] = "Nothing was drafted: " + (why + rest[0].upper() + rest[1:] if why else rest)
@@ -250,7 +252,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
         kpis.append({"big": f"{c.target_passes} target passes",
                      "small": "the standard decoder, one decision per pass: the baseline SPOT is measured against "
                               "(choose a drafter to see the passes it saves)", "tone": "plain"})
-    off = auto_off(main)  # (passes that had nothing to guess are not auto's choice)
+    off = auto_off(main, idle)  # (passes that had nothing to guess are not auto's choice)
     if off:
         out["auto_off"] = off
         kpis.append({"big": f"drafting off in {off} of {c.target_passes - 1} passes",

@@ -1,10 +1,11 @@
 // Commit order: when each slot was committed. x = slot, y = target pass (pass 1 on top); a cell per commit of
 // passes 1..k, blue where the model decided it itself, green where a drafted decision was accepted; the pass on
 // screen is outlined. The axes stay fixed while a run streams (rows for the longest run an exact decode can take, every
-// slot it may fill); a finished or stopped run's fit its passes and the slots it committed (a window's width at least).
+// slot it may fill); a finished or stopped run's fit its passes and the slots it committed (MIN_SLOTS at least).
 (function () {
   'use strict';
   const SV = window.SV, C = SV.COLORS;
+  const MIN_SLOTS = 16;   // a finished or stopped run's axis spans at least this many slots (one commit: no giant cell)
 
   SV.views.commitOrder = function (S, k, o) {
     const R = SV.main(S);
@@ -18,7 +19,7 @@
       if (S.state !== 'live') {   // (a finished text's slots, not the room it had: the cells get readable)
         let last = -1;
         for (const p of R.passes) for (const c of p.c) last = Math.max(last, c[0]);
-        if (last >= m.start) hi = Math.min(hi, Math.max(last + 0.5, lo + 16));   // (at least a window's width)
+        if (last >= m.start) hi = Math.min(hi, Math.max(last + 0.5, lo + MIN_SLOTS));
       }
       const n = Math.min(k, R.passes.length);
       for (let i = 0; i < n; i++) {

@@ -16,7 +16,7 @@
   // kept inside the window; Plotly's label sits inside the figure, and a scrolled tree box cut it off
   const TIP = 'none';
 
-  function caption(R, tp, k) {
+  function caption(R, tp, k, wide) {
     const p = tp.p;
     if (!R || !SV.drafted(R)) return '';
     if (k < 1) return 'Before pass 1: nothing verified yet. Press ▶ Play or drag the pass slider.';
@@ -38,6 +38,7 @@
     }
     if (p.stop) s += ' · the walk stopped: ' + p.stop;
     if (tp.rest) s = 'The drafter run’s last drafted pass (the run ended after pass ' + R.passes.length + '). ' + s;
+    s += wide;   // (the scroll hint ends the pass's line)
     // the marks this tree has, on a line of their own (a node's shape says how the edge into it was made; hollow,
     // whether the node itself was checked)
     const marks = [];
@@ -148,7 +149,6 @@
       if (shows(Math.max(0, left))) return Math.max(0, left);
       return Math.min(px, max);
     };
-    const cap = caption(R, tp, k), cut = cap.indexOf('\n');   // (the scroll hint ends the first line)
-    return {data: data, layout: layout, caption: cut < 0 ? cap + wide : cap.slice(0, cut) + wide + cap.slice(cut), shown: p ? tp.k : 0, focus: focus, snap: snap};
+    return {data: data, layout: layout, caption: caption(R, tp, k, wide), shown: p ? tp.k : 0, focus: focus, snap: snap};
   };
 })();

@@ -712,6 +712,39 @@ def test_the_bars_stop_stops_a_live_run_and_shows_only_while_one_is_live(page, t
     assert not pg.locator(stop).is_visible()
 
 
+def test_the_offer_of_larger_trees_is_a_button_in_the_status_line_that_runs_them(browser, app_url, monkeypatch):
+    """After a run whose budget auto kept its trees small the status line says why and ends in the button that runs
+    it again at budget 16: on a phone Run is a screen above, and the offer and the button are where the visitor
+    reads. (The server runs in this process: its note is patched so that auto's choice on this machine does not
+    decide whether there is an offer.)"""
+    import spotviz.ui.session as session
+
+    small = session.small_trees_note
+    monkeypatch.setattr(session, "small_trees_note", lambda trace, race=False: small(trace, race) or (
+        "" if not trace.meta.budget_auto else ". Budget auto kept its trees small"))
+    pg = open_page(browser, app_url, 390, 844)
+    try:
+        wait_example(pg)
+        pg.click("#sv-settings .label-wrap")  # (closed on a phone)
+        tiny_training_free(pg, 16)
+        pg.click("#sv-run")
+        wait_status(pg, "Done")
+        act = pg.locator("#sv-status .sv-act")
+        assert act.inner_text() == "Run it again with larger trees (budget 16)"
+        box, run = act.bounding_box(), pg.locator("#sv-run").bounding_box()
+        assert 0 <= box["y"] and box["y"] + box["height"] <= 844, box  # in view, where Run is not
+        assert run["y"] + run["height"] <= 0, run
+        assert not pg.locator("#sv-larger").is_visible()  # (the control it presses: one button on screen, not two)
+        act.click()
+        pg.wait_for_function("() => !document.querySelector('#sv-status .sv-act') && "
+                             "document.querySelector('#sv-status').innerText.includes('Done')", timeout=60_000)
+        assert pg.locator("#sv-budget input").input_value() == "16"  # a fixed budget: no offer after it
+        assert "tree budget 16" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")  # the run it started
+        assert not pg.errors, pg.errors
+    finally:
+        pg.close()
+
+
 def test_standard_only_hides_the_tree_and_labels_render_as_text(page, tmp_path):
     import test_views  # tests/ is on sys.path (pytest rootdir-relative import)
 

@@ -32,14 +32,19 @@ FILL_OUTPUTS = CONTROLS + ("wanted_length",)  # "Run this yourself" sets the con
 SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
 
 
+LARGER_TREES = 16  # the budget of "Run it again with larger trees" (the recorded examples' too)
 MIN_ROOM = 64  # the length slider never offers less (a longer prompt loses its beginning instead): AppContext.gen_cap
 GEN_INFO = "at most the model's context minus the prompt"
 BUDGET_INFO = ("auto: sized per pass from this machine's measured cost per state and live timings, so the passes can "
                "differ a little between runs (the text never)")
 
 
-def status_html(message: str, kind: str = "info") -> str:
-    return f'<div class="sv-status {kind}">{esc(message)}</div>'
+def status_html(message: str, kind: str = "info", action: str = "") -> str:
+    """The status line; action: the label of a button at its end that presses the (hidden) larger-trees button, so
+    the offer and the button to take it are one line, wherever the page has put the controls (PAGE_HEAD's click)."""
+    act = (f' <button type="button" class="sv-act" data-sv-click="#sv-larger">{esc(action)}</button>'
+           if action else "")
+    return f'<div class="sv-status {kind}">{esc(message)}{act}</div>'
 
 
 def statuses_html(parts: list[tuple[str, str]]) -> str:
@@ -223,10 +228,13 @@ class Handlers:
         if not traces:
             final = "Cannot run: " + final.removeprefix("Cannot run: ")
         started = bool(session.passes)  # a run's start event arrived (its header is on screen)
-        yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind),
+        larger = session.small_trees()
+        action = (("Race them again" if session.race else "Run it again") + f" with larger trees (budget "
+                  f"{LARGER_TREES})") if larger else ""
+        yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind, action),
                       explainer=session.text if started else gr.skip(),
                       files=ctx.files.write(traces, page=True) if traces else None,
-                      larger=gr.update(visible=session.small_trees())).values(RUN_OUTPUTS)
+                      larger=gr.update(visible=larger)).values(RUN_OUTPUTS)
 
     # ------------------------------------------------------------------------------------ example / replay
     def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False,

@@ -18,8 +18,8 @@ from ..trace import MAX_TRACE_BYTES
 from .examples import list_examples
 from .explainer import Explainer
 from .files import TraceFiles
-from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
-                       startup_banner, status_html)
+from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, LARGER_TREES, RUN_OUTPUTS, SHOW_OUTPUTS,
+                       AppContext, Handlers, startup_banner, status_html)
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, RACE_BASELINES, TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, register_store
 
@@ -27,16 +27,15 @@ from .runner import ModelStore, has_gpu, register_store
 # shows "This application is currently busy").
 MAX_QUEUE = 32
 STATE_SESSIONS = 256  # sessions whose last outputs and traces the server keeps (oldest dropped first)
-LARGER_TREES = 16  # the budget of "Run it again with larger trees" (the recorded examples' too)
 STATE_TTL_S = 3600  # a session's shown-run settings (for "Run this yourself") are dropped after an hour
 MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they are stored
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 # a live run: "Run this example yourself" goes (it would run the example or replay that is no longer on screen)
 # on a phone the status and the views come under the buttons: they are brought up so the run is seen as it streams
-# (with "Run this example yourself" or the larger-trees button focused when it goes, focus moves to Stop, not to the
+# (with "Run this example yourself" or the status line's larger-trees button focused when it goes, focus moves to Stop, not to the
 # page's start; scrolling is instant for a visitor who asks for reduced motion)
 START_JS = """(...a) => { window.__svStart && window.__svStart();
-  const b = document.querySelector('#sv-run-this'), g = document.querySelector('#sv-larger');
+  const b = document.querySelector('#sv-run-this'), g = document.querySelector('#sv-status .sv-act');
   if ((b && b.contains(document.activeElement)) || (g && g.contains(document.activeElement))) {
     const stop = document.querySelector('#sv-stop'), btn = stop && (stop.matches('button') ? stop : stop.querySelector('button'));
     if (btn) btn.focus(); }
@@ -72,6 +71,10 @@ APP_CSS = """
 .sv-status.ok { background: #eef7ee; color: #1b5e20; }
 .sv-status.err { background: #fdecea; color: #8e1b10; }
 .sv-status.info { background: #eef3fb; color: #1a3d6d; }
+.sv-status .sv-act { font: inherit; font-weight: 600; color: #fff; background: #1b5e20; border: 0; border-radius: 6px;
+  padding: 3px 10px; margin: 4px 0 0; cursor: pointer; }
+.sv-status .sv-act:hover { background: #134516; }
+.sv-status .sv-act:focus-visible { outline: 2px solid #1a3d6d; outline-offset: 2px; }
 """
 LAYOUT_CSS = """
 #sv-main-row { align-items: flex-start; }
@@ -80,6 +83,8 @@ LAYOUT_CSS = """
 #sv-main-row input:is([type=radio], [type=range], [type=checkbox]):focus-visible { outline: 2px solid #1a3d6d;
   outline-offset: 2px; }
 #sv-run-row { gap: 8px; }
+/* the larger-trees button is pressed from the status line that offers it (on a phone Run is a screen above) */
+#sv-larger { display: none !important; }
 #sv-explainer .html-container { padding-top: 2px; }
 /* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it
    appeared once in about ten Stops of a live run (a cancelled event), with no error to report */
@@ -110,7 +115,8 @@ LAYOUT_CSS = """
   #sv-controls input[type=number] { min-height: 36px; padding-top: 0; padding-bottom: 0; line-height: 36px; }
   #sv-controls .tab-like-container { height: 36px; }   /* (the slider's number box: Gradio's is 24 px and clips) */
   #sv-controls button.reset-button { min-width: 36px; min-height: 36px; }
-  #sv-run-this, #sv-larger { min-height: 40px; }
+  #sv-run-this { min-height: 40px; }
+  .sv-status .sv-act { min-height: 40px; }
 }
 @media (max-width: 760px) {
   /* one column in the page's order, which is also the tab order: the prompt, Run, the settings (closed at first:
@@ -137,7 +143,7 @@ def app_theme():
 
 
 # outside Gradio's scoped CSS (launch css is prefixed with the app container): the page margins on a phone; the
-# prompt box's Ctrl+Enter; dropdowns closed when Tab leaves them
+# prompt box's Ctrl+Enter; the status line's button; dropdowns closed when Tab leaves them
 PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6px !important; "
              "padding-right: 6px !important; } }</style>"
              # Ctrl+Enter (Cmd+Enter) in the prompt box runs, as in most prompt boxes (Enter is a new line)
@@ -146,6 +152,10 @@ PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6
              " const b = document.querySelector('#sv-run'), btn = b && (b.matches('button') ? b : b.querySelector('button'));"
              " if (btn && !btn.disabled) { e.preventDefault(); btn.click(); } });"
              # a Gradio dropdown left with Tab kept its list open over the controls below: it is told it lost focus
+             # a button in the status line presses the control it names (the larger-trees button)
+             " document.addEventListener('click', (e) => { const a = e.target && e.target.closest &&"
+             " e.target.closest('.sv-act[data-sv-click]'); const t = a && document.querySelector(a.dataset.svClick);"
+             " const btn = t && (t.matches('button') ? t : t.querySelector('button')); if (btn) btn.click(); });"
              " document.addEventListener('focusout', (e) => { const t = e.target;"
              " if (!e.isTrusted || !t || !t.matches || !t.matches('input[role=combobox]')) return;"
              " setTimeout(() => { if (document.activeElement !== t && t.getAttribute('aria-expanded') === 'true')"
@@ -222,7 +232,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     run_btn = gr.Button("Run", variant="primary", elem_id="sv-run", min_width=80)
                     stop_btn = gr.Button("Stop", variant="secondary", elem_id="sv-stop", min_width=80)
                 run_this = gr.Button("Run this example yourself", size="sm", elem_id="sv-run-this")
-                # (after a run whose budget auto kept its trees small: the same run at a fixed budget, SPOT's trees)
+                # (after a run whose budget auto kept its trees small: the same run at a fixed budget, SPOT's trees;
+                # never seen: the status line that says why has the button that presses it, status_html's action)
                 larger = gr.Button(f"Run it again with larger trees (tree budget {LARGER_TREES})", size="sm",
                                    visible=False, elem_id="sv-larger")
                 race = gr.Checkbox(value=False, label="Race the drafters on this prompt", elem_id="sv-race",

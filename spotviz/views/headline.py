@@ -96,12 +96,11 @@ def small_trees_note(trace, race: bool = False) -> str:
         size = f"about {mean:.0f} states a pass" if trees else "no tree"
         who = drafter_name(trace.meta.drafter)
         return (f". Budget auto sized each drafter's trees by this machine's timings ({who}: {size}), so the "
-                "ranking can change between runs; the button under Run races them on larger trees (budget 16)")
+                "ranking can change between runs")
     if trees and mean >= SMALL_TREES:
         return ""
     kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"
-    return (f". Budget auto {kept}: here a larger tree costs more time than it saves; the button under Run shows "
-            "larger trees (budget 16), with fewer passes")
+    return f". Budget auto {kept}: here a larger tree costs more time than it saves, though it takes fewer passes"
 
 
 def auto_off(trace, idle: set[int] | None = None) -> int:

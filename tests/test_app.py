@@ -466,7 +466,7 @@ def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_tre
     def offered(budget):
         outs = list(h.run(tiny_prompt, TINY, "exact", 0.9, 0.0, 1, GEN, "training-free", budget, True, 0.0, False))
         assert outs[0][at] == gr.update(visible=False) and "Done" in outs[-1][status]
-        said = "a larger tree costs more time than it saves, though it takes fewer passes" in outs[-1][status]
+        said = "larger trees save passes but cost more time here" in outs[-1][status]
         button = '<button type="button" class="sv-act" data-sv-click="#sv-larger">Run it again with larger trees ' \
                  '(budget 16)</button></div>' in outs[-1][status]  # (at the end of the line that says why)
         assert outs[-1][at] == gr.update(visible=said) and button == said  # (the button and the status agree)
@@ -476,8 +476,8 @@ def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_tre
     offered("auto")  # (the tiny model's trees: whatever auto chose here, the two agree)
     small = session.small_trees_note  # trees kept small (as on a CPU with a confident model's costs)
     monkeypatch.setattr(session, "small_trees_note", lambda trace, race=False: small(trace, race) or (
-        "" if not trace.meta.budget_auto else ". Budget auto kept its trees small: a larger tree costs more time than it "
-                                              "saves, though it takes fewer passes"))
+        "" if not trace.meta.budget_auto else ". Budget auto kept its trees small: larger trees save passes but cost "
+                                              "more time here"))
     assert offered("auto") is True and offered(8) is False
     from spotviz.ui.layout import LARGER_TREES, larger_budget  # the button sets the budget on every click, not once
 

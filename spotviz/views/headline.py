@@ -100,7 +100,7 @@ def small_trees_note(trace, race: bool = False) -> str:
     if trees and mean >= SMALL_TREES:
         return ""
     kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"
-    return f". Budget auto {kept}: here a larger tree costs more time than it saves, though it takes fewer passes"
+    return f". Budget auto {kept}: larger trees save passes but cost more time here"
 
 
 def auto_off(trace, idle: set[int] | None = None) -> int:

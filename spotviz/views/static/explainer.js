@@ -610,6 +610,7 @@
     // (nor when the previous run's go). A run stopped before its end has no figures: the room stays while it is
     // shown (saying why it is empty), as the views would otherwise jump up; another run shown gives it back.
     let heldBoxes = [], settledFor = null;
+    let pausedBy = null;   // the run whose catching-up views Stop paused (it had ended on the server): the headline says so
     function holdHeights() {
       releaseHeights();
       for (const el of [headEl, noteEl, document.querySelector('#sv-status')]) {
@@ -634,6 +635,10 @@
       if (sum && sum.kpis && !following() && (S.state !== 'live' || !follow || K >= SV.total(S))) {
         for (const x of sum.kpis) headEl.appendChild(kpi(x.big, x.small, x.tone));
         noteEl.textContent = sum.note || '';
+        if (pausedBy === S.id && !playing && K < SV.total(S)) {   // (Stop came after the run's end: nothing to stop)
+          headEl.appendChild(kpi('Paused at pass ' + K + ' of ' + SV.total(S), 'the run had already ended when Stop ' +
+                                 'came, so nothing was cut short: ▶ Play shows the rest', 'plain'));
+        }
       } else if (SV.total(S)) {
         const bits = [];
         for (const role of S.order) {
@@ -767,7 +772,7 @@
         follow = false; clearTimeout(liveTimer); liveTimer = null; liveAwait = false;
         // a run that ended on the server pauses where the views are, as Pause does (its status stays; Play goes
         // on); a live run ends below, on the last pass that arrived
-        if (S.state !== 'live') { schedule(); return; }
+        if (S.state !== 'live') { pausedBy = S.id; schedule(); return; }
         K = SV.total(S); schedule();
       }
       if (S && S.source !== 'live') { stopPlay(); return; }   // (an example, a replay: what moves is its playback)

@@ -645,8 +645,8 @@ def test_phone_layout_keeps_the_page_order_and_the_scrubber_by_the_tree(browser,
 def test_a_tablets_column_is_one_column_and_a_tap_on_a_tree_node_explains_it(browser, app_url):
     """A touch screen whose explainer column is narrow (a tablet: the controls beside it) gets one column of views;
     a tap on a tree node (touch screens send Plotly no hover) shows the node's text inside the window and lights its
-    slots; a tap elsewhere takes the text away; a tree wider than the box shows where its walk ended and never a
-    label cut at its left edge."""
+    slots; a tap elsewhere takes the text away; a tree wider than the box shows where its walk ended, never a label
+    cut at its left edge, and fades out at its right edge while it goes on past it."""
     ctx = browser.new_context(viewport={"width": 820, "height": 1180}, has_touch=True, is_mobile=True)
     try:
         pg = ctx.new_page()
@@ -683,17 +683,23 @@ def test_a_tablets_column_is_one_column_and_a_tap_on_a_tree_node_explains_it(bro
         for k in range(1, int(ex(pg)["npasses"]) + 1):
             scrub_to(pg, k)
             pg.wait_for_timeout(150)
-            w, cut, end = pg.evaluate(f"""() => {{ const b = document.querySelector('{EXPLAINER} .sve-tree-panel .sve-plot-box');
+            w, cut, end, fade = pg.evaluate(f"""() => {{ const b = document.querySelector('{EXPLAINER} .sve-tree-panel .sve-plot-box');
                 const e = b.getBoundingClientRect().left, d = b.querySelector('.sve-plot'), L = d._fullLayout;
                 const xs = d.data.filter(t => t.name === 'accepted' || t.name === 'bonus').flatMap(t => t.x);
                 const px = xs.length ? L._size.l + L.xaxis.l2p(Math.max(...xs)) - b.scrollLeft : null;
                 return [b.scrollWidth > b.clientWidth + 1, Array.from(b.querySelectorAll('.textpoint'))
                   .filter(t => {{ const r = t.getBoundingClientRect(); return r.width && r.left < e - 1 && r.right > e + 1; }})
-                  .map(t => t.textContent), px === null || (px >= 0 && px <= b.clientWidth - 20)]; }}""")
+                  .map(t => t.textContent), px === null || (px >= 0 && px <= b.clientWidth - 20),
+                  [b.classList.contains('sve-more-right'), b.scrollLeft < b.scrollWidth - b.clientWidth - 1]]; }}""")
             wide += w
             assert not cut, (k, cut)
+            assert fade[0] == fade[1], (k, fade)  # (the right edge fades exactly while the tree goes on past it)
             assert end, k  # (and where the walk ended, the star or its last node, is in the box)
         assert wide, "the example's trees should be wider than a tablet's box somewhere"
+        box = f"{EXPLAINER} .sve-tree-panel .sve-plot-box"  # scrolled to its end by hand: no fade there
+        pg.evaluate(f"() => {{ const b = document.querySelector('{box}'); b.scrollLeft = b.scrollWidth; }}")
+        pg.wait_for_function(f"() => !document.querySelector('{box}').classList.contains('sve-more-right')",
+                             timeout=3_000)
         assert not errors, errors
     finally:
         ctx.close()

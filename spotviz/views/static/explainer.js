@@ -566,7 +566,9 @@
                        (fig.caption ? ': ' + fig.caption : names.length ? ': ' + names.join('; ') : ''));
       if (name === 'tree') {
         const box = div.parentNode;   // (a wide tree scrolls: keep where its walk stopped in view, once drawn)
+        if (!box.dataset.edges) { box.dataset.edges = '1'; box.addEventListener('scroll', () => edges(box), {passive: true}); }
         Promise.resolve(drawnFig).then(() => {
+          edges(box);
           if (fig.focus == null || box.scrollWidth <= box.clientWidth + 1) return;
           const seen = (left) => fig.focus >= left + 40 && fig.focus <= left + box.clientWidth - 60;
           const max = box.scrollWidth - box.clientWidth;
@@ -582,6 +584,12 @@
         hookTree(div);
       }
       return true;
+    }
+    // A tree wider than its box fades out at the right edge while it goes on past it (a label cut there reads as
+    // "scroll for more", not as a drawing error); no fade once scrolled to its end.
+    function edges(box) {
+      const max = box.scrollWidth - box.clientWidth;
+      box.classList.toggle('sve-more-right', max > 1 && box.scrollLeft < max - 1);
     }
     function why(R, k) {
       const out = [];

@@ -425,9 +425,14 @@ def test_a_stop_that_came_after_the_run_finished_on_the_server_shows_the_run_fin
 def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, tiny_prompt):
     """Stop before the run's first line: the previous run stays on screen (its lines are dropped if they come).
     Stop during the drafter's run: the standard decoder's lane says it did not run, the race and commit-order axes
-    fit the passes received, and the headline counts what was received."""
+    fit the passes received, and the headline counts what was received, in the room it had (the views stay). On a
+    phone, where the dimmed totals are longest."""
     pg = page
+    pg.set_viewport_size({"width": 390, "height": 844})
+    pg.reload()
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}')?.dataset.ready === '1'", timeout=60_000)
     wait_example(pg)
+    pg.click("#sv-settings .label-wrap")  # (closed on a phone)
     before = ex(pg)["session"]
     pg.fill("#sv-prompt textarea", tiny_prompt)
     select(pg, "sv-model", SLOW)  # 0.15 s per pass
@@ -441,6 +446,8 @@ def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, ti
     pg.click("#sv-run")
     pg.wait_for_function(f"() => {{ const r = document.querySelector('{EXPLAINER}');"
                          " return r.dataset.state === 'live' && +r.dataset.npasses >= 3; }", timeout=60_000)
+    bar = f"() => Math.round(document.querySelector('{EXPLAINER} .sve-bar').getBoundingClientRect().top + scrollY)"
+    live_bar = pg.evaluate(bar)
     pg.click("#sv-stop")
     text = wait_status(pg, "Stopped after", timeout=5_000)
     assert "the standard decoder: not run" in text, text
@@ -449,6 +456,13 @@ def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, ti
     assert "not run" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=base]")
     head = pg.inner_text(f"{EXPLAINER} .sve-headline")
     assert head.startswith("Stopped") and f"stopped after {n} passes" in head, head
+    # the room held for the figures stays (the views do not move at Stop), filled by the totals it lacks, dimmed,
+    # with no blank band under them (the note's room went to them)
+    assert "counted when a run reaches its end" in head
+    assert abs(pg.evaluate(bar) - live_bar) <= 12, (pg.evaluate(bar), live_bar)
+    band = pg.evaluate(f"""() => {{ const h = document.querySelector('{EXPLAINER} .sve-headline');
+        return Math.round(h.getBoundingClientRect().bottom - h.lastElementChild.getBoundingClientRect().bottom); }}""")
+    assert band <= 30, band
     xr = pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-plot[data-view=race]').layout.xaxis.range[1]")
     rows = pg.evaluate(f"() => document.querySelector('{EXPLAINER} .sve-plot[data-view=order]').layout.yaxis.range[0]")
     assert xr <= n + 1 and rows <= n + 1, (xr, rows, n)  # (while it streamed: the longest run, 56 passes)

@@ -627,7 +627,7 @@
       }
     }
     function releaseHeights() {
-      for (const el of heldBoxes) { el.style.minHeight = ''; el.classList.remove('sve-held', 'sve-room'); }
+      for (const el of heldBoxes) { el.style.minHeight = ''; el.classList.remove('sve-held', 'sve-room', 'sve-settled'); }
       heldBoxes = []; settledFor = null;
     }
     function paintHeadline() {
@@ -635,8 +635,16 @@
       if (heldBoxes.length && settledFor !== null && !(S && S.id === settledFor)) releaseHeights();
       else if (heldBoxes.length && settledFor === null && root.dataset.state !== 'starting' && !(S && S.state === 'live')
                && !following()) {
-        if (S && S.state === 'stopped' && !(S.sum && S.sum.kpis)) settledFor = S.id;   // (stopped: the room stays)
-        else releaseHeights();
+        if (S && S.state === 'stopped' && !(S.sum && S.sum.kpis)) {   // (stopped: the room stays)
+          settledFor = S.id; headEl.classList.add('sve-settled');
+          // (the note has nothing to say for a stopped run: its room goes to the headline's dimmed totals, which
+          // on a phone are longer than the figures they stand for; no blank under them, and the views stay put)
+          if (heldBoxes.includes(noteEl)) {
+            headEl.style.minHeight = (parseFloat(headEl.style.minHeight) || 0) + noteEl.offsetHeight + 'px';
+            noteEl.style.minHeight = ''; noteEl.classList.remove('sve-held', 'sve-room');
+            heldBoxes = heldBoxes.filter((el) => el !== noteEl);
+          }
+        } else releaseHeights();
       }
       const sum = S.sum;
       // (the figures only once the views show the end: on a phone they would push the views down mid-animation)
@@ -662,7 +670,7 @@
         if (heldBoxes.length && settledFor !== null) {   // (a stopped run: its room says what a run that ends brings)
           for (const [big, small] of [['— target passes saved', 'counted when a run reaches its end'],
                                       ['— wall-clock', 'timed against the standard decoder when both end'],
-                                      ['— identical output', 'checked token by token when both end; Run starts over']]) {
+                                      ['— identical output', 'checked token by token when both end']]) {
             const line = kpi(big, small, 'dim'); line.style.flexBasis = '100%'; headEl.appendChild(line);   // (a line each)
           }
         } else if (heldBoxes.length) {   // (the room held for the figures: say what comes there)
@@ -802,7 +810,7 @@
         named(R) + ' run' +
         (unrun.length ? ' (' + unrun.map((X) => named(X).replace(/^standard decoder$/, 'the standard decoder')).join(', ') +
           ': not run)' : '') +
-        '. The views show the passes decoded before Stop; Run starts over.';
+        '. Run starts over.';   // (short: a line more in the status moved the views on a phone; the headline says the rest)
       clearTimeout(paintTimer); paintQueued = false;
       follow = true; K = SV.total(S); drawn = {}; paint(); setStatus(text, 'info');
     };

@@ -199,11 +199,15 @@ def test_a_race_decodes_every_drafter_on_one_prompt(client, tiny_prompt):
     assert len(traces) == len(ran) >= 3 and len({tuple(t.tokens) for t in traces}) == 1  # lossless, every lane
     s = next(x for x in lines if x["t"] == "sum")
     assert s["kpis"][1]["big"].startswith("race: ") and len(s["race"]) == len(ran)
-    assert "identical" in out[0] and "ranking can change" not in out[0]  # (a fixed budget: nothing to add)
-    # with budget auto the lanes size their own trees by the machine's timings: the status says what that means
+    assert "identical" in out[0] and "A race gives" not in out[0]  # (a fixed budget: nothing to add)
+    assert {t.meta.budget for t in traces if t.meta.drafter != "none"} == {8}
+    # budget auto would size each lane's trees by that lane's own timings: a race runs at one budget, and says so
     auto = client.predict(**_run_args(tiny_prompt, "none", gen=16, race=True, budget="auto"))
-    assert "Done" in auto[0] and "so the ranking can change between runs" in auto[0], auto[0]
+    assert "Done" in auto[0] and "A race gives every drafter tree budget 16" in auto[0], auto[0]
     assert "target passes by " in auto[0]  # (the lane the first count belongs to, the others named after it)
+    ran = [Trace.load(f) for f in auto[2] if f.endswith(".json")]
+    assert {(t.meta.budget, t.meta.budget_auto) for t in ran if t.meta.drafter != "none"} == {(16, False)}
+    assert 'class="sv-act"' not in auto[0]  # (no larger trees to offer)
 
 
 def test_a_prompt_longer_than_the_context_runs_and_says_so(app, client, tiny_block_target):
@@ -475,7 +479,7 @@ def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_tre
     assert offered(8) is False
     offered("auto")  # (the tiny model's trees: whatever auto chose here, the two agree)
     small = session.small_trees_note  # trees kept small (as on a CPU with a confident model's costs)
-    monkeypatch.setattr(session, "small_trees_note", lambda trace, race=False: small(trace, race) or (
+    monkeypatch.setattr(session, "small_trees_note", lambda trace: small(trace) or (
         "" if not trace.meta.budget_auto else ". Budget auto kept its trees small: larger trees save passes but cost "
                                               "more time here"))
     assert offered("auto") is True and offered(8) is False

@@ -704,7 +704,7 @@ def test_a_tablets_column_is_one_column_and_a_tap_on_a_tree_node_explains_it(bro
                 return [b.scrollWidth > b.clientWidth + 1, Array.from(b.querySelectorAll('.textpoint'))
                   .filter(t => {{ const r = t.getBoundingClientRect(); return r.width && r.left < e - 1 && r.right > e + 1; }})
                   .map(t => t.textContent), px === null || (px >= 0 && px <= b.clientWidth - 20),
-                  [b.classList.contains('sve-more-right'), b.scrollLeft < b.scrollWidth - b.clientWidth - 1]]; }}""")
+                  [b.classList.contains('sve-more-right'), b.scrollLeft < b.scrollWidth - b.clientWidth - 8]]; }}""")
             wide += w
             assert not cut, (k, cut)
             assert fade[0] == fade[1], (k, fade)  # (the right edge fades exactly while the tree goes on past it)
@@ -747,7 +747,7 @@ def test_the_offer_of_larger_trees_is_a_button_in_the_status_line_that_runs_them
     import spotviz.ui.session as session
 
     small = session.small_trees_note
-    monkeypatch.setattr(session, "small_trees_note", lambda trace, race=False: small(trace, race) or (
+    monkeypatch.setattr(session, "small_trees_note", lambda trace: small(trace) or (
         "" if not trace.meta.budget_auto else ". Budget auto kept its trees small"))
     pg = open_page(browser, app_url, 390, 844)
     try:

@@ -281,9 +281,6 @@ def test_status_says_how_to_see_larger_trees_when_auto_kept_them_small():
     spot.passes[1].tree = spot.passes[1].tree[:1]  # nothing drafted at all
     assert "drafted no tree" in small_trees_note(spot)
     assert small_trees_note(_tree_trace(budget_auto=False)) == ""  # a fixed budget: the visitor chose the size
-    # in a race every lane sized its own trees: said whatever the size, with the lane it describes
-    assert "(SPOT: about 6 states a pass), so the ranking can change" in small_trees_note(
-        _tree_trace(budget_auto=True, drafter="spot"), race=True)
 
 
 # --------------------------------------------------------------------------------------------- report page

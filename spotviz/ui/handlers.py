@@ -19,8 +19,8 @@ from ..views.common import esc
 from ..views.timeline import timeline
 from .examples import load_example
 from .files import TraceFiles, load_uploads
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, MODEL_ABOUT, TEMPERATURE_MAX, parse_run_inputs, \
-    plan_run, prompts_for
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, TEMPERATURE_MAX, \
+    parse_run_inputs, plan_run, prompts_for
 from .runner import ModelStore, decode_events
 from .session import LiveSession
 
@@ -32,7 +32,6 @@ FILL_OUTPUTS = CONTROLS + ("wanted_length",)  # "Run this yourself" sets the con
 SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
 
 
-LARGER_TREES = 16  # the budget of "Run it again with larger trees" (the recorded examples' too)
 MIN_ROOM = 64  # the length slider never offers less (a longer prompt loses its beginning instead): AppContext.gen_cap
 GEN_INFO = "at most the model's context minus the prompt"
 BUDGET_INFO = ("auto: sized per pass from this machine's measured cost per state and live timings, so the passes can "
@@ -229,8 +228,7 @@ class Handlers:
             final = "Cannot run: " + final.removeprefix("Cannot run: ")
         started = bool(session.passes)  # a run's start event arrived (its header is on screen)
         larger = session.small_trees()
-        action = (("Race them again" if session.race else "Run it again") + f" with larger trees (budget "
-                  f"{LARGER_TREES})") if larger else ""
+        action = f"Run it again with larger trees (budget {LARGER_TREES})" if larger else ""
         yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind, action),
                       explainer=session.text if started else gr.skip(),
                       files=ctx.files.write(traces, page=True) if traces else None,

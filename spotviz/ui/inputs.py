@@ -14,6 +14,11 @@ from ..samplers.config import DecodeConfig, DecodeError, Limits
 
 from ..samplers.config import AUTO
 
+# a race's tree budget when the budget is auto, and the budget of "Run it again with larger trees" (the recorded
+# examples' too)
+LARGER_TREES = 16
+RACE_AT_LARGER = (f". A race gives every drafter tree budget {LARGER_TREES} (auto would size each lane's trees by "
+                  "its own timings: not a like-for-like race)")
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
 CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class Stack:\n", "def quicksort(items):\n",
                 "import os\n\n\ndef main():\n"]
@@ -119,6 +124,7 @@ class RunPlan:
 
     cfg: DecodeConfig
     race: tuple[str, ...] = ()
+    note: str = ""  # what the final status adds about the plan (a race at auto: the budget it ran at)
 
     @property
     def runs(self) -> list[tuple[str, DecodeConfig]]:
@@ -131,9 +137,12 @@ class RunPlan:
 
 def plan_run(cfg: DecodeConfig, race: bool = False) -> RunPlan:
     """A race decodes SPOT (SPOT-Sets in threshold mode) against the training-free and calibrated drafters and the
-    standard decoder, all in the chosen mode; otherwise the chosen drafter against the standard decoder."""
+    standard decoder, all in the chosen mode and at one tree budget (budget auto: LARGER_TREES, since auto sizes
+    each lane's trees by that lane's own timings); otherwise the chosen drafter against the standard decoder."""
     if not race:
         return RunPlan(cfg)
     spot = "spot-sets" if cfg.mode == "threshold" else "spot"
     lead = spot if spot in DRAFTERS else (RACE_BASELINES[0] if RACE_BASELINES else "none")
-    return RunPlan(replace(cfg, drafter=lead), tuple(d for d in RACE_BASELINES if d != lead))
+    auto = cfg.budget == AUTO
+    return RunPlan(replace(cfg, drafter=lead, budget=LARGER_TREES if auto else cfg.budget),
+                   tuple(d for d in RACE_BASELINES if d != lead), note=RACE_AT_LARGER if auto else "")

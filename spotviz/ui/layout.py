@@ -18,9 +18,10 @@ from ..trace import MAX_TRACE_BYTES
 from .examples import list_examples
 from .explainer import Explainer
 from .files import TraceFiles
-from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, LARGER_TREES, RUN_OUTPUTS, SHOW_OUTPUTS,
-                       AppContext, Handlers, startup_banner, status_html)
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, RACE_BASELINES, TEMPERATURE_MAX, prompts_for
+from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
+                       startup_banner, status_html)
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, RACE_BASELINES, TEMPERATURE_MAX, \
+    prompts_for
 from .runner import ModelStore, has_gpu, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
@@ -86,9 +87,10 @@ LAYOUT_CSS = """
 /* the larger-trees button is pressed from the status line that offers it (on a phone Run is a screen above) */
 #sv-larger { display: none !important; }
 #sv-explainer .html-container { padding-top: 2px; }
-/* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it
-   appeared once in about ten Stops of a live run (a cancelled event), with no error to report */
-#sv-status .error { display: none !important; }
+/* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it (and,
+   hidden but read by a screen reader, in the views) appeared once in about ten Stops of a live run (a cancelled
+   event), with no error to report */
+#sv-status .error, #sv-explainer .error { display: none !important; }
 /* the status line keeps its room while a run's figures come, and while a run stopped before them is shown
    (explainer.js holdHeights): its box fills the room rather than leaving a gap under it */
 #sv-status.sve-room, #sv-status.sve-room > .html-container, #sv-status.sve-room .prose { display: flex;

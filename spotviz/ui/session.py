@@ -40,6 +40,7 @@ class LiveSession:
         self.notes: list[tuple[str, str]] = []
         self.metas: dict[str, RunMeta] = {}
         self.rooms: dict[str, DraftRoom] = {}  # which passes had nothing to draft, per lane
+        self.plan_note = plan.note if plan is not None else ""
         lanes = [[ROLES.get(run, run), "Standard decoder" if cfg.drafter == "none" else drafter_name(cfg.drafter)]
                  for run, cfg in plan.runs] if plan is not None else None
         self._add([session_line(self.id, "live", runs=lanes)])
@@ -109,10 +110,10 @@ class LiveSession:
         return self.traces.get("base")
 
     def small_trees(self) -> bool:
-        """Whether the run kept its trees small or drafted none under budget auto (a race: always so, its lanes
-        sized their own): the page then offers the same run with larger trees (small_trees_note says why)."""
+        """Whether the run kept its trees small or drafted none under budget auto (a race never runs at auto:
+        inputs.plan_run): the page then offers the same run with larger trees (small_trees_note says why)."""
         main = self.main
-        return main is not None and bool(small_trees_note(main, race=bool(self.race)))
+        return main is not None and bool(small_trees_note(main))
 
     def finish(self) -> str:
         """Close the timeline: the headline and the final status line. Returns the final status text."""
@@ -138,8 +139,9 @@ class LiveSession:
         if c.generated_tokens >= shown.meta.gen_length:
             text += (f"; cut at the length limit ({shown.meta.gen_length} tokens) before the text ended: a longer "
                      "generation length lets it finish")
+        text += self.plan_note
         if main is not None and main.meta.budget_auto:
-            text += small_trees_note(main, race=bool(race))
+            text += small_trees_note(main)
         if shown.meta.prompt_truncated:
             text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
                      f"{len(shown.meta.prompt_tokens)} tokens)")

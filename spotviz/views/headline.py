@@ -83,20 +83,14 @@ def cost_of_trees(main, base) -> dict | None:
 SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the status says how to see larger trees
 
 
-def small_trees_note(trace, race: bool = False) -> str:
-    """For a run with budget auto whose trees stayed small: why, and how to see larger ones ("" otherwise). In a
-    race (every lane sized its own trees by the machine's timings): that, whatever the size."""
+def small_trees_note(trace) -> str:
+    """For a run with budget auto whose trees stayed small: why ("" otherwise; the app then offers larger ones)."""
     if not trace.meta.budget_auto or trace.meta.drafter == "none":
         return ""
     trees = drafted_passes(trace)
     if not trees and not auto_off(trace):
         return ""  # (no pass had anything to guess: no budget would have drafted)
     mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
-    if race:
-        size = f"about {mean:.0f} states a pass" if trees else "no tree"
-        who = drafter_name(trace.meta.drafter)
-        return (f". Budget auto sized each drafter's trees by this machine's timings ({who}: {size}), so the "
-                "ranking can change between runs")
     if trees and mean >= SMALL_TREES:
         return ""
     kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"

@@ -589,7 +589,7 @@
     // "scroll for more", not as a drawing error); no fade once scrolled to its end.
     function edges(box) {
       const max = box.scrollWidth - box.clientWidth;
-      box.classList.toggle('sve-more-right', max > 1 && box.scrollLeft < max - 1);
+      box.classList.toggle('sve-more-right', max > 8 && box.scrollLeft < max - 8);   // (a snap stops up to 6 px short)
     }
     function why(R, k) {
       const out = [];
@@ -678,9 +678,10 @@
           // (a run decoded faster than its views replay it: the status already says Done, so this says why the
           // figures wait)
           const decoded = S.order.every((role) => { const R = S.runs.get(role); return !R.meta || R.done; });
-          hint.textContent = (decoded ? 'Decoded; the views replay it pass by pass. ' : '') + 'The passes saved, the ' +
-            'wall-clock and the identity check come here once the views reach the run\'s end' +
-            (decoded ? ' (or drag the pass slider there).' : '.');
+          // (the status line already has the totals then: the page must not say they are still to come)
+          hint.textContent = decoded ? 'Decoded: the status line above has its totals. The views replay it pass by ' +
+            'pass; the headline figures come here at its end (or drag the pass slider there).'
+            : 'The passes saved, the wall-clock and the identity check come here once the views reach the run\'s end.';
           headEl.appendChild(hint);
         }
       }

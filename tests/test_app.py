@@ -488,3 +488,41 @@ def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_tre
     first = larger_budget()
     first.pop("value")  # (as Gradio's postprocessing does with the update it is given)
     assert larger_budget()["value"] == LARGER_TREES
+
+
+def test_a_threshold_run_that_left_nothing_to_draft_offers_the_same_run_at_a_stricter_tau(app, tiny_prompt,
+                                                                                           monkeypatch):
+    """A threshold run whose every pass filled its window by itself (a confident model at tau 0.9: SPOT-Sets had
+    nothing to guess, the same passes as the standard decoder) says so and ends in a button that runs it again at
+    tau 0.99; a run that drafted, a run at 0.99 and the standard decoder alone offer none."""
+    import gradio as gr
+
+    import spotviz.ui.session as session
+    from spotviz.trace import Trace
+    from spotviz.ui.handlers import RUN_OUTPUTS
+    from spotviz.views.headline import nothing_to_draft
+
+    h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    at, status, files = RUN_OUTPUTS.index("stricter"), RUN_OUTPUTS.index("status"), RUN_OUTPUTS.index("files")
+
+    def offered(tau, drafter="training-free"):
+        outs = list(h.run(tiny_prompt, TINY, "threshold", tau, 0.0, 1, GEN, drafter, 8, True, 0.0, False))
+        assert outs[0][at] == gr.update(visible=False) and "Done" in outs[-1][status]
+        said = "each pass filled its window by itself: nothing was left to guess" in outs[-1][status]
+        button = ('<button type="button" class="sv-act" data-sv-click="#sv-stricter">Run it again at tau 0.99'
+                  '</button></div>') in outs[-1][status]
+        assert outs[-1][at] == gr.update(visible=said) and button == said  # (the button and the status agree)
+        main = next(t for t in map(Trace.load, (f for f in outs[-1][files] if f.endswith(".json")))
+                    if t.meta.drafter == drafter)
+        return said, nothing_to_draft(main)
+
+    said, idle = offered(0.05)  # (whatever the tiny model's confidences: the offer is the run's own verdict)
+    assert said == idle
+    monkeypatch.setattr(session, "nothing_to_draft", lambda trace, idle=None: True)  # (as math-bd at tau 0.9)
+    assert offered(0.9)[0] is True
+    assert offered(0.99)[0] is False and offered(0.9, "none")[0] is False
+    from spotviz.ui.layout import stricter_tau  # the button sets tau on every click, not once
+
+    first = stricter_tau()
+    first.pop("value")
+    assert stricter_tau()["value"] == 0.99

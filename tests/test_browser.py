@@ -739,16 +739,18 @@ def test_the_bars_stop_stops_a_live_run_and_shows_only_while_one_is_live(page, t
     assert not pg.locator(stop).is_visible()
 
 
-def test_the_offer_of_larger_trees_is_a_button_in_the_status_line_that_runs_them(browser, app_url, monkeypatch):
+def test_the_offers_of_larger_trees_and_a_stricter_tau_are_buttons_in_the_status_line(browser, app_url, monkeypatch):
     """After a run whose budget auto kept its trees small the status line says why and ends in the button that runs
-    it again at budget 16: on a phone Run is a screen above, and the offer and the button are where the visitor
-    reads. (The server runs in this process: its note is patched so that auto's choice on this machine does not
+    it again at budget 16; after a threshold run that left nothing to draft, in one that runs it at tau 0.99: on a
+    phone Run is a screen above, and the offer and the button are where the visitor reads. (The server runs in this
+    process: its verdicts are patched so that auto's choice and the tiny model's confidences on this machine do not
     decide whether there is an offer.)"""
     import spotviz.ui.session as session
 
     small = session.small_trees_note
     monkeypatch.setattr(session, "small_trees_note", lambda trace: small(trace) or (
         "" if not trace.meta.budget_auto else ". Budget auto kept its trees small"))
+    monkeypatch.setattr(session, "nothing_to_draft", lambda trace, idle=None: True)
     pg = open_page(browser, app_url, 390, 844)
     try:
         wait_example(pg)
@@ -767,6 +769,19 @@ def test_the_offer_of_larger_trees_is_a_button_in_the_status_line_that_runs_them
                              "document.querySelector('#sv-status').innerText.includes('Done')", timeout=60_000)
         assert pg.locator("#sv-budget input").input_value() == "16"  # a fixed budget: no offer after it
         assert "tree budget 16" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")  # the run it started
+        # threshold mode at tau 0.9, every pass "filling its window": the offer of tau 0.99
+        pg.locator("#sv-mode").get_by_text("threshold", exact=True).click()
+        select(pg, "sv-drafter", "training-free")
+        pg.click("#sv-run")
+        pg.wait_for_function("() => document.querySelector('#sv-status').innerText.includes('filled its window')",
+                             timeout=60_000)
+        act = pg.locator("#sv-status .sv-act")
+        assert act.inner_text() == "Run it again at tau 0.99" and not pg.locator("#sv-stricter").is_visible()
+        act.click()
+        pg.wait_for_function("() => !document.querySelector('#sv-status .sv-act') && "
+                             "document.querySelector('#sv-status').innerText.includes('Done')", timeout=60_000)
+        assert pg.locator("#sv-tau input[type=number]").input_value() == "0.99"
+        assert "0.99" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")  # the run it started
         assert not pg.errors, pg.errors
     finally:
         pg.close()

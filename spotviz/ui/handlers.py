@@ -19,14 +19,15 @@ from ..views.common import esc
 from ..views.timeline import timeline
 from .examples import load_example
 from .files import TraceFiles, load_uploads
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, TEMPERATURE_MAX, \
-    parse_run_inputs, plan_run, prompts_for
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, \
+    TEMPERATURE_MAX, parse_run_inputs, plan_run, prompts_for
 from .runner import ModelStore, decode_events
 from .session import LiveSession
 
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
             "prune", "race")  # the run's inputs, in the order of the /run endpoint
-RUN_OUTPUTS = ("status", "explainer", "files", "larger")  # larger: the "larger trees" button (shown or not)
+# larger, stricter: the hidden buttons that run it again with larger trees / a stricter tau (available or not)
+RUN_OUTPUTS = ("status", "explainer", "files", "larger", "stricter")
 FILL_OUTPUTS = CONTROLS + ("wanted_length",)  # "Run this yourself" sets the controls before the run reads them
 # an example or a replay sets the controls, and the model's banner and prompt menu with them
 SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
@@ -38,10 +39,11 @@ BUDGET_INFO = ("auto: sized per pass from this machine's measured cost per state
                "differ a little between runs (the text never)")
 
 
-def status_html(message: str, kind: str = "info", action: str = "") -> str:
-    """The status line; action: the label of a button at its end that presses the (hidden) larger-trees button, so
-    the offer and the button to take it are one line, wherever the page has put the controls (PAGE_HEAD's click)."""
-    act = (f' <button type="button" class="sv-act" data-sv-click="#sv-larger">{esc(action)}</button>'
+def status_html(message: str, kind: str = "info", action: str = "", target: str = "#sv-larger") -> str:
+    """The status line; action: the label of a button at its end that presses a hidden button (target: the
+    larger-trees or the stricter-tau one), so the offer and the button to take it are one line, wherever the page
+    has put the controls (PAGE_HEAD's click)."""
+    act = (f' <button type="button" class="sv-act" data-sv-click="{esc(target)}">{esc(action)}</button>'
            if action else "")
     return f'<div class="sv-status {kind}">{esc(message)}{act}</div>'
 
@@ -81,6 +83,7 @@ class Outputs:
     explainer: object = field(default_factory=gr.skip)
     files: object = field(default_factory=gr.skip)
     larger: object = field(default_factory=gr.skip)
+    stricter: object = field(default_factory=gr.skip)
     shown: object = field(default_factory=gr.skip)
     controls: dict = field(default_factory=dict)  # control name -> value or gr.update
 
@@ -214,7 +217,8 @@ class Handlers:
         names = ", ".join("the standard decoder" if c.drafter == "none" else c.drafter for _, c in plan.runs)
         # the views change with the first run's start: a run refused before it starts leaves them as they were
         yield Outputs(status=status_html(f"Decoding {cfg.gen_length} tokens with {model}: {names}…"),
-                      files=None, larger=gr.update(visible=False)).values(RUN_OUTPUTS)
+                      files=None, larger=gr.update(visible=False), stricter=gr.update(visible=False)
+                      ).values(RUN_OUTPUTS)
         for ev in decode_events(ctx.store_key, model, prompt, plan):
             session.event(ev)
             if ev["type"] == "error" and (ev["where"] in ("input", "model") or cfg.drafter == "none"):
@@ -227,12 +231,13 @@ class Handlers:
         if not traces:
             final = "Cannot run: " + final.removeprefix("Cannot run: ")
         started = bool(session.passes)  # a run's start event arrived (its header is on screen)
-        larger = session.small_trees()
-        action = f"Run it again with larger trees (budget {LARGER_TREES})" if larger else ""
-        yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind, action),
+        larger, stricter = session.small_trees(), session.window_filled()  # (never both: stricter drafted nothing)
+        action, target = ((f"Run it again with larger trees (budget {LARGER_TREES})", "#sv-larger") if larger else
+                          (f"Run it again at tau {STRICTER_TAU:g}", "#sv-stricter") if stricter else ("", ""))
+        yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind, action, target),
                       explainer=session.text if started else gr.skip(),
                       files=ctx.files.write(traces, page=True) if traces else None,
-                      larger=gr.update(visible=larger)).values(RUN_OUTPUTS)
+                      larger=gr.update(visible=larger), stricter=gr.update(visible=stricter)).values(RUN_OUTPUTS)
 
     # ------------------------------------------------------------------------------------ example / replay
     def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False,
@@ -243,6 +248,7 @@ class Handlers:
                                           source=source),
                        files=ctx.files.write([t for t in (main, *(race or []), base) if t is not None], page=True),
                        shown={"main": main.meta.__dict__.copy(), "race": bool(race)}, larger=gr.update(visible=False),
+                       stricter=gr.update(visible=False),
                        controls=controls_of(main.meta, ctx, bool(race))).values(SHOW_OUTPUTS)
 
     def replay(self, paths, request: gr.Request = None):

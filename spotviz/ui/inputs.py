@@ -17,6 +17,8 @@ from ..samplers.config import AUTO
 # a race's tree budget when the budget is auto, and the budget of "Run it again with larger trees" (the recorded
 # examples' too)
 LARGER_TREES = 16
+# the tau of "Run it again at tau 0.99": offered after a threshold run where every pass filled its window by itself
+STRICTER_TAU = 0.99
 RACE_AT_LARGER = (f". A race gives every drafter tree budget {LARGER_TREES} (auto would size each lane's trees by "
                   "its own timings: not a like-for-like race)")
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]

@@ -20,8 +20,8 @@ from .explainer import Explainer
 from .files import TraceFiles
 from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, RACE_BASELINES, TEMPERATURE_MAX, \
-    prompts_for
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, RACE_BASELINES, STRICTER_TAU, \
+    TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
@@ -84,8 +84,9 @@ LAYOUT_CSS = """
 #sv-main-row input:is([type=radio], [type=range], [type=checkbox]):focus-visible { outline: 2px solid #1a3d6d;
   outline-offset: 2px; }
 #sv-run-row { gap: 8px; }
-/* the larger-trees button is pressed from the status line that offers it (on a phone Run is a screen above) */
-#sv-larger { display: none !important; }
+/* the larger-trees and stricter-tau buttons are pressed from the status line that offers them (on a phone Run is
+   a screen above) */
+#sv-larger, #sv-stricter { display: none !important; }
 #sv-explainer .html-container { padding-top: 2px; }
 /* the status line says what happened in its own words (errors included); Gradio's own "Error" badge on it (and,
    hidden but read by a screen reader, in the views) appeared once in about ten Stops of a live run (a cancelled
@@ -154,7 +155,7 @@ PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6
              " const b = document.querySelector('#sv-run'), btn = b && (b.matches('button') ? b : b.querySelector('button'));"
              " if (btn && !btn.disabled) { e.preventDefault(); btn.click(); } });"
              # a Gradio dropdown left with Tab kept its list open over the controls below: it is told it lost focus
-             # a button in the status line presses the control it names (the larger-trees button)
+             # a button in the status line presses the control it names (the larger-trees or stricter-tau button)
              " document.addEventListener('click', (e) => { const a = e.target && e.target.closest &&"
              " e.target.closest('.sv-act[data-sv-click]'); const t = a && document.querySelector(a.dataset.svClick);"
              " const btn = t && (t.matches('button') ? t : t.querySelector('button')); if (btn) btn.click(); });"
@@ -180,6 +181,11 @@ def larger_budget():
     """The budget the larger-trees button sets, with a note that says where it came from (a new update each click:
     Gradio takes the value out of the update it is given)."""
     return gr.update(value=LARGER_TREES, info=f"{LARGER_TREES}: set by the larger-trees button. {BUDGET_INFO}")
+
+
+def stricter_tau():
+    """The tau the stricter-tau button sets (a new update each click, as larger_budget)."""
+    return gr.update(value=STRICTER_TAU)
 
 
 def build_app(loader: Callable[[str], object] | None = None, models: list[str] | None = None,
@@ -238,6 +244,10 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                 # never seen: the status line that says why has the button that presses it, status_html's action)
                 larger = gr.Button(f"Run it again with larger trees (tree budget {LARGER_TREES})", size="sm",
                                    visible=False, elem_id="sv-larger")
+                # (after a threshold run whose every pass filled its window by itself: the same run at a stricter
+                # tau, where SPOT-Sets has slots to guess; pressed from the status line too)
+                stricter = gr.Button(f"Run it again at tau {STRICTER_TAU:g}", size="sm", visible=False,
+                                     elem_id="sv-stricter")
                 race = gr.Checkbox(value=False, label="Race the drafters on this prompt", elem_id="sv-race",
                                    info="one lane each: " + ", ".join(["SPOT (SPOT-Sets in threshold mode)"]
                                                                      + RACE_BASELINES) + " and the standard decoder",
@@ -293,22 +303,25 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
               "model": model, "mode": mode, "tau": tau, "temperature": temperature, "seed": seed,
               "gen_length": gen_length, "drafter": drafter, "budget": budget, "coupled": coupled, "prune": prune,
               "race": race, "wanted_length": wanted_length, "model_banner": model_banner, "prompt_pick": prompt_pick,
-              "larger": larger}
+              "larger": larger, "stricter": stricter}
         outs = lambda names: [ui[n] for n in names]  # noqa: E731
         inputs = outs(CONTROLS)
         run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",
                                concurrency_id="decode", preprocess=False, js=START_JS)
         # the same run from other buttons: the controls set first ("Run this example yourself": the example's; the
-        # larger-trees button: the budget)
+        # larger-trees button: the budget; the stricter-tau button: tau)
         run_this_ev = run_this.click(h.fill, [shown], outs(FILL_OUTPUTS), api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
         larger_ev = larger.click(larger_budget, None, [budget], api_name=False, queue=False).then(
             h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
             preprocess=False, js=START_JS)
+        stricter_ev = stricter.click(stricter_tau, None, [tau], api_name=False, queue=False).then(
+            h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
+            preprocess=False, js=START_JS)
         # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is
         stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
-                       None, [stop_note], cancels=[run_ev, run_this_ev, larger_ev], api_name="stop", queue=False,
+                       None, [stop_note], cancels=[run_ev, run_this_ev, larger_ev, stricter_ev], api_name="stop", queue=False,
                        js="() => { window.__svStop && window.__svStop(); }")
         upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,
                       concurrency_id="replay", show_progress="minimal").then(None, js=SHOW_JS, queue=False)

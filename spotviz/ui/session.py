@@ -10,7 +10,7 @@ import time
 import uuid
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
-from ..views.headline import drafter_name, small_trees_note, summary
+from ..views.headline import drafter_name, nothing_to_draft, small_trees_note, summary
 from ..views.timeline import DraftRoom, end_line, pass_line, run_header, session_line, status_line
 
 ROLES = {"main": "main", "baseline": "base"}  # runner run -> timeline role (a race drafter keeps its name)
@@ -115,6 +115,16 @@ class LiveSession:
         main = self.main
         return main is not None and bool(small_trees_note(main))
 
+    def window_filled(self) -> bool:
+        """Whether a threshold run below STRICTER_TAU had nothing to draft: each pass filled its window by itself
+        (a confident model at tau 0.9): the page then offers the same run at a stricter tau, which leaves SPOT-Sets
+        slots to guess."""
+        from .inputs import STRICTER_TAU
+
+        main = self.main
+        return (main is not None and main.meta.mode == "threshold" and main.meta.threshold < STRICTER_TAU
+                and main.meta.drafter != "none" and nothing_to_draft(main))
+
     def finish(self) -> str:
         """Close the timeline: the headline and the final status line. Returns the final status text."""
         main, base = self.main, self.base
@@ -140,6 +150,9 @@ class LiveSession:
             text += (f"; cut at the length limit ({shown.meta.gen_length} tokens) before the text ended: a longer "
                      "generation length lets it finish")
         text += self.plan_note
+        if self.window_filled():
+            text += (f". At tau {main.meta.threshold:g} each pass filled its window by itself: nothing was left to "
+                     "guess")
         if main is not None and main.meta.budget_auto:
             text += small_trees_note(main)
         if shown.meta.prompt_truncated:

@@ -471,13 +471,17 @@
       const r = at(slots[0]).getBoundingClientRect();
       if (r.bottom > 0 && r.top < window.innerHeight) return '';
       const lo = Math.min(...slots), hi = Math.max(...slots);
-      let text = '';
+      let text = '', open = false;   // (a run of lit slots in one pair of brackets: "[48 +]", not "[4][8][ +]")
       for (let pos = Math.max(R.meta.start, lo - 5); pos <= hi + 5; pos++) {
         const sl = at(pos);
         if (!sl) break;
-        text += slots.includes(pos) ? '[' + sl.textContent + ']' : sl.textContent;
+        const lit = slots.includes(pos);
+        if (lit !== open) { text += lit ? '[' : ']'; open = lit; }
+        text += sl.textContent;
       }
-      return ' · in the ' + SV.runTitle(S, R)[0] + ' lane above: …' + text.replace(/\s+/g, ' ') + '…';
+      if (open) text += ']';
+      return ' · its slots in the ' + SV.runTitle(S, R)[0] + ' lane above, in brackets: …' +
+        text.replace(/\s+/g, ' ') + '…';
     }
     function hookTree(div) {   // hovering a tree node highlights its slots on the canvas (once per div)
       if (div.__svHooked || !div.on) return;

@@ -33,8 +33,8 @@ MAX_UPLOAD_BYTES = 2 * MAX_TRACE_BYTES  # bigger uploads are refused before they
 CACHE_CLEANUP = (1800, 3600)  # Gradio's file cache (uploads, downloads): every 30 min, files older than 1 h
 # a live run: "Run this example yourself" goes (it would run the example or replay that is no longer on screen)
 # on a phone the status and the views come under the buttons: they are brought up so the run is seen as it streams
-# (with "Run this example yourself" or the status line's larger-trees button focused when it goes, focus moves to Stop, not to the
-# page's start; scrolling is instant for a visitor who asks for reduced motion)
+# (with "Run this example yourself" or the status line's button focused when it goes, focus moves to Stop, not to
+# the page's start; scrolling is instant for a visitor who asks for reduced motion)
 START_JS = """(...a) => { window.__svStart && window.__svStart();
   const b = document.querySelector('#sv-run-this'), g = document.querySelector('#sv-status .sv-act');
   if ((b && b.contains(document.activeElement)) || (g && g.contains(document.activeElement))) {
@@ -154,11 +154,11 @@ PAGE_HEAD = ("<style>@media (max-width: 760px) { .app.fillable { padding-left: 6
              " || !e.target || !e.target.closest || !e.target.closest('#sv-prompt')) return;"
              " const b = document.querySelector('#sv-run'), btn = b && (b.matches('button') ? b : b.querySelector('button'));"
              " if (btn && !btn.disabled) { e.preventDefault(); btn.click(); } });"
-             # a Gradio dropdown left with Tab kept its list open over the controls below: it is told it lost focus
              # a button in the status line presses the control it names (the larger-trees or stricter-tau button)
              " document.addEventListener('click', (e) => { const a = e.target && e.target.closest &&"
              " e.target.closest('.sv-act[data-sv-click]'); const t = a && document.querySelector(a.dataset.svClick);"
              " const btn = t && (t.matches('button') ? t : t.querySelector('button')); if (btn) btn.click(); });"
+             # a Gradio dropdown left with Tab kept its list open over the controls below: it is told it lost focus
              " document.addEventListener('focusout', (e) => { const t = e.target;"
              " if (!e.isTrusted || !t || !t.matches || !t.matches('input[role=combobox]')) return;"
              " setTimeout(() => { if (document.activeElement !== t && t.getAttribute('aria-expanded') === 'true')"
@@ -321,8 +321,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
             preprocess=False, js=START_JS)
         # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is
         stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
-                       None, [stop_note], cancels=[run_ev, run_this_ev, larger_ev, stricter_ev], api_name="stop", queue=False,
-                       js="() => { window.__svStop && window.__svStop(); }")
+                       None, [stop_note], cancels=[run_ev, run_this_ev, larger_ev, stricter_ev], api_name="stop",
+                       queue=False, js="() => { window.__svStop && window.__svStop(); }")
         upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,
                       concurrency_id="replay", show_progress="minimal").then(None, js=SHOW_JS, queue=False)
         example_btn.click(h.example, [example_dd], outs(SHOW_OUTPUTS), api_name="example", concurrency_limit=4,

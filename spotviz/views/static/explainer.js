@@ -69,6 +69,7 @@
 
     let S = null, consumed = 0, head = '', K = 0, follow = true;
     let playing = false, playTimer = null, paintQueued = false, lastPaint = 0, paintTimer = null, liveTimer = null;
+    let pausedBy = null;   // the run whose catching-up views Stop paused (it had ended on the server): the headline says so
     let ignoreId = null;   // a stopped session: later lines are ignored
     let incoming = null;   // the session the lines now arriving belong to
     let dropLive = false;  // Stop came before the run's first line: its session is dropped when it arrives
@@ -196,6 +197,7 @@
       if (K >= SV.total(S)) K = 0;
       clearTimeout(liveTimer); liveTimer = null;
       playing = true; follow = false; root.dataset.playing = '1'; playBtn.textContent = '❚❚ Pause';
+      pausedBy = null;   // (a later pause is the visitor's own: the headline does not blame Stop for it)
       const tick = () => {
         if (!playing) return;
         if (K >= SV.total(S)) { stopPlay(); return; }
@@ -622,7 +624,6 @@
     // (nor when the previous run's go). A run stopped before its end has no figures: the room stays while it is
     // shown (saying why it is empty), as the views would otherwise jump up; another run shown gives it back.
     let heldBoxes = [], settledFor = null;
-    let pausedBy = null;   // the run whose catching-up views Stop paused (it had ended on the server): the headline says so
     function holdHeights() {
       releaseHeights();
       for (const el of [headEl, noteEl, document.querySelector('#sv-status')]) {

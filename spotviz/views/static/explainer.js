@@ -632,7 +632,8 @@
       }
     }
     function releaseHeights() {
-      for (const el of heldBoxes) { el.style.minHeight = ''; el.classList.remove('sve-held', 'sve-room', 'sve-settled'); }
+      for (const el of heldBoxes) { el.style.minHeight = ''; el.classList.remove('sve-held', 'sve-room'); }
+      headEl.classList.remove('sve-settled');   // (never left for the next run's room)
       heldBoxes = []; settledFor = null;
     }
     function paintHeadline() {
@@ -641,10 +642,11 @@
       else if (heldBoxes.length && settledFor === null && root.dataset.state !== 'starting' && !(S && S.state === 'live')
                && !following()) {
         if (S && S.state === 'stopped' && !(S.sum && S.sum.kpis)) {   // (stopped: the room stays)
-          settledFor = S.id; headEl.classList.add('sve-settled');
+          settledFor = S.id;
+          if (heldBoxes.includes(headEl)) headEl.classList.add('sve-settled');
           // (the note has nothing to say for a stopped run: its room goes to the headline's dimmed totals, which
           // on a phone are longer than the figures they stand for; no blank under them, and the views stay put)
-          if (heldBoxes.includes(noteEl)) {
+          if (heldBoxes.includes(noteEl) && heldBoxes.includes(headEl)) {
             headEl.style.minHeight = (parseFloat(headEl.style.minHeight) || 0) + noteEl.offsetHeight + 'px';
             noteEl.style.minHeight = ''; noteEl.classList.remove('sve-held', 'sve-room');
             heldBoxes = heldBoxes.filter((el) => el !== noteEl);
@@ -656,6 +658,7 @@
       if (sum && sum.kpis && !following() && (S.state !== 'live' || !follow || K >= SV.total(S))) {
         for (const x of sum.kpis) headEl.appendChild(kpi(x.big, x.small, x.tone));
         noteEl.textContent = sum.note || '';
+        if (K >= SV.total(S)) pausedBy = null;   // (seen to its end: what comes later is the visitor's own scrubbing)
         if (pausedBy === S.id && !playing && K < SV.total(S)) {   // (Stop came after the run's end: nothing to stop)
           headEl.appendChild(kpi('Paused at pass ' + K + ' of ' + SV.total(S), 'the run had already ended when Stop ' +
                                  'came, so nothing was cut short: ▶ Play shows the rest', 'plain'));

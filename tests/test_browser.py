@@ -643,6 +643,11 @@ def test_phone_layout_keeps_the_page_order_and_the_scrubber_by_the_tree(browser,
         first = pg.evaluate(widths)
         pg.wait_for_timeout(1000)
         assert pg.evaluate(widths) == first and max(first) <= 420, first
+        # the race's legend fits the room left for it above the plot (when Plotly had to push the margin down, the
+        # passes axis' labels were drawn inside the plot)
+        sizes = pg.evaluate(f"""() => {{ const L = document.querySelector('{EXPLAINER} .sve-plot[data-view=race]')
+            ._fullLayout; return [L._size.t, L.margin.t]; }}""")
+        assert sizes[0] == sizes[1], sizes
         assert pg.evaluate("() => document.documentElement.scrollWidth") <= 420 + 1
         # a tree wider than its box scrolls inside it, and its caption says so (and only then)
         wide = pg.evaluate(f"""() => {{ const b = document.querySelector('{EXPLAINER} .sve-tree-panel .sve-plot-box');
@@ -778,7 +783,7 @@ def test_the_offers_of_larger_trees_and_a_stricter_tau_are_buttons_in_the_status
         pg.locator("#sv-mode").get_by_text("threshold", exact=True).click()
         select(pg, "sv-drafter", "training-free")
         pg.click("#sv-run")
-        pg.wait_for_function("() => document.querySelector('#sv-status').innerText.includes('filled its window')",
+        pg.wait_for_function("() => document.querySelector('#sv-status').innerText.includes('nothing left to guess')",
                              timeout=60_000)
         act = pg.locator("#sv-status .sv-act")
         assert act.inner_text() == "Run it again at tau 0.99" and not pg.locator("#sv-stricter").is_visible()

@@ -151,8 +151,8 @@ class LiveSession:
                      "generation length lets it finish")
         text += self.plan_note
         if self.window_filled():
-            text += (f". At tau {main.meta.threshold:g} each pass filled its window by itself: nothing was left to "
-                     "guess")
+            text += (f". At tau {main.meta.threshold:g} every pass committed all the masked slots of the block it was "
+                     "decoding at once, so SPOT-Sets had nothing left to guess")
         if main is not None and main.meta.budget_auto:
             text += small_trees_note(main)
         if shown.meta.prompt_truncated:

@@ -213,8 +213,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                        f"{r:.2f}× faster" if r >= 1 else f"{1 / r:.2f}× slower")
                 kpis.append({"big": big + " (wall-clock)", "tone": "good" if r >= 1 else "warn",
                              "small": timed
-                             + (f" · at most about {ceiling:.2f}× {'there' if recorded else 'here'} (the model's "
-                                "passes alone)"
+                             + (f" · the best these passes allow{'ed there' if recorded else ' here'}: about "
+                                f"{ceiling:.2f}×"
                                 if ceiling is not None else "")
                              + (" (more than that is the machine's timing noise)"
                                 if ceiling is not None and r > 1.1 * ceiling else "")

@@ -465,25 +465,27 @@
       else if (y + h > window.innerHeight - pad) y = Math.max(pad, ev.clientY - 14 - h);
       tip.style.left = x + 'px'; tip.style.top = y + 'px';
     }
-    // where the lit slots are off the screen (the lanes are above the tree), the tip quotes them in their text
-    function litContext(slots) {
+    // where the lit slots are off the screen (the lanes are above the tree), the tip quotes the node's own slots
+    // (`own`: its decision, the last of the lit path) in their lane's text
+    function litContext(slots, own) {
       const R = SV.main(S), L = R && lanes.get(R.role);
       const at = (pos) => L.slots[pos - R.meta.start];
       if (!L || !slots || !slots.length || !at(slots[0])) return '';
       const r = at(slots[0]).getBoundingClientRect();
       if (r.bottom > 0 && r.top < window.innerHeight) return '';
-      const lo = Math.min(...slots), hi = Math.max(...slots);
-      let text = '', open = false;   // (a run of lit slots in one pair of brackets: "[48 +]", not "[4][8][ +]")
-      for (let pos = Math.max(R.meta.start, lo - 5); pos <= hi + 5; pos++) {
+      if (!own || !own.length) return '';
+      const lo = Math.min(...own), hi = Math.max(...own);
+      let text = '', open = false;   // (a run of slots in one pair of brackets: "[48 +]", not "[4][8][ +]")
+      for (let pos = Math.max(R.meta.start, lo - 8); pos <= hi + 8; pos++) {
         const sl = at(pos);
         if (!sl) break;
-        const lit = slots.includes(pos);
-        if (lit !== open) { text += lit ? '[' : ']'; open = lit; }
-        text += sl.textContent;
+        const mine = own.includes(pos);
+        if (mine !== open) { text += mine ? '[' : ']'; open = mine; }
+        text += sl.textContent.replace(/\n/g, '↵');   // (a new line as the tree's labels show it)
       }
       if (open) text += ']';
-      return ' · its slots in the ' + SV.runTitle(S, R)[0] + ' lane above, in brackets: …' +
-        text.replace(/\s+/g, ' ') + '…';
+      return ' · ' + (own.length > 1 ? 'its slots' : 'its slot') + ' in the ' + SV.runTitle(S, R)[0] +
+        ' lane above, in brackets: …' + text.replace(/\s+/g, ' ') + '…';
     }
     function hookTree(div) {   // hovering a tree node highlights its slots on the canvas (once per div)
       if (div.__svHooked || !div.on) return;
@@ -493,14 +495,18 @@
         const pt = ev.points && ev.points[0];
         const tp = SV.treePass(SV.main(S), K);
         if (!pt || !tp.p || !tp.p.tree) { showTip(null); return; }
-        let text = null;
-        if (pt.customdata === 'bonus') { lit = tp.p.tree.bonus[2]; text = tp.p.tree.bonus[1]; }
+        let text = null, own = [];
+        if (pt.customdata === 'bonus') { lit = own = tp.p.tree.bonus[2]; text = tp.p.tree.bonus[1]; }
         else {
-          const n = tp.p.tree.nodes.find((x) => x[0] === pt.customdata);
-          if (n) { lit = n[7]; text = n[5] + (n[0] === tp.p.tree.stop ? ' · the walk stopped here' : ''); }
+          const nodes = tp.p.tree.nodes, n = nodes.find((x) => x[0] === pt.customdata);
+          if (n) {
+            lit = n[7]; text = n[5] + (n[0] === tp.p.tree.stop ? ' · the walk stopped here' : '');
+            const up = nodes.find((x) => x[0] === n[1]);   // (its parent: the path's slots before this node's own)
+            own = up ? n[7].slice(up[7].length) : n[7];
+          }
         }
         highlight(lit, true);
-        showTip(text && text + litContext(lit), ev.event);
+        showTip(text && text + litContext(lit, own), ev.event);
         tipTree = treeKey();
       };
       div.on('plotly_hover', (ev) => { pinned = false; onNode(ev); });
@@ -591,11 +597,12 @@
       }
       return true;
     }
-    // A tree wider than its box fades out at the right edge while it goes on past it (a label cut there reads as
-    // "scroll for more", not as a drawing error); no fade once scrolled to its end.
+    // A tree wider than its box fades out at an edge it goes on past (a label cut at the right edge reads as "scroll
+    // for more", not as a drawing error; on the left, the start scrolled out of view is hinted); none at its ends.
     function edges(box) {
       const max = box.scrollWidth - box.clientWidth;
       box.classList.toggle('sve-more-right', max > 8 && box.scrollLeft < max - 8);   // (a snap stops up to 6 px short)
+      box.classList.toggle('sve-more-left', max > 8 && box.scrollLeft > 8);
     }
     function why(R, k) {
       const out = [];

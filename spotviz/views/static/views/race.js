@@ -40,7 +40,9 @@
     const lanes = data.filter((d) => d.showlegend).length, width = o.width || 300;
     const ENTRY = 180;   // px an entry ("Standard decoder · 50 passes" and its line): as many a row as fit
     const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 48) / ENTRY)));
-    const extra = 17 * rows + 2;
+    // (25 px a row, as Plotly lays out a legend of 10 px text: with less room it pushed the top margin down after
+    // the axes were placed, and the passes axis' labels landed inside the plot)
+    const extra = 25 * rows + 2;
     const layout = SV.layout({width: width, height: (o.height || 190) + extra}, {
       margin: {l: 40, r: 8, t: 4 + extra, b: 30}, showlegend: true,
       legend: {orientation: 'h', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', font: {size: 10},

@@ -308,17 +308,16 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         inputs = outs(CONTROLS)
         run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",
                                concurrency_id="decode", preprocess=False, js=START_JS)
-        # the same run from other buttons: the controls set first ("Run this example yourself": the example's; the
+        # the same run from other buttons, the controls set first ("Run this example yourself": the example's; the
         # larger-trees button: the budget; the stricter-tau button: tau)
-        run_this_ev = run_this.click(h.fill, [shown], outs(FILL_OUTPUTS), api_name=False, queue=False).then(
-            h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
-            preprocess=False, js=START_JS)
-        larger_ev = larger.click(larger_budget, None, [budget], api_name=False, queue=False).then(
-            h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
-            preprocess=False, js=START_JS)
-        stricter_ev = stricter.click(stricter_tau, None, [tau], api_name=False, queue=False).then(
-            h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
-            preprocess=False, js=START_JS)
+        def then_run(button, fn, fn_in, fn_out):
+            return button.click(fn, fn_in, fn_out, api_name=False, queue=False).then(
+                h.run, inputs, outs(RUN_OUTPUTS), api_name=False, show_progress="hidden", concurrency_id="decode",
+                preprocess=False, js=START_JS)
+
+        run_this_ev = then_run(run_this, h.fill, [shown], outs(FILL_OUTPUTS))
+        larger_ev = then_run(larger, larger_budget, None, [budget])
+        stricter_ev = then_run(stricter, stricter_tau, None, [tau])
         # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is
         stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
                        None, [stop_note], cancels=[run_ev, run_this_ev, larger_ev, stricter_ev], api_name="stop",

@@ -12,6 +12,7 @@ import uuid
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
 from ..views.headline import drafter_name, nothing_to_draft, small_trees_note, summary
 from ..views.timeline import DraftRoom, end_line, pass_line, run_header, session_line, status_line
+from .inputs import STRICTER_TAU
 
 ROLES = {"main": "main", "baseline": "base"}  # runner run -> timeline role (a race drafter keeps its name)
 UPDATE_EVERY_S = 0.15  # at most ~7 streamed updates a second (the browser paints them at most this often)
@@ -119,8 +120,6 @@ class LiveSession:
         """Whether a threshold run below STRICTER_TAU had nothing to draft: each pass filled its window by itself
         (a confident model at tau 0.9): the page then offers the same run at a stricter tau, which leaves SPOT-Sets
         slots to guess."""
-        from .inputs import STRICTER_TAU
-
         main = self.main
         return (main is not None and main.meta.mode == "threshold" and main.meta.threshold < STRICTER_TAU
                 and main.meta.drafter != "none" and nothing_to_draft(main))

@@ -120,14 +120,24 @@ def open_page(browser, url, width=1400, height=1000):
     return pg
 
 
-@pytest.fixture
-def page(browser, app_url):
-    pg = open_page(browser, app_url)
+def checked_page(browser, app_url, width=1400, height=1000):
+    """A page of the app, closed after the test, which fails if the page logged an error or left 127.0.0.1."""
+    pg = open_page(browser, app_url, width, height)
     yield pg
     errors, outside = list(pg.errors), list(pg.outside)
     pg.close()
     assert not errors, f"console errors: {errors}"
     assert not outside, f"requests left 127.0.0.1: {outside}"
+
+
+@pytest.fixture
+def page(browser, app_url):
+    yield from checked_page(browser, app_url)
+
+
+@pytest.fixture
+def phone_page(browser, app_url):
+    yield from checked_page(browser, app_url, 390, 844)
 
 
 # ------------------------------------------------------------------------------------------------- helpers
@@ -422,15 +432,12 @@ def test_a_stop_that_came_after_the_run_finished_on_the_server_shows_the_run_fin
     assert f"in {ex(pg)['npasses']} target passes" in done  # (the views hold every pass of the finished run)
 
 
-def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(page, tiny_prompt):
+def test_stop_says_where_the_run_stopped_and_the_views_fit_what_arrived(phone_page, tiny_prompt):
     """Stop before the run's first line: the previous run stays on screen (its lines are dropped if they come).
     Stop during the drafter's run: the standard decoder's lane says it did not run, the race and commit-order axes
     fit the passes received, and the headline counts what was received, in the room it had (the views stay). On a
     phone, where the dimmed totals are longest."""
-    pg = page
-    pg.set_viewport_size({"width": 390, "height": 844})
-    pg.reload()
-    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}')?.dataset.ready === '1'", timeout=60_000)
+    pg = phone_page  # (opened at that size: a reload aborted the example's stream, which logs a console error)
     wait_example(pg)
     pg.click("#sv-settings .label-wrap")  # (closed on a phone)
     before = ex(pg)["session"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -526,3 +527,27 @@ def test_a_threshold_run_that_left_nothing_to_draft_offers_the_same_run_at_a_str
     first = stricter_tau()
     first.pop("value")
     assert stricter_tau()["value"] == 0.99
+
+
+def test_a_run_at_another_budget_or_tau_is_compared_with_the_visitors_run_before(app, tiny_prompt):
+    """The page keeps the figures of the visitor's last finished run (a state, not one of /run's parameters): the
+    next run of the same prompt and settings at another tree budget or tau says how its passes and wall-clock compare
+    (what the larger-trees and stricter-tau offers raise); a run that differs in anything else, or in nothing, or a
+    race, compares with nothing."""
+    client = Client(app[1], verbose=False)  # (a page of its own: its state starts empty)
+    said = "Against your run before"
+    first = client.predict(**_run_args(tiny_prompt, "training-free", budget=4))[0]
+    assert "Done" in first and said not in first
+    again = client.predict(**_run_args(tiny_prompt, "training-free", budget=8))[0]
+    assert f"{said} at budget 4: " in again, again
+    passes = lambda status: int(re.search(r" in (\d+) target passes", status).group(1))  # noqa: E731
+    assert f": {passes(again)} passes instead of {passes(first)} (" in again
+    assert re.search(r"\(wall-clock, one timing each\)", again)
+    assert said not in client.predict(**_run_args(tiny_prompt, "training-free", budget=8))[0]  # (nothing changed)
+    assert said not in client.predict(**_run_args(tiny_prompt, "training-free", budget=4, seed=2))[0]  # (the seed)
+    assert said not in client.predict(**_run_args(tiny_prompt, "training-free", budget=8, seed=2, race=True))[0]
+    assert said not in client.predict(**_run_args(tiny_prompt, "training-free", budget=4, seed=2))[0]  # (race before)
+    # threshold mode: tau is the setting that changed (the standard decoder's passes change with it, and it says so)
+    client.predict(**_run_args(tiny_prompt, "training-free", mode="threshold", tau=0.5, budget=4))
+    out = client.predict(**_run_args(tiny_prompt, "training-free", mode="threshold", tau=0.95, budget=4))[0]
+    assert f"{said} at tau 0.5: " in out, out

@@ -759,7 +759,8 @@ def test_the_bars_stop_stops_a_live_run_and_shows_only_while_one_is_live(page, t
 def test_the_offers_of_larger_trees_and_a_stricter_tau_are_buttons_in_the_status_line(browser, app_url, monkeypatch):
     """After a run whose budget auto kept its trees small the status line says why and ends in the button that runs
     it again at budget 16; after a threshold run that left nothing to draft, in one that runs it at tau 0.99: on a
-    phone Run is a screen above, and the offer and the button are where the visitor reads. (The server runs in this
+    phone Run is a screen above, and the offer and the button are where the visitor reads; the run it starts compares
+    itself with the one before. (The server runs in this
     process: its verdicts are patched so that auto's choice and the tiny model's confidences on this machine do not
     decide whether there is an offer.)"""
     import spotviz.ui.session as session
@@ -786,6 +787,7 @@ def test_the_offers_of_larger_trees_and_a_stricter_tau_are_buttons_in_the_status
                              "document.querySelector('#sv-status').innerText.includes('Done')", timeout=60_000)
         assert pg.locator("#sv-budget input").input_value() == "16"  # a fixed budget: no offer after it
         assert "tree budget 16" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")  # the run it started
+        assert "Against your run before at budget auto: " in pg.inner_text("#sv-status")  # (what it changed)
         # threshold mode at tau 0.9, every pass "filling its window": the offer of tau 0.99
         pg.locator("#sv-mode").get_by_text("threshold", exact=True).click()
         select(pg, "sv-drafter", "training-free")
@@ -799,6 +801,7 @@ def test_the_offers_of_larger_trees_and_a_stricter_tau_are_buttons_in_the_status
                              "document.querySelector('#sv-status').innerText.includes('Done')", timeout=60_000)
         assert pg.locator("#sv-tau input[type=number]").input_value() == "0.99"
         assert "0.99" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")  # the run it started
+        assert "Against your run before at tau 0.9: " in pg.inner_text("#sv-status")
         assert not pg.errors, pg.errors
     finally:
         pg.close()

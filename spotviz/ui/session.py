@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
-from ..views.headline import drafter_name, nothing_to_draft, small_trees_note, summary
+from ..views.headline import SAME_RUN_FIELDS, drafter_name, nothing_to_draft, same_run, small_trees_note, \
+    speed_words, summary, times
 from ..views.timeline import DraftRoom, end_line, pass_line, run_header, session_line, status_line
 from .inputs import STRICTER_TAU
 
@@ -23,6 +25,47 @@ def record_from_dict(d: dict) -> PassRecord:
     d["commits"] = [Commit(**c) for c in d.get("commits", [])]
     d["tree"] = [TreeNode(**n) for n in d.get("tree", [])]
     return PassRecord(**d)
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """What a finished run (a drafter against the standard decoder, not a race) measured, kept by the page so that
+    the next run of the same prompt and settings at another tree budget or tau is compared with it in its status
+    line: the question the larger-trees and stricter-tau offers raise (fewer passes, but faster?)."""
+
+    key: tuple  # every setting but the budget and tau: runs with the same key differ only in those
+    setting: str  # "budget auto", "budget 16", "tau 0.9" (where the mode reads tau), ...
+    passes: int
+    base_passes: int
+    wall_ratio: float  # the standard decoder's wall-clock over the drafter's, in the same run (one timing each)
+
+    @classmethod
+    def of(cls, main: Trace, base: Trace) -> "RunFigures | None":
+        """The figures of a drafter run and its standard-decoder run (None where they are not comparable)."""
+        m = main.meta
+        if m.drafter == "none" or not same_run(main, base) or main.counters.wall_s <= 0:
+            return None
+        key = tuple(getattr(m, f) for f in SAME_RUN_FIELDS) + (m.drafter, m.coupled_noise, m.cross_window,
+                                                                 m.min_path_prob, m.device)
+        setting = "budget " + ("auto" if m.budget_auto else str(m.budget))
+        if m.mode == "threshold":
+            setting += f", tau {m.threshold:g}"
+        return cls(key, setting, main.counters.target_passes, base.counters.target_passes,
+                   base.counters.wall_s / main.counters.wall_s)
+
+    def against(self, before: "RunFigures | None") -> str:
+        """The status line's comparison with the run before ("" where that run differed in more than the budget or
+        tau, or in neither)."""
+        if before is None or before.key != self.key or before.setting == self.setting:
+            return ""
+        was, now = before.setting.split(", "), self.setting.split(", ")
+        changed = ", ".join(b for b, n in zip(was, now) if b != n)  # (only what the visitor changed)
+        base = (f", the standard decoder {self.base_passes} now and {before.base_passes} then"
+                if self.base_passes != before.base_passes else "")
+        return (f". Against your run before at {changed}: {self.passes} passes instead of {before.passes} "
+                f"({times(self.base_passes / max(self.passes, 1))}× fewer than the standard decoder instead of "
+                f"{times(before.base_passes / max(before.passes, 1))}×{base}), {speed_words(self.wall_ratio)} instead of "
+                f"{speed_words(before.wall_ratio)} (wall-clock, one timing each)")
 
 
 class LiveSession:
@@ -124,8 +167,15 @@ class LiveSession:
         return (main is not None and main.meta.mode == "threshold" and main.meta.threshold < STRICTER_TAU
                 and main.meta.drafter != "none" and nothing_to_draft(main))
 
-    def finish(self) -> str:
-        """Close the timeline: the headline and the final status line. Returns the final status text."""
+    def figures(self) -> RunFigures | None:
+        """This run's figures for the next run's comparison (None for a race or without both runs)."""
+        if self.race or self.main is None or self.base is None:
+            return None
+        return RunFigures.of(self.main, self.base)
+
+    def finish(self, before: RunFigures | None = None) -> str:
+        """Close the timeline: the headline and the final status line (with `before`, the figures of the visitor's
+        run before this one: compared where only the budget or tau differs). Returns the final status text."""
         main, base = self.main, self.base
         shown = main or base
         if shown is None:
@@ -154,6 +204,9 @@ class LiveSession:
                      "decoding at once, so SPOT-Sets had nothing left to guess")
         if main is not None and main.meta.budget_auto:
             text += small_trees_note(main)
+        now = self.figures()
+        if now is not None:
+            text += now.against(before)
         if shown.meta.prompt_truncated:
             text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
                      f"{len(shown.meta.prompt_tokens)} tokens)")

@@ -22,13 +22,12 @@ from .files import TraceFiles, load_uploads
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, \
     TEMPERATURE_MAX, parse_run_inputs, plan_run, prompts_for
 from .runner import ModelStore, decode_events
-from .session import LiveSession, RunFigures
+from .session import LiveSession, RunsBefore
 
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
             "prune", "race")  # the run's inputs, in the order of the /run endpoint
-# larger, stricter: the hidden buttons that run it again with larger trees / a stricter tau (available or not);
-# before: the page's state of the visitor's last finished run (session.RunFigures), which the next run compares with
-RUN_OUTPUTS = ("status", "explainer", "files", "larger", "stricter", "before")
+# larger, stricter: the hidden buttons that run it again with larger trees / a stricter tau (available or not)
+RUN_OUTPUTS = ("status", "explainer", "files", "larger", "stricter")
 FILL_OUTPUTS = CONTROLS + ("wanted_length",)  # "Run this yourself" sets the controls before the run reads them
 # an example or a replay sets the controls, and the model's banner and prompt menu with them
 SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
@@ -85,7 +84,6 @@ class Outputs:
     files: object = field(default_factory=gr.skip)
     larger: object = field(default_factory=gr.skip)
     stricter: object = field(default_factory=gr.skip)
-    before: object = field(default_factory=gr.skip)
     shown: object = field(default_factory=gr.skip)
     controls: dict = field(default_factory=dict)  # control name -> value or gr.update
 
@@ -106,6 +104,7 @@ class AppContext:
     gen_limit: int
     examples: list[dict]
     files: TraceFiles
+    runs_before: RunsBefore = field(default_factory=RunsBefore)  # each page's last finished run, compared with its next
     demo: gr.Blocks | None = None
     _example_headers: list | None = field(default=None, repr=False)
 
@@ -202,9 +201,9 @@ class Handlers:
 
     # ---------------------------------------------------------------------------------------- run / stop
     def run(self, prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
-            race=None, before=None, request: gr.Request = None):
-        """A live decode, streamed as a timeline; `before`: the figures of the visitor's last finished run (the page's
-        state), which the status compares this run with where only the tree budget or tau differs."""
+            race=None, request: gr.Request = None):
+        """A live decode, streamed as a timeline; its status compares it with the page's last finished run where only
+        the tree budget or tau differs (AppContext.runs_before)."""
         ctx = self.ctx
         compact_session(ctx.demo, request)
         try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
@@ -229,7 +228,8 @@ class Handlers:
                 break
             if ev["type"] in ("start", "done") or session.due():
                 yield Outputs(explainer=session.text).values(RUN_OUTPUTS)
-        final = session.finish(before if isinstance(before, RunFigures) else None)
+        page = getattr(request, "session_hash", None)  # (one per page load: the browser's and an API client's)
+        final = session.finish(ctx.runs_before.get(page))
         traces = [t for t in [session.main, *session.race, session.base] if t is not None]
         kind = "ok" if traces and not any(k == "err" for _, k in session.notes) else "err"
         if not traces:
@@ -241,8 +241,8 @@ class Handlers:
         yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind, action, target),
                       explainer=session.text if started else gr.skip(),
                       files=ctx.files.write(traces, page=True) if traces else None,
-                      larger=gr.update(visible=larger), stricter=gr.update(visible=stricter),
-                      before=session.figures()).values(RUN_OUTPUTS)
+                      larger=gr.update(visible=larger), stricter=gr.update(visible=stricter)).values(RUN_OUTPUTS)
+        ctx.runs_before.put(page, session.figures())
 
     # ------------------------------------------------------------------------------------ example / replay
     def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False,

@@ -297,16 +297,15 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                  elem_id="sv-status")
                 explainer = Explainer(elem_id="sv-explainer")
         shown = gr.State(None, time_to_live=STATE_TTL_S)
-        before = gr.State(None, time_to_live=STATE_TTL_S)  # the visitor's last finished run (session.RunFigures)
         stop_note = gr.HTML("", visible=False, js_on_load=None)  # what /stop answers an API caller
 
         ui = {"status": status, "explainer": explainer, "files": files_out, "shown": shown, "prompt": prompt,
               "model": model, "mode": mode, "tau": tau, "temperature": temperature, "seed": seed,
               "gen_length": gen_length, "drafter": drafter, "budget": budget, "coupled": coupled, "prune": prune,
               "race": race, "wanted_length": wanted_length, "model_banner": model_banner, "prompt_pick": prompt_pick,
-              "larger": larger, "stricter": stricter, "before": before}
+              "larger": larger, "stricter": stricter}
         outs = lambda names: [ui[n] for n in names]  # noqa: E731
-        inputs = outs(CONTROLS) + [before]  # (a state: not one of /run's parameters)
+        inputs = outs(CONTROLS)
         run_ev = run_btn.click(h.run, inputs, outs(RUN_OUTPUTS), api_name="run", show_progress="hidden",
                                concurrency_id="decode", preprocess=False, js=START_JS)
         # the same run from other buttons, the controls set first ("Run this example yourself": the example's; the

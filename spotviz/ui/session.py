@@ -6,8 +6,10 @@ final status, so what the page shows at the end comes from the finished traces a
 """
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
@@ -29,9 +31,9 @@ def record_from_dict(d: dict) -> PassRecord:
 
 @dataclass(frozen=True)
 class RunFigures:
-    """What a finished run (a drafter against the standard decoder, not a race) measured, kept by the page so that
-    the next run of the same prompt and settings at another tree budget or tau is compared with it in its status
-    line: the question the larger-trees and stricter-tau offers raise (fewer passes, but faster?)."""
+    """What a finished run (a drafter against the standard decoder, not a race) measured, kept for its page
+    (RunsBefore) so that the next run of the same prompt and settings at another tree budget or tau is compared with
+    it in its status line: the question the larger-trees and stricter-tau offers raise (fewer passes, but faster?)."""
 
     key: tuple  # every setting but the budget and tau: runs with the same key differ only in those
     setting: str  # "budget auto", "budget 16", "tau 0.9" (where the mode reads tau), ...
@@ -66,6 +68,30 @@ class RunFigures:
                 f"({times(self.base_passes / max(self.passes, 1))}× fewer than the standard decoder instead of "
                 f"{times(before.base_passes / max(before.passes, 1))}×{base}), {speed_words(self.wall_ratio)} instead of "
                 f"{speed_words(before.wall_ratio)} (wall-clock, one timing each)")
+
+
+class RunsBefore:
+    """Each page's last finished run (RunFigures, None for a race), by the page's session hash, the last MAX_PAGES
+    pages only: kept on the server rather than in a page state, so /run's parameters stay the controls alone."""
+
+    MAX_PAGES = 512
+
+    def __init__(self):
+        self._runs: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, page: str | None) -> RunFigures | None:
+        with self._lock:
+            return self._runs.get(page) if page else None
+
+    def put(self, page: str | None, figures: RunFigures | None) -> None:
+        if not page:
+            return
+        with self._lock:
+            self._runs[page] = figures
+            self._runs.move_to_end(page)
+            while len(self._runs) > self.MAX_PAGES:
+                self._runs.popitem(last=False)
 
 
 class LiveSession:

@@ -87,6 +87,10 @@ def _writable(path: str | None, option: str, force: bool = False, folder: bool =
     parent = p if folder and p.is_dir() else p.parent
     if not folder and p.is_dir():
         raise ValueError(f"{option} {path}: is a folder; give a file name")
+    if folder:  # (a file where the folder, or a folder above it, would be made)
+        clash = next((q for q in (p, *p.parents) if q.exists() and not q.is_dir()), None)
+        if clash is not None:
+            raise ValueError(f"{option} {path}: {'it' if clash == p else clash} is a file; give a folder")
     if not parent.is_dir() and not (folder or mkdir):
         raise ValueError(f"{option} {path}: the folder {parent} does not exist")
     if parent.is_dir() and not os.access(parent, os.W_OK):
@@ -155,6 +159,8 @@ def cmd_decode(a) -> int:
     if not a.prompt.strip():
         raise ValueError("--prompt is empty: give some text to continue")
     _writable(a.trace_out, "--trace-out")
+    for note in ignored_settings(a):  # (settings this run does not read: said, not silently dropped)
+        print(f"note: {note}", file=sys.stderr)
     try:
         cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                            gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
@@ -204,6 +210,21 @@ def cmd_decode(a) -> int:
     return 0
 
 
+def ignored_settings(a) -> list[str]:
+    """What a decode's settings ask for that the run will not do (notes for stderr): a budget or pruning given to the
+    standard decoder, tau given in exact mode, a budget of 1, which drafts nothing."""
+    notes = []
+    if a.drafter == "none" and a.budget != "auto":
+        notes.append(f"--budget {a.budget} has no effect with --drafter none: the standard decoder checks one state a "
+                     "pass (choose a drafter to draft trees)")
+    elif a.drafter != "none" and a.budget == 1:
+        notes.append("--budget 1 checks the root state alone: nothing is drafted, so the run makes the standard "
+                     "decoder's passes")
+    if a.mode == "exact" and a.threshold != 0.9:
+        notes.append(f"--threshold {a.threshold:g} is read in threshold mode only (--mode threshold)")
+    return notes
+
+
 def cmd_trace(a) -> int:
     """Load and validate a trace file (size limit, JSON, schema version, counters) and print a summary."""
     from .trace import Trace
@@ -229,6 +250,12 @@ def cmd_trace(a) -> int:
         if baseline is not None:
             from .views import same_run
 
+            if m.drafter == "none":
+                raise ValueError(f"{a.file} is itself a standard-decoder run: --baseline compares a drafter's run "
+                                 "with the standard decoder's (give the drafter's trace first)")
+            if baseline.meta.drafter != "none":
+                raise ValueError(f"--baseline {a.baseline} is a run of the {baseline.meta.drafter} drafter: give the "
+                                 "standard decoder's trace of the same run (decode --drafter none --trace-out ...)")
             if not same_run(trace, baseline):
                 raise ValueError(f"--baseline {a.baseline} decoded another run than {a.file} (model, prompt, seed, "
                                  "block size, mode, temperature, generation length and, in threshold mode, tau must "
@@ -347,8 +374,13 @@ def cmd_bench(a) -> int:
     budgets, temperatures = budget_list(a.budgets, "--budgets"), temperature_list(a.temperatures)
     other = budget_list(a.other_budgets, "--other-budgets") if a.other_budgets else None
     if a.prompts:  # read before the model loads: a bad file fails at once
+        from pathlib import Path
+
         from .embedded.prompts import load_prompts
 
+        if a.prompts.strip().isdigit() and not Path(a.prompts).exists():
+            raise ValueError(f"--prompts {a.prompts}: no such file (--prompts takes a prompt file; --n-prompts "
+                             "sets how many prompts)")
         if not load_prompts(a.prompts):
             raise ValueError(f"--prompts: {a.prompts} holds no prompts")
     cfg = BenchConfig(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
@@ -625,7 +657,7 @@ def main(argv=None) -> int:
         if a.cmd != "trace":  # one thread policy for every command (spotviz/threads.py), before anything loads
             from .threads import set_threads
 
-            a.threads = set_threads(a.threads)
+            a.threads = set_threads(a.threads, "--threads")
             from .samplers import forward_cost
 
             forward_cost.NOTICE = lambda message: print(message, file=sys.stderr, flush=True)

@@ -25,14 +25,16 @@ from .threads import THREADS_ENV, ensure_threads, set_threads  # noqa: F401  (pa
 DRAFTERS = ("none", *PROPOSERS)
 
 
-def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig,
+def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig | None = None,
                   start_event: bool = False) -> Iterator[Progress]:
     """Yield a Progress after every target pass; the last one carries the finished Trace. `target`: a loaded target
     (registry.load_target), or a name or folder, loaded on first use and kept (the last two) for later calls.
-    `cfg` was checked when it was made (DecodeConfig is frozen); the prompt is checked here, before the first pass.
+    `cfg` (default: DecodeConfig(), the standard decoder) was checked when it was made (DecodeConfig is frozen); the
+    prompt is checked here, before the first pass.
     Where the target's batched passes are not proven bit-identical to one-row passes (targets/invariance.py), a
     speculative run warns (errors.IdentityWarning, a RuntimeWarning): its output may then differ from the standard
     decoder's."""
+    cfg = DecodeConfig() if cfg is None else cfg
     if not isinstance(cfg, DecodeConfig):
         raise TypeError(f"cfg must be a DecodeConfig (spotviz.samplers.config), got {type(cfg).__name__}")
     ensure_threads()
@@ -68,7 +70,7 @@ def _named_target(name) -> DiffusionTarget:
     return _NAMED[key]
 
 
-def decode(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig):
+def decode(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig | None = None):
     """Decode `prompt` to the end and return its Trace (text, tokens, every pass, counters): decode_stream's run,
-    consumed."""
+    consumed (cfg: default DecodeConfig(), the standard decoder)."""
     return run_to_end(decode_stream(target, prompt, cfg))

@@ -30,7 +30,7 @@ def machine_cores() -> int:
         return os.cpu_count() or 1
 
 
-def resolve_threads(threads: int | str | None = None, option: str = "--threads") -> int:
+def resolve_threads(threads: int | str | None = None, option: str = "threads") -> int:
     """The thread count the policy gives (see the module docstring); raises DecodeError naming `option` or
     $SPOTVIZ_THREADS when the value is not a whole number from 0 to the machine's cores. Imports nothing heavy."""
     source, value = option, threads
@@ -50,8 +50,9 @@ def resolve_threads(threads: int | str | None = None, option: str = "--threads")
     return n or cores
 
 
-def set_threads(threads: int | str | None = None, option: str = "--threads") -> int:
-    """Set torch's CPU threads by the policy and return the number set."""
+def set_threads(threads: int | str | None = None, option: str = "threads") -> int:
+    """Set torch's CPU threads by the policy and return the number set (`option`: how an error names the value: the
+    command line passes "--threads")."""
     global _applied
     n = resolve_threads(threads, option)
     import torch

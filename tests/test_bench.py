@@ -66,6 +66,21 @@ def test_bench_cli_json(tiny_block_dir, tmp_path, capsys):
     assert out["n_prompts"] == 1 and out["rows"][0]["drafter"] == "none"
 
 
+def test_bench_says_what_it_ran_on_a_prompt_file_of_ones_own_and_more_prompts_than_it_holds(tiny_block_dir, tmp_path,
+                                                                                              capsys):
+    mine = tmp_path / "mine.txt"
+    mine.write_text("ROMEO.\n\nJULIET.\n", encoding="utf-8")
+    rc = main(["bench", "--model", str(tiny_block_dir), "--prompts", str(mine), "--n-prompts", "5", "--gen-length", "8",
+               "--budgets", "2", "--temperatures", "0", "--modes", "exact", "--drafters", "training-free",
+               "--no-transfer", "--out", str(tmp_path / "b")])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "note: --n-prompts 5: the file holds 2 prompts; running 2" in out
+    assert "2 prompts from mine.txt x 8 tokens" in out and "held-out prompts" not in out  # (not the held-out set)
+    rc = main(["bench", "--model", str(tiny_block_dir), "--prompts", "3", "--out", str(tmp_path / "c")])
+    assert rc == 2 and capsys.readouterr().err.strip() == (
+        "error: --prompts 3: no such file (--prompts takes a prompt file; --n-prompts sets how many prompts)")
+
+
 def test_bench_one_mode_takes_the_headline_budgets(tiny_block_dir, tmp_path, capsys):
     rc = main(["bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length", "8", "--budgets", "2,4",
                "--other-budgets", "2", "--temperatures", "0,1", "--modes", "threshold", "--threshold", "0.5",

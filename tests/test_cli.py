@@ -241,6 +241,45 @@ def test_trace_html_page_and_baseline_checks(capsys, tiny_block_dir, tmp_path):
                           "--trace-out", str(other))
     code, _, err = run_main(capsys, "trace", str(spot), "--html", str(tmp_path / "x.html"), "--baseline", str(other))
     assert code == 2 and err.startswith(f"error: --baseline {other} decoded another run") and not (tmp_path / "x.html").exists()
+    # --baseline is the standard decoder's run, and the file the drafter's: a drafter's run as the baseline would be
+    # called "standard" on the page, and a standard run with a baseline would drop it
+    code, _, err = run_main(capsys, "trace", str(spot), "--html", str(tmp_path / "x.html"), "--baseline", str(spot))
+    assert code == 2 and error_line(err).startswith(f"error: --baseline {spot} is a run of the training-free drafter")
+    code, _, err = run_main(capsys, "trace", str(std), "--html", str(tmp_path / "x.html"), "--baseline", str(std))
+    assert code == 2 and error_line(err).startswith(f"error: {std} is itself a standard-decoder run")
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_decode_says_which_settings_the_run_does_not_read(capsys, tiny_block_dir):
+    """A budget given to the standard decoder, a budget of 1 (nothing drafted) and tau in exact mode: each a note on
+    stderr, and the run goes on (the output is the standard decoder's in every case)."""
+    base = ("decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", "--gen-length", "8")
+    cases = [((), []),
+             (("--budget", "16"), ["--budget 16 has no effect with --drafter none"]),
+             (("--drafter", "training-free", "--budget", "1"), ["--budget 1 checks the root state alone"]),
+             (("--drafter", "training-free", "--budget", "4", "--threshold", "0.5"),
+              ["--threshold 0.5 is read in threshold mode only"]),
+             (("--mode", "threshold", "--threshold", "0.5", "--budget", "4", "--drafter", "training-free"), [])]
+    for extra, said in cases:
+        code, _, err = run_main(capsys, *base, *extra)
+        notes = [ln.removeprefix("note: ") for ln in err.splitlines() if ln.startswith("note: --")]
+        assert code == 0 and len(notes) == len(said) and all(n.startswith(s) for n, s in zip(notes, said)), (extra, err)
+
+
+def test_an_output_folder_that_is_a_file_and_a_mistyped_model_folder_are_one_clear_line(capsys, tmp_path, monkeypatch):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    for out, clash in ((afile, "it"), (afile / "sub", str(afile))):
+        code, _, err = run_main(capsys, "train-drafter", "--out", str(out), "--n-prompts", "2")
+        assert code == 2 and error_line(err) == f"error: --out {out}: {clash} is a file; give a folder", err
+    # "runs/my-model" (one slash, like a Hub id "org/name"), where runs/ is a folder here: a folder that is missing
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # (no download tried: the test machine may have a network)
+    code, _, err = run_main(capsys, "decode", "--model", "runs/my-model", "--prompt", "Sam has 8 marbles.")
+    assert code == 2 and error_line(err).startswith(
+        f"error: model folder {str(tmp_path / 'runs' / 'my-model')!r} does not exist (nor is 'runs/my-model' a Hugging "
+        "Face repository"), err
 
 
 def test_decode_errors_name_the_flags_and_accuracy_refuses_a_model_of_another_corpus(capsys, tiny_block_dir):

@@ -816,8 +816,10 @@ def test_threads_policy(monkeypatch):
             with pytest.raises(DecodeError, match=f"SPOTVIZ_THREADS must be .* 1 to {cores} .*{bad}"):
                 set_threads()
         monkeypatch.delenv("SPOTVIZ_THREADS")
-        with pytest.raises(DecodeError, match="--threads must be"):
+        with pytest.raises(DecodeError, match="^threads must be"):  # (the library's word; the CLI's is --threads)
             set_threads(cores + 1)
+        with pytest.raises(DecodeError, match="^--threads must be"):
+            set_threads(cores + 1, "--threads")
     finally:
         torch.set_num_threads(before)
 

@@ -128,6 +128,9 @@ def test_timeline_stale_right_final_slots_and_headline():
     s = lines[-1]
     assert s["t"] == "sum" and s["saved"] == 8 - 3 and s["ratio"] == round(8 / 3, 4)
     assert s["kpis"][0]["big"] == "5 target passes saved"  # passes saved first
+    one = _standard_trace(4, tokens=trace.tokens + [0])  # (one pass more than the drafter's 3: one saved, singular)
+    one.meta.gen_length = trace.meta.gen_length
+    assert _lines(timeline(trace, one))[-1]["kpis"][0]["big"] == "1 target pass saved"
 
 
 def test_timeline_keeps_code_text_and_never_html():

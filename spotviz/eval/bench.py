@@ -245,7 +245,11 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
     target = load_target(model, block_size=cfg.block_size)
-    prompts = (prompts or heldout_prompts(target))[:cfg.n_prompts]
+    have = prompts or heldout_prompts(target)
+    if cfg.n_prompts > len(have):  # (said, not silently capped)
+        log(f"note: --n-prompts {cfg.n_prompts}: {'the file' if prompts else 'the held-out set'} holds {len(have)} "
+            f"prompts; running {len(have)}")
+    prompts = have[:cfg.n_prompts]
     res = BenchResult(target.info.name, len(prompts), gen_length, threshold, device=str(target.device),
                       threads=torch.get_num_threads(), prune=cfg.prune,
                       drafters=drafters_used(target.info.name, drafter_dir), config=asdict(cfg))
@@ -337,7 +341,9 @@ def _end_shares(r: BenchRow) -> dict[str, float]:
 
 
 def to_markdown(res: BenchResult) -> str:
-    lines = [f"### {res.model}: {res.n_prompts} held-out prompts x {res.gen_length} tokens "
+    own = (res.config or {}).get("prompts_file")  # (a file of one's own: not the held-out set)
+    which = f"prompts from {Path(own).name}" if own else "held-out prompts"
+    lines = [f"### {res.model}: {res.n_prompts} {which} x {res.gen_length} tokens "
              f"({res.device}, {res.threads} threads, tau={res.threshold}, {res.seconds / 60:.1f} min)", ""]
     if res.simulated:
         lines += [f"**Simulated wall-clock**: every target forward was charged at the cost curve of {res.simulated} "

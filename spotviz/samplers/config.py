@@ -92,7 +92,9 @@ class DecodeConfig:
         if not (0.0 <= mp < 1.0):
             raise DecodeError(f"min_path_prob must be in [0, 1), got {mp}")
         if self.budget != AUTO:
-            num("budget", int)
+            if isinstance(self.budget, bool) or not isinstance(self.budget, int):
+                raise DecodeError(f"budget must be {AUTO!r} or a whole number of states from 1 to {MAX_BUDGET}, got "
+                                  f"{self.budget!r}")
             if limits.budgets is not None and self.budget not in limits.budgets:
                 raise DecodeError(f"tree budget must be {AUTO} or one of {', '.join(map(str, limits.budgets))}, "
                                   f"got {self.budget}")

@@ -126,7 +126,13 @@ def _resolve(name_or_path: str) -> tuple[Path, str | None, dict, str]:
     if name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name:
         raise ModelLoadError(f"model folder {str(path.absolute())!r} does not exist")
     if re.fullmatch(r"[\w.-]+/[\w.-]+", name) and not name.startswith((".", "/")):
-        return download_snapshot(name, remote_code_allowed(name)), name, {}, name
+        try:
+            return download_snapshot(name, remote_code_allowed(name)), name, {}, name
+        except ModelLoadError:
+            if path.parent.is_dir():  # ("runs/my-model": most likely a folder path with a typo, not a Hub repo)
+                raise ModelLoadError(f"model folder {str(path.absolute())!r} does not exist (nor is {name!r} a "
+                                     "Hugging Face repository this machine has or can download)") from None
+            raise
     raise ModelLoadError(f"unknown published model {name!r}: not a known name ({', '.join(PUBLISHED)}), "
                          f"not an existing folder, not a Hugging Face repo id")
 

@@ -203,7 +203,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
                     "ratio": round(b.target_passes / max(c.target_passes, 1), 4), "base_wall": round(b.wall_s, 4),
                     "wall_ratio": round(b.wall_s / c.wall_s, 3) if c.wall_s > 0 else None,
                     "identical": identical_output(main, base), "cost": cost_of_trees(main, base)})
-        kpis.append({"big": f"{out['saved']} target passes saved",
+        kpis.append({"big": f"{out['saved']} target pass{'' if out['saved'] == 1 else 'es'} saved",
                      "small": f"{c.target_passes} instead of {b.target_passes} ({times(out['ratio'])}× fewer)"
                               if out["saved"] else f"{c.target_passes}, as many as the standard decoder",
                      "tone": "good" if out["saved"] > 0 else "warn"})

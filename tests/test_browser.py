@@ -965,3 +965,50 @@ def test_the_page_reads_for_screen_readers_and_respects_reduced_motion(browser, 
         assert ex(pg)["playing"] == "0" and ex(pg)["pass"] == ex(pg)["npasses"]
     finally:
         ctx.close()
+
+
+def test_the_guide_opened_on_a_phone_is_brought_into_view(phone_page):
+    """On a phone the guide opens under the text panels, below the screen from the ? button: a tap seemed to do
+    nothing. The page now scrolls it into view (under the bar, which floats at the top once scrolled off)."""
+    pg = phone_page
+    wait_example(pg)
+    guide, help_ = f"{EXPLAINER} .sve-guide", f"{EXPLAINER} .sve-help"
+    if pg.is_visible(guide):  # (an example opens with it: closed first, as a visitor may have done)
+        pg.click(f"{EXPLAINER} .sve-guide-close")
+    pg.locator(help_).scroll_into_view_if_needed()
+    pg.click(help_)
+    pg.wait_for_timeout(1200)  # (a smooth scroll)
+    top, bottom = pg.evaluate(f"() => {{ const r = document.querySelector('{guide}').getBoundingClientRect(); "
+                              "return [r.top, r.bottom]; }")
+    bar = pg.locator(f"{EXPLAINER} .sve-bar").bounding_box()
+    assert 0 <= top < 844 - 100 and top >= bar["y"] + bar["height"] - 1, (top, bottom, bar)
+
+
+def test_a_stopped_race_keeps_its_passes_axis_under_the_plot(page, tiny_prompt):
+    """A race's legend grows as its lanes start; when Plotly pushed the top margin itself while the race was redrawn
+    pass after pass, a stopped race kept the axes of an earlier layout: the passes axis' labels inside the plot (seen
+    after every Stop of a race). The room is laid out for every lane from the start and the margin is never pushed."""
+    pg = page
+    wait_example(pg)
+    pg.fill("#sv-prompt textarea", tiny_prompt)
+    select(pg, "sv-model", SLOW)
+    select(pg, "sv-drafter", "training-free")
+    set_number(pg, "sv-gen-length", 40)
+    pg.check("#sv-race input[type=checkbox]")
+    pg.click("#sv-run")
+    lanes = f"{EXPLAINER} .sve-run .sve-s"
+    pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}'); return r.dataset.state ===
+        'live' && document.querySelectorAll('{EXPLAINER} .sve-plot[data-view=race] .legend .traces').length >= 2; }}""",
+                         timeout=60_000)
+    assert pg.locator(lanes).count() > 0
+    pg.click("#sv-stop")
+    pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.state === 'stopped'", timeout=10_000)
+    pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+        return r.dataset.drawn === r.dataset.session + ':' + r.dataset.pass; }}""", timeout=20_000)
+    pg.wait_for_timeout(500)
+    race = f"{EXPLAINER} .sve-plot[data-view=race]"
+    t, margin, bottom, ticks = pg.evaluate(f"""() => {{ const d = document.querySelector('{race}');
+        const L = d._fullLayout, top = d.getBoundingClientRect().top;
+        return [L._size.t, L.margin.t, L._size.t + L._size.h,
+                Array.from(d.querySelectorAll('.xtick text')).map((e) => e.getBoundingClientRect().top - top)]; }}""")
+    assert t == margin and ticks and min(ticks) >= bottom - 1, (t, margin, bottom, ticks)

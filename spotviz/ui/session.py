@@ -13,8 +13,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
-from ..views.headline import SAME_RUN_FIELDS, drafter_name, nothing_to_draft, same_run, small_trees_note, \
-    speed_words, summary, times
+from ..views.headline import SAME_RUN_FIELDS, drafted_passes, drafter_name, nothing_to_draft, same_run, \
+    small_trees_note, speed_words, summary, times
 from ..views.timeline import DraftRoom, end_line, pass_line, run_header, session_line, status_line
 from .inputs import STRICTER_TAU
 
@@ -40,6 +40,7 @@ class RunFigures:
     passes: int
     base_passes: int
     wall_ratio: float  # the standard decoder's wall-clock over the drafter's, in the same run (one timing each)
+    drafted: bool = True  # False: no pass drafted a tree (the standard decoder's work: its ratio is timing noise)
 
     @classmethod
     def of(cls, main: Trace, base: Trace) -> "RunFigures | None":
@@ -53,7 +54,7 @@ class RunFigures:
         if m.mode == "threshold":
             setting += f", tau {m.threshold:g}"
         return cls(key, setting, main.counters.target_passes, base.counters.target_passes,
-                   base.counters.wall_s / main.counters.wall_s)
+                   base.counters.wall_s / main.counters.wall_s, drafted=bool(drafted_passes(main)))
 
     def against(self, before: "RunFigures | None") -> str:
         """The status line's comparison with the run before ("" where that run differed in more than the budget or
@@ -66,8 +67,12 @@ class RunFigures:
                 if self.base_passes != before.base_passes else "")
         return (f". Against your run before at {changed}: {self.passes} passes instead of {before.passes} "
                 f"({times(self.base_passes / max(self.passes, 1))}× fewer than the standard decoder instead of "
-                f"{times(before.base_passes / max(before.passes, 1))}×{base}), {speed_words(self.wall_ratio)} instead of "
-                f"{speed_words(before.wall_ratio)} (wall-clock, one timing each)")
+                f"{times(before.base_passes / max(before.passes, 1))}×{base}), {self.speed()} instead of {before.speed()} "
+                "(wall-clock, one timing each)")
+
+    def speed(self) -> str:
+        """The wall-clock as the run's headline said it ("the same work as standard" where nothing was drafted)."""
+        return speed_words(self.wall_ratio) if self.drafted else "the same work as standard"
 
 
 class RunsBefore:
@@ -214,7 +219,7 @@ class LiveSession:
         # (short: on a phone it sits above the views; the headline under it has the figures in full)
         slots = (f"{c.generated_tokens} tokens of text, then end-of-text: {c.commits} slots"
                  if c.commits != c.generated_tokens else f"{c.generated_tokens} tokens")
-        text = f"Done: {slots} in {c.target_passes} target passes{by} ({c.mean_accepted_length:.2f} a pass)"
+        text = f"Done: {slots} in {c.target_passes} target passes{by} ({times(c.mean_accepted_length)} a pass)"
         if race:
             text += "; " + ", ".join(f"{drafter_name(t.meta.drafter)} {t.counters.target_passes}" for t in race)
         if main is not None and base is not None:

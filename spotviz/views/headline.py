@@ -91,16 +91,20 @@ SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the
 
 
 def small_trees_note(trace) -> str:
-    """For a run with budget auto whose trees stayed small: why ("" otherwise; the app then offers larger ones)."""
+    """For a run with budget auto whose trees stayed small, or that drafted in few of its passes: why ("" otherwise;
+    the app then offers larger ones)."""
     if not trace.meta.budget_auto or trace.meta.drafter == "none":
         return ""
     trees = drafted_passes(trace)
     if not trees and not auto_off(trace):
         return ""  # (no pass had anything to guess: no budget would have drafted)
     mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
-    if trees and mean >= SMALL_TREES:
+    rare = auto_off(trace) > len(trees)  # (drafting off in most passes: its trees, however large, were few)
+    if trees and mean >= SMALL_TREES and not rare:
         return ""
-    kept = f"kept its trees small (about {mean:.0f} states a pass)" if trees else "drafted no tree"
+    kept = ("drafted no tree" if not trees else
+            f"drafted a tree in only {len(trees)} of its {trace.counters.target_passes} passes (about {mean:.0f} states "
+            "each)" if rare else f"kept its trees small (about {mean:.0f} states a pass)")
     return f". Budget auto {kept}: larger trees save passes but cost more time here"
 
 

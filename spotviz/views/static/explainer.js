@@ -229,7 +229,14 @@
       helpBtn.setAttribute('aria-expanded', on ? 'true' : 'false');
     }
     guide.querySelector('.sve-guide-close').addEventListener('click', () => { window.__svGuide = false; showGuide(false); helpBtn.focus(); });
-    helpBtn.addEventListener('click', () => { window.__svGuide = guide.hidden; showGuide(window.__svGuide); });
+    helpBtn.addEventListener('click', () => {
+      window.__svGuide = guide.hidden; showGuide(window.__svGuide);
+      // (on a phone the guide opens under the text panels, below the screen: a tap seemed to do nothing)
+      if (window.__svGuide) {
+        const r = guide.getBoundingClientRect();
+        if (r.top > window.innerHeight - 60 || r.bottom < 0) guide.scrollIntoView({block: 'start', behavior: 'smooth'});
+      }
+    });
     if (!window.__svKeys) {   // one document listener for the page's lifetime (never one per update)
       window.__svKeys = true;
       // Keys act on the views only where they mean nothing else: never with a modifier (Alt+arrow is the browser's
@@ -570,7 +577,14 @@
       if (drawn[name] === want) return false;
       drawn[name] = want;
       const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});
-      const drawnFig = window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
+      // (a figure whose size or top margin changes is drawn afresh: Plotly.react moved the plot area of the race, whose
+      // legend rows set its height, but sometimes left its passes axis where the previous layout had it, inside the
+      // plot; the tree keeps react, which keeps its hover handlers and scroll)
+      const L = div._fullLayout, m = fig.layout.margin || {};
+      const resized = name !== 'tree' && L && (L.height !== fig.layout.height || L.width !== fig.layout.width ||
+                                               (L.margin && m.t != null && L.margin.t !== m.t));
+      const drawnFig = (resized ? window.Plotly.newPlot : window.Plotly.react)(div, fig.data, fig.layout,
+                                                                               SV.PLOT_CONFIG);
       // (role="img": the figure read as one picture, named by its heading, the pass and what its lines are)
       const heading = div.closest('.sve-panel').querySelector('.sve-h');
       const names = [...new Set((fig.data || []).filter((t) => t.name && t.showlegend !== false).map((t) => t.name))];

@@ -36,15 +36,19 @@
     });
     data.push({type: 'scatter', mode: 'lines', name: 'pass on screen', x: [k, k], y: [0, ymax], hoverinfo: 'skip',
                line: {color: C.mark, width: 1, dash: 'dot'}, showlegend: false});
-    // the legend above the plot, in rows (inside, it covered where the drafters finish; below, the axis title)
-    const lanes = data.filter((d) => d.showlegend).length, width = o.width || 300;
+    // the legend above the plot, in rows (inside, it covered where the drafters finish; below, the axis title), with
+    // room for every lane of the run from its start (lanes join the legend as they start: a figure that grew by a row
+    // mid-run jumped, and Plotly's own margin push then left the passes axis' labels inside the plot)
+    const lanes = S.order.length, width = o.width || 300;
     const ENTRY = 180;   // px an entry ("Standard decoder · 50 passes" and its line): as many a row as fit
     const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 48) / ENTRY)));
     // (25 px a row, as Plotly lays out a legend of 10 px text: with less room it pushed the top margin down after
     // the axes were placed, and the passes axis' labels landed inside the plot)
     const extra = 25 * rows + 2;
     const layout = SV.layout({width: width, height: (o.height || 190) + extra}, {
-      margin: {l: 40, r: 8, t: 4 + extra, b: 30}, showlegend: true,
+      // (autoexpand off: the room is laid out here; when Plotly pushed the margin itself while the figure was redrawn
+      // pass after pass, it sometimes kept the axes of the layout before: labels inside the plot, a second "0")
+      margin: {l: 40, r: 8, t: 4 + extra, b: 30, autoexpand: false}, showlegend: true,
       legend: {orientation: 'h', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', font: {size: 10},
                entrywidth: ENTRY, entrywidthmode: 'pixels'},
       xaxis: {range: [0, xmax + 0.5], fixedrange: true, zeroline: false, title: {text: 'target passes', standoff: 2},

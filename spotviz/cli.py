@@ -211,8 +211,8 @@ def cmd_decode(a) -> int:
 
 
 def ignored_settings(a) -> list[str]:
-    """What a decode's settings ask for that the run will not do (notes for stderr): a budget or pruning given to the
-    standard decoder, tau given in exact mode, a budget of 1, which drafts nothing."""
+    """What a decode's settings ask for that the run will not do (notes for stderr): a budget given to the standard
+    decoder, a budget of 1 (which drafts nothing), tau given in exact mode."""
     notes = []
     if a.drafter == "none" and a.budget != "auto":
         notes.append(f"--budget {a.budget} has no effect with --drafter none: the standard decoder checks one state a "

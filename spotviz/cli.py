@@ -87,10 +87,11 @@ def _writable(path: str | None, option: str, force: bool = False, folder: bool =
     parent = p if folder and p.is_dir() else p.parent
     if not folder and p.is_dir():
         raise ValueError(f"{option} {path}: is a folder; give a file name")
-    if folder:  # (a file where the folder, or a folder above it, would be made)
-        clash = next((q for q in (p, *p.parents) if q.exists() and not q.is_dir()), None)
+    if folder or mkdir:  # (a file where the folder, or a folder above it, would be made)
+        clash = next((q for q in ((p,) if folder else ()) + tuple(p.parents) if q.exists() and not q.is_dir()), None)
         if clash is not None:
-            raise ValueError(f"{option} {path}: {'it' if clash == p else clash} is a file; give a folder")
+            raise ValueError(f"{option} {path}: " + ("it is a file; give a folder" if clash == p else
+                                                       f"{clash} is a file, not a folder"))
     if not parent.is_dir() and not (folder or mkdir):
         raise ValueError(f"{option} {path}: the folder {parent} does not exist")
     if parent.is_dir() and not os.access(parent, os.W_OK):
@@ -159,13 +160,13 @@ def cmd_decode(a) -> int:
     if not a.prompt.strip():
         raise ValueError("--prompt is empty: give some text to continue")
     _writable(a.trace_out, "--trace-out")
-    for note in ignored_settings(a):  # (settings this run does not read: said, not silently dropped)
-        print(f"note: {note}", file=sys.stderr)
     try:
         cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                            gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
                            coupled_noise=not a.no_coupled_noise, cross_window=not a.no_cross_window,
                            min_path_prob=a.min_path_prob, drafter_dir=a.drafter_dir)
+        for note in ignored_settings(cfg):  # (valid settings this run does not read: said, not silently dropped)
+            print(f"note: {note}", file=sys.stderr)
         target = load_target(a.model, device=a.device, block_size=a.block_size)
         with warnings.catch_warnings():  # (the command says it below, in its own words, once)
             warnings.simplefilter("ignore", IdentityWarning)
@@ -210,18 +211,20 @@ def cmd_decode(a) -> int:
     return 0
 
 
-def ignored_settings(a) -> list[str]:
-    """What a decode's settings ask for that the run will not do (notes for stderr): a budget given to the standard
-    decoder, a budget of 1 (which drafts nothing), tau given in exact mode."""
+def ignored_settings(cfg) -> list[str]:
+    """What a decode's (valid) settings ask for that the run will not do (notes for stderr): a budget given to the
+    standard decoder, a budget of 1 (which drafts nothing), tau given in exact mode."""
+    from .samplers.config import AUTO, DecodeConfig
+
     notes = []
-    if a.drafter == "none" and a.budget != "auto":
-        notes.append(f"--budget {a.budget} has no effect with --drafter none: the standard decoder checks one state a "
-                     "pass (choose a drafter to draft trees)")
-    elif a.drafter != "none" and a.budget == 1:
+    if cfg.drafter == "none" and cfg.budget != AUTO:
+        notes.append(f"--budget {cfg.budget} has no effect with --drafter none: the standard decoder checks one state "
+                     "a pass (choose a drafter to draft trees)")
+    elif cfg.drafter != "none" and cfg.budget == 1:
         notes.append("--budget 1 checks the root state alone: nothing is drafted, so the run makes the standard "
                      "decoder's passes")
-    if a.mode == "exact" and a.threshold != 0.9:
-        notes.append(f"--threshold {a.threshold:g} is read in threshold mode only (--mode threshold)")
+    if cfg.mode == "exact" and cfg.threshold != DecodeConfig.threshold:
+        notes.append(f"--threshold {cfg.threshold:g} is read in threshold mode only (--mode threshold)")
     return notes
 
 
@@ -254,8 +257,9 @@ def cmd_trace(a) -> int:
                 raise ValueError(f"{a.file} is itself a standard-decoder run: --baseline compares a drafter's run "
                                  "with the standard decoder's (give the drafter's trace first)")
             if baseline.meta.drafter != "none":
-                raise ValueError(f"--baseline {a.baseline} is a run of the {baseline.meta.drafter} drafter: give the "
-                                 "standard decoder's trace of the same run (decode --drafter none --trace-out ...)")
+                raise ValueError(f"--baseline {a.baseline} is a run of the {_terminal(baseline.meta.drafter)} drafter: "
+                                 "give the standard decoder's trace of the same run (decode --drafter none "
+                                 "--trace-out ...)")
             if not same_run(trace, baseline):
                 raise ValueError(f"--baseline {a.baseline} decoded another run than {a.file} (model, prompt, seed, "
                                  "block size, mode, temperature, generation length and, in threshold mode, tau must "

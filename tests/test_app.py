@@ -556,13 +556,14 @@ def test_a_run_at_another_budget_or_tau_is_compared_with_the_visitors_run_before
 def test_the_comparison_with_the_run_before_says_each_runs_speed_as_its_headline_did():
     """A run that drafted nothing had "the same work as standard" in its headline, not a ratio (timing noise): the
     next run's comparison quotes it the same way; the standard decoder's passes are named when tau changed them."""
-    from spotviz.ui.session import RunFigures
+    from spotviz.ui.comparison import RunFigures
 
-    before = RunFigures(("same",), "budget auto, tau 0.9", 4, 4, 1 / 1.94, drafted=False)
-    now = RunFigures(("same",), "budget auto, tau 0.99", 4, 6, 1 / 1.30)
+    before = RunFigures(("same",), "auto", 0.9, 4, 4, 1 / 1.94, drafted=False)
+    now = RunFigures(("same",), "auto", 0.99, 4, 6, 1 / 1.30)
     text = now.against(before)
     assert text.startswith(". Against your run before at tau 0.9: 4 passes instead of 4 (1.50× fewer than the "
                            "standard decoder instead of 1.00×, the standard decoder 6 now and 4 then)"), text
     assert "1.30× slower instead of the same work as standard (wall-clock, one timing each)" in text
     assert "1.94" not in text
-    assert now.against(RunFigures(("other",), "budget 16", 4, 4, 1.0)) == ""  # (other settings: nothing compared)
+    assert now.against(RunFigures(("other",), "16", None, 4, 4, 1.0)) == ""  # (other settings: nothing compared)
+    assert now.against(RunFigures(("same",), "auto", 0.99, 5, 6, 1.0)) == ""  # (nothing changed: nothing compared)

@@ -977,9 +977,11 @@ def test_the_guide_opened_on_a_phone_is_brought_into_view(phone_page):
         pg.click(f"{EXPLAINER} .sve-guide-close")
     pg.locator(help_).scroll_into_view_if_needed()
     pg.click(help_)
-    pg.wait_for_timeout(1200)  # (a smooth scroll)
-    top, bottom = pg.evaluate(f"() => {{ const r = document.querySelector('{guide}').getBoundingClientRect(); "
-                              "return [r.top, r.bottom]; }")
+    where = f"() => {{ const r = document.querySelector('{guide}').getBoundingClientRect(); return [r.top, r.bottom]; }}"
+    pg.wait_for_function(f"() => {{ const r = document.querySelector('{guide}').getBoundingClientRect(); "
+                         "return r.top >= 0 && r.top < 744; }", timeout=5_000)  # (a smooth scroll: until it ends)
+    pg.wait_for_timeout(300)
+    top, bottom = pg.evaluate(where)
     bar = pg.locator(f"{EXPLAINER} .sve-bar").bounding_box()
     assert 0 <= top < 844 - 100 and top >= bar["y"] + bar["height"] - 1, (top, bottom, bar)
 
@@ -1006,9 +1008,43 @@ def test_a_stopped_race_keeps_its_passes_axis_under_the_plot(page, tiny_prompt):
     pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
         return r.dataset.drawn === r.dataset.session + ':' + r.dataset.pass; }}""", timeout=20_000)
     pg.wait_for_timeout(500)
-    race = f"{EXPLAINER} .sve-plot[data-view=race]"
-    t, margin, bottom, ticks = pg.evaluate(f"""() => {{ const d = document.querySelector('{race}');
-        const L = d._fullLayout, top = d.getBoundingClientRect().top;
-        return [L._size.t, L.margin.t, L._size.t + L._size.h,
-                Array.from(d.querySelectorAll('.xtick text')).map((e) => e.getBoundingClientRect().top - top)]; }}""")
+    t, margin, bottom, ticks, legend_top, legend_bottom, _ = pg.evaluate(race_layout())
     assert t == margin and ticks and min(ticks) >= bottom - 1, (t, margin, bottom, ticks)
+    assert legend_top >= -1 and legend_bottom <= t + 1, (legend_top, legend_bottom, t)  # (its room, not above it)
+
+
+def race_layout() -> str:
+    """A script that reads the race figure as drawn: plot area top, top margin, plot area bottom, the passes axis'
+    label tops, the legend's top and bottom (relative to the figure) and the figure's width."""
+    race = f"{EXPLAINER} .sve-plot[data-view=race]"
+    return f"""() => {{ const d = document.querySelector('{race}');
+        const L = d._fullLayout, top = d.getBoundingClientRect().top;
+        const box = d.querySelector('.legend').getBoundingClientRect();
+        return [L._size.t, L.margin.t, L._size.t + L._size.h,
+                Array.from(d.querySelectorAll('.xtick text')).map((e) => e.getBoundingClientRect().top - top),
+                box.top - top, box.bottom - top, L.width]; }}"""
+
+
+def test_a_finished_races_legend_stays_in_its_room_at_every_width(page, tiny_prompt):
+    """Every lane of a finished race is in the legend, laid out in rows above the plot: at the widths the page gives
+    the race (a narrow window lays the views out in one column, a wide one gives the race a wider panel) a row holds
+    fewer entries than their text's width suggests (Plotly adds a line sample and gaps): counted at the text alone, a
+    4-lane legend at about 430 px ran 30 px above the figure, cut off."""
+    pg = page
+    wait_example(pg)
+    pg.fill("#sv-prompt textarea", tiny_prompt)
+    select(pg, "sv-drafter", "training-free")
+    set_number(pg, "sv-gen-length", 16)
+    pg.check("#sv-race input[type=checkbox]")
+    pg.click("#sv-run")
+    assert "Done" in wait_status(pg, "Done", "Cannot", timeout=120_000)
+    race = f"{EXPLAINER} .sve-plot[data-view=race]"
+    for viewport in (1400, 640, 1700):
+        pg.set_viewport_size({"width": viewport, "height": 1180})
+        pg.wait_for_timeout(1500)
+        pg.wait_for_function(f"""() => {{ const r = document.querySelector('{EXPLAINER}');
+            return r.dataset.drawn === r.dataset.session + ':' + r.dataset.pass; }}""", timeout=20_000)
+        t, margin, bottom, ticks, legend_top, legend_bottom, wide = pg.evaluate(race_layout())
+        entries = pg.locator(f"{race} .legend .traces").count()
+        assert entries == 4 and min(ticks) >= bottom - 1 and legend_top >= -1 and legend_bottom <= t + 1, (
+            viewport, wide, entries, ticks, bottom, legend_top, legend_bottom, t)

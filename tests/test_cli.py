@@ -264,14 +264,19 @@ def test_decode_says_which_settings_the_run_does_not_read(capsys, tiny_block_dir
         code, _, err = run_main(capsys, *base, *extra)
         notes = [ln.removeprefix("note: ") for ln in err.splitlines() if ln.startswith("note: --")]
         assert code == 0 and len(notes) == len(said) and all(n.startswith(s) for n, s in zip(notes, said)), (extra, err)
+    code, _, err = run_main(capsys, *base, "--threshold", "7")  # (a bad value: its error alone, no note before it)
+    assert code == 2 and "note:" not in err and error_line(err).startswith("error: --threshold (tau) must be")
 
 
 def test_an_output_folder_that_is_a_file_and_a_mistyped_model_folder_are_one_clear_line(capsys, tmp_path, monkeypatch):
     afile = tmp_path / "afile"
     afile.write_text("not a folder")
-    for out, clash in ((afile, "it"), (afile / "sub", str(afile))):
+    for out, said in ((afile, "it is a file; give a folder"), (afile / "sub", f"{afile} is a file, not a folder")):
         code, _, err = run_main(capsys, "train-drafter", "--out", str(out), "--n-prompts", "2")
-        assert code == 2 and error_line(err) == f"error: --out {out}: {clash} is a file; give a folder", err
+        assert code == 2 and error_line(err) == f"error: --out {out}: {said}", err
+    out = afile / "acc.json"  # (accuracy makes its --out's folders: a file in their way is said before the run)
+    code, _, err = run_main(capsys, "accuracy", "--out", str(out))
+    assert code == 2 and error_line(err) == f"error: --out {out}: {afile} is a file, not a folder", err
     # "runs/my-model" (one slash, like a Hub id "org/name"), where runs/ is a folder here: a folder that is missing
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()

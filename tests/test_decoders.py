@@ -353,3 +353,16 @@ def test_a_model_named_to_decode_is_loaded_once(tiny_block_dir, tiny_prompt, mon
     loaded = dict(engine._NAMED)
     b = decode(tiny_block_dir, tiny_prompt, DecodeConfig(gen_length=8))  # (a path names the same folder)
     assert a.tokens == b.tokens and len(loaded) == 1 and engine._NAMED == loaded
+
+
+def test_decode_without_a_config_is_the_standard_decoder(tiny_block_target, tiny_prompt):
+    """decode(target, prompt) runs DecodeConfig(): the standard decoder at its defaults (the README's shortest call;
+    the shipped default model answers the README's question with it)."""
+    with pytest.raises(DecodeError) as implicit:  # (the tiny model's context is shorter than the default length)
+        decode(tiny_block_target, tiny_prompt)
+    with pytest.raises(DecodeError) as explicit:
+        decode(tiny_block_target, tiny_prompt, DecodeConfig())
+    assert str(implicit.value) == str(explicit.value)
+    plain = decode("math-bd", "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?")
+    assert plain.meta.drafter == "none" and plain.meta.gen_length == DecodeConfig().gen_length
+    assert plain.text.rstrip().endswith("The answer is 13.")

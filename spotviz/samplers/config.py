@@ -93,7 +93,7 @@ class DecodeConfig:
             raise DecodeError(f"min_path_prob must be in [0, 1), got {mp}")
         if self.budget != AUTO:
             if isinstance(self.budget, bool) or not isinstance(self.budget, int):
-                raise DecodeError(f"budget must be {AUTO!r} or a whole number of states from 1 to {MAX_BUDGET}, got "
+                raise DecodeError(f"budget must be {AUTO} or a whole number between 1 and {MAX_BUDGET} nodes, got "
                                   f"{self.budget!r}")
             if limits.budgets is not None and self.budget not in limits.budgets:
                 raise DecodeError(f"tree budget must be {AUTO} or one of {', '.join(map(str, limits.budgets))}, "

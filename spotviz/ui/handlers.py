@@ -22,7 +22,8 @@ from .files import TraceFiles, load_uploads
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, \
     TEMPERATURE_MAX, parse_run_inputs, plan_run, prompts_for
 from .runner import ModelStore, decode_events
-from .session import LiveSession, RunsBefore
+from .comparison import RunsBefore
+from .session import LiveSession
 
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",
             "prune", "race")  # the run's inputs, in the order of the /run endpoint
@@ -238,11 +239,11 @@ class Handlers:
         larger, stricter = session.small_trees(), session.window_filled()  # (never both: stricter drafted nothing)
         action, target = ((f"Run it again with larger trees (budget {LARGER_TREES})", "#sv-larger") if larger else
                           (f"Run it again at tau {STRICTER_TAU:g}", "#sv-stricter") if stricter else ("", ""))
+        ctx.runs_before.put(page, session.figures())  # (before the last yield: a page that goes now still has it)
         yield Outputs(status=status_html(final if final.endswith(".") else final + ".", kind, action, target),
                       explainer=session.text if started else gr.skip(),
                       files=ctx.files.write(traces, page=True) if traces else None,
                       larger=gr.update(visible=larger), stricter=gr.update(visible=stricter)).values(RUN_OUTPUTS)
-        ctx.runs_before.put(page, session.figures())
 
     # ------------------------------------------------------------------------------------ example / replay
     def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False,

@@ -6,16 +6,13 @@ final status, so what the page shows at the end comes from the finished traces a
 """
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections import OrderedDict
-from dataclasses import dataclass
 
 from ..trace import Commit, PassRecord, RunMeta, Trace, TreeNode
-from ..views.headline import SAME_RUN_FIELDS, drafted_passes, drafter_name, nothing_to_draft, same_run, \
-    small_trees_note, speed_words, summary, times
+from ..views.headline import drafter_name, nothing_to_draft, small_trees_note, summary, times
 from ..views.timeline import DraftRoom, end_line, pass_line, run_header, session_line, status_line
+from .comparison import RunFigures
 from .inputs import STRICTER_TAU
 
 ROLES = {"main": "main", "baseline": "base"}  # runner run -> timeline role (a race drafter keeps its name)
@@ -27,76 +24,6 @@ def record_from_dict(d: dict) -> PassRecord:
     d["commits"] = [Commit(**c) for c in d.get("commits", [])]
     d["tree"] = [TreeNode(**n) for n in d.get("tree", [])]
     return PassRecord(**d)
-
-
-@dataclass(frozen=True)
-class RunFigures:
-    """What a finished run (a drafter against the standard decoder, not a race) measured, kept for its page
-    (RunsBefore) so that the next run of the same prompt and settings at another tree budget or tau is compared with
-    it in its status line: the question the larger-trees and stricter-tau offers raise (fewer passes, but faster?)."""
-
-    key: tuple  # every setting but the budget and tau: runs with the same key differ only in those
-    setting: str  # "budget auto", "budget 16", "tau 0.9" (where the mode reads tau), ...
-    passes: int
-    base_passes: int
-    wall_ratio: float  # the standard decoder's wall-clock over the drafter's, in the same run (one timing each)
-    drafted: bool = True  # False: no pass drafted a tree (the standard decoder's work: its ratio is timing noise)
-
-    @classmethod
-    def of(cls, main: Trace, base: Trace) -> "RunFigures | None":
-        """The figures of a drafter run and its standard-decoder run (None where they are not comparable)."""
-        m = main.meta
-        if m.drafter == "none" or not same_run(main, base) or main.counters.wall_s <= 0:
-            return None
-        key = tuple(getattr(m, f) for f in SAME_RUN_FIELDS) + (m.drafter, m.coupled_noise, m.cross_window,
-                                                                 m.min_path_prob, m.device)
-        setting = "budget " + ("auto" if m.budget_auto else str(m.budget))
-        if m.mode == "threshold":
-            setting += f", tau {m.threshold:g}"
-        return cls(key, setting, main.counters.target_passes, base.counters.target_passes,
-                   base.counters.wall_s / main.counters.wall_s, drafted=bool(drafted_passes(main)))
-
-    def against(self, before: "RunFigures | None") -> str:
-        """The status line's comparison with the run before ("" where that run differed in more than the budget or
-        tau, or in neither)."""
-        if before is None or before.key != self.key or before.setting == self.setting:
-            return ""
-        was, now = before.setting.split(", "), self.setting.split(", ")
-        changed = ", ".join(b for b, n in zip(was, now) if b != n)  # (only what the visitor changed)
-        base = (f", the standard decoder {self.base_passes} now and {before.base_passes} then"
-                if self.base_passes != before.base_passes else "")
-        return (f". Against your run before at {changed}: {self.passes} passes instead of {before.passes} "
-                f"({times(self.base_passes / max(self.passes, 1))}× fewer than the standard decoder instead of "
-                f"{times(before.base_passes / max(before.passes, 1))}×{base}), {self.speed()} instead of {before.speed()} "
-                "(wall-clock, one timing each)")
-
-    def speed(self) -> str:
-        """The wall-clock as the run's headline said it ("the same work as standard" where nothing was drafted)."""
-        return speed_words(self.wall_ratio) if self.drafted else "the same work as standard"
-
-
-class RunsBefore:
-    """Each page's last finished run (RunFigures, None for a race), by the page's session hash, the last MAX_PAGES
-    pages only: kept on the server rather than in a page state, so /run's parameters stay the controls alone."""
-
-    MAX_PAGES = 512
-
-    def __init__(self):
-        self._runs: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, page: str | None) -> RunFigures | None:
-        with self._lock:
-            return self._runs.get(page) if page else None
-
-    def put(self, page: str | None, figures: RunFigures | None) -> None:
-        if not page:
-            return
-        with self._lock:
-            self._runs[page] = figures
-            self._runs.move_to_end(page)
-            while len(self._runs) > self.MAX_PAGES:
-                self._runs.popitem(last=False)
 
 
 class LiveSession:
@@ -230,14 +157,14 @@ class LiveSession:
             text += (f"; cut at the length limit ({shown.meta.gen_length} tokens) before the text ended: a longer "
                      "generation length lets it finish")
         text += self.plan_note
+        now = self.figures()  # (the comparison first: an offer's reason stays next to the button that ends the line)
+        if now is not None:
+            text += now.against(before)
         if self.window_filled():
             text += (f". At tau {main.meta.threshold:g} every pass committed all the masked slots of the block it was "
                      "decoding at once, so SPOT-Sets had nothing left to guess")
         if main is not None and main.meta.budget_auto:
             text += small_trees_note(main)
-        now = self.figures()
-        if now is not None:
-            text += now.against(before)
         if shown.meta.prompt_truncated:
             text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
                      f"{len(shown.meta.prompt_tokens)} tokens)")

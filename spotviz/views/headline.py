@@ -48,6 +48,8 @@ def times(r: float) -> str:
 def speed_words(r: float) -> str:
     """A wall-clock ratio against the standard decoder (its seconds over the run's) in words: "1.06× faster", "1.32×
     slower" or "as fast as standard"."""
+    if not r > 0:  # (a run timed at zero: no ratio to say)
+        return "untimed"
     return ("as fast as standard" if round(r, 2) == 1 == round(1 / r, 2) else
             f"{r:.2f}× faster" if r >= 1 else f"{1 / r:.2f}× slower")
 
@@ -99,12 +101,13 @@ def small_trees_note(trace) -> str:
     if not trees and not auto_off(trace):
         return ""  # (no pass had anything to guess: no budget would have drafted)
     mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
-    rare = auto_off(trace) > len(trees)  # (drafting off in most passes: its trees, however large, were few)
+    off = auto_off(trace)
+    rare = off > len(trees)  # (drafting off in most passes: its trees, however large, were few)
     if trees and mean >= SMALL_TREES and not rare:
         return ""
     kept = ("drafted no tree" if not trees else
-            f"drafted a tree in only {len(trees)} of its {trace.counters.target_passes} passes (about {mean:.0f} states "
-            "each)" if rare else f"kept its trees small (about {mean:.0f} states a pass)")
+            f"drafted a tree in only {len(trees)} of the {len(trees) + off} passes that had slots to guess (about "
+            f"{mean:.0f} states each)" if rare else f"kept its trees small (about {mean:.0f} states a pass)")
     return f". Budget auto {kept}: larger trees save passes but cost more time here"
 
 

@@ -234,7 +234,10 @@
       // (on a phone the guide opens under the text panels, below the screen: a tap seemed to do nothing)
       if (window.__svGuide) {
         const r = guide.getBoundingClientRect();
-        if (r.top > window.innerHeight - 60 || r.bottom < 0) guide.scrollIntoView({block: 'start', behavior: 'smooth'});
+        const still = matchMedia('(prefers-reduced-motion: reduce)').matches;
+        if (r.top > window.innerHeight - 60 || r.bottom < 0) {
+          guide.scrollIntoView({block: 'start', behavior: still ? 'auto' : 'smooth'});
+        }
       }
     });
     if (!window.__svKeys) {   // one document listener for the page's lifetime (never one per update)

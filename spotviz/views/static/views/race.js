@@ -40,8 +40,10 @@
     // room for every lane of the run from its start (lanes join the legend as they start: a figure that grew by a row
     // mid-run jumped, and Plotly's own margin push then left the passes axis' labels inside the plot)
     const lanes = S.order.length, width = o.width || 300;
-    const ENTRY = 180;   // px an entry ("Standard decoder · 50 passes" and its line): as many a row as fit
-    const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 48) / ENTRY)));
+    const ENTRY = 180;   // px an entry's text ("Standard decoder · 50 passes"): as many a row as fit
+    // (Plotly lays an entry out at its entrywidth plus 40 px of line sample and gaps and 5 px between entries: counted
+    // at 180 alone, a 4-lane race at 450-800 px planned a row fewer than it drew, and the legend ran off the top)
+    const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 48 + 5) / (ENTRY + 45))));
     // (25 px a row, as Plotly lays out a legend of 10 px text: with less room it pushed the top margin down after
     // the axes were placed, and the passes axis' labels landed inside the plot)
     const extra = 25 * rows + 2;

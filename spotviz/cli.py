@@ -88,7 +88,8 @@ def _writable(path: str | None, option: str, force: bool = False, folder: bool =
     if not folder and p.is_dir():
         raise ValueError(f"{option} {path}: is a folder; give a file name")
     if folder or mkdir:  # (a file where the folder, or a folder above it, would be made)
-        clash = next((q for q in ((p,) if folder else ()) + tuple(p.parents) if q.exists() and not q.is_dir()), None)
+        above = [p, *p.parents] if folder else list(p.parents)
+        clash = next((q for q in above if q.exists() and not q.is_dir()), None)
         if clash is not None:
             raise ValueError(f"{option} {path}: " + ("it is a file; give a folder" if clash == p else
                                                        f"{clash} is a file, not a folder"))

@@ -21,8 +21,8 @@ from .examples import load_example
 from .files import TraceFiles, load_uploads
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, \
     TEMPERATURE_MAX, parse_run_inputs, plan_run, prompts_for
-from .runner import ModelStore, decode_events
 from .comparison import RunsBefore
+from .runner import ModelStore, decode_events
 from .session import LiveSession
 
 CONTROLS = ("prompt", "model", "mode", "tau", "temperature", "seed", "gen_length", "drafter", "budget", "coupled",

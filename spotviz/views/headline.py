@@ -97,11 +97,10 @@ def small_trees_note(trace) -> str:
     the app then offers larger ones)."""
     if not trace.meta.budget_auto or trace.meta.drafter == "none":
         return ""
-    trees = drafted_passes(trace)
-    if not trees and not auto_off(trace):
+    trees, off = drafted_passes(trace), auto_off(trace)
+    if not trees and not off:
         return ""  # (no pass had anything to guess: no budget would have drafted)
     mean = sum(p.states for p in trees) / len(trees) if trees else 0.0
-    off = auto_off(trace)
     rare = off > len(trees)  # (drafting off in most passes: its trees, however large, were few)
     if trees and mean >= SMALL_TREES and not rare:
         return ""

@@ -36,20 +36,16 @@
     });
     data.push({type: 'scatter', mode: 'lines', name: 'pass on screen', x: [k, k], y: [0, ymax], hoverinfo: 'skip',
                line: {color: C.mark, width: 1, dash: 'dot'}, showlegend: false});
-    // the legend above the plot, in rows (inside, it covered where the drafters finish; below, the axis title), with
-    // room for every lane of the run from its start (lanes join the legend as they start: a figure that grew by a row
-    // mid-run jumped, and Plotly's own margin push then left the passes axis' labels inside the plot)
+    // The legend goes above the plot (inside, it covered where the drafters finish; below, the axis title), in rows
+    // laid out here for every lane of the run from its start, as Plotly draws them: an entry takes its entrywidth plus
+    // 40 px of line sample and gaps and 5 px to the next, a row 25 px (10 px text). Plotly may not push the margin
+    // itself (autoexpand off): when it did, while lanes joined the legend mid-run, the passes axis was left inside
+    // the plot, and a row planned too few ran the legend off the figure's top.
     const lanes = S.order.length, width = o.width || 300;
-    const ENTRY = 180;   // px an entry's text ("Standard decoder · 50 passes"): as many a row as fit
-    // (Plotly lays an entry out at its entrywidth plus 40 px of line sample and gaps and 5 px between entries: counted
-    // at 180 alone, a 4-lane race at 450-800 px planned a row fewer than it drew, and the legend ran off the top)
+    const ENTRY = 180;   // px an entry's text ("Standard decoder · 50 passes")
     const rows = Math.ceil(lanes / Math.max(1, Math.floor((width - 48 + 5) / (ENTRY + 45))));
-    // (25 px a row, as Plotly lays out a legend of 10 px text: with less room it pushed the top margin down after
-    // the axes were placed, and the passes axis' labels landed inside the plot)
     const extra = 25 * rows + 2;
     const layout = SV.layout({width: width, height: (o.height || 190) + extra}, {
-      // (autoexpand off: the room is laid out here; when Plotly pushed the margin itself while the figure was redrawn
-      // pass after pass, it sometimes kept the axes of the layout before: labels inside the plot, a second "0")
       margin: {l: 40, r: 8, t: 4 + extra, b: 30, autoexpand: false}, showlegend: true,
       legend: {orientation: 'h', x: 0, y: 1, xanchor: 'left', yanchor: 'bottom', font: {size: 10},
                entrywidth: ENTRY, entrywidthmode: 'pixels'},

@@ -456,6 +456,34 @@ def test_the_apps_drafter_folder_serves_every_lane_of_a_race_whatever_the_drafte
         assert [c.drafter_dir for _, c in plan.runs] == [str(folder)] * len(plan.runs), drafter
 
 
+def test_a_run_that_has_its_models_cost_curve_measured_first_says_so_until_its_first_pass(app, tiny_prompt,
+                                                                                          monkeypatch):
+    """Budget auto needs the model's cost curve; where it is not known yet (a model's first auto run on this
+    machine: seconds for an embedded model, up to a minute for a large one) the status says what the wait before the
+    first pass is, and goes back to "Decoding" when the first run starts; a fixed budget measures nothing."""
+    from spotviz.samplers import forward_cost
+    from spotviz.ui.handlers import RUN_OUTPUTS
+
+    h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    status = RUN_OUTPUTS.index("status")
+    measured = []
+    real = forward_cost.cost_curve
+    monkeypatch.setattr(forward_cost, "known_curve", lambda target: None)  # (as on a machine new to the model)
+    monkeypatch.setattr(forward_cost, "cost_curve", lambda target, **k: measured.append(1) or real(target, **k))
+
+    def statuses(budget):
+        outs = list(h.run(tiny_prompt, TINY, "exact", 0.9, 0.0, 1, GEN, "training-free", budget, True, 0.0, False))
+        return [o[status] for o in outs if isinstance(o[status], str)]
+
+    said = statuses("auto")
+    timing = [i for i, s in enumerate(said) if "timing what a pass over 1, 2, 4" in s]
+    assert len(timing) == 1 and len(measured) >= 1, said  # (once, before the first pass)
+    assert "Decoding" in said[timing[0] + 1] and "timing" not in said[timing[0] + 1] and "Done" in said[-1]
+    measured.clear()
+    said = statuses(8)
+    assert not any("timing what a pass" in s for s in said) and not measured
+
+
 def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_trees(app, tiny_prompt, monkeypatch):
     """After a run whose budget auto kept its trees small (or drafted none), the page shows a button that runs it
     again at a fixed budget, and its status says so; a run at a fixed budget (the visitor chose the size) offers

@@ -741,6 +741,36 @@ def test_a_curve_belongs_to_the_target_it_was_measured_for(tiny_block_target, mo
     assert len(calls) == 2
 
 
+def test_a_curve_being_measured_is_waited_for_not_measured_again(tiny_block_target, monkeypatch):
+    """Two runs that need one model's curve at once (the app: a run stopped while its curve was measured goes on
+    measuring in its thread, and the next Run needs the same curve) share one measurement; known_curve says whether
+    a run would have to measure."""
+    import threading
+    import time
+
+    monkeypatch.setattr(forward_cost, "cacheable", lambda target: False)
+    calls = []
+    real = forward_cost.measure
+
+    def measure(target, **k):
+        calls.append(1)
+        time.sleep(0.3)  # (the second run asks while the first measures)
+        return real(target, sizes=(1, 2), rounds=1, per_round=1)
+
+    monkeypatch.setattr(forward_cost, "measure", measure)
+    t = eager_twin(tiny_block_target)
+    assert forward_cost.known_curve(t) is None
+    got = []
+    runs = [threading.Thread(target=lambda: got.append(forward_cost.cost_curve(t))) for _ in range(2)]
+    for r in runs:
+        r.start()
+        time.sleep(0.05)
+    for r in runs:
+        r.join()
+    assert len(calls) == 1 and len(got) == 2 and got[0].seconds == got[1].seconds
+    assert forward_cost.known_curve(t).seconds == got[0].seconds
+
+
 def test_named_models_cache_their_curve_and_folders_do_not(tmp_path):
     """Embedded and published short names and Hub repo ids are cached on disk (a published 8B model was measured
     again in every process); a folder is not (its model may change under the same name)."""

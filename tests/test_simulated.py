@@ -161,3 +161,20 @@ def test_cost_curve_stops_at_the_first_size_dearer_than_any_tree_can_pay_and_ext
     assert got.fused_seconds == pytest.approx(linear.fused_seconds[:5], rel=0.02)  # (one state over two windows too)
     flat = forward_cost.measure(SimulatedCost(tiny_block_target, FLAT))
     assert flat.sizes == list(sizes) and flat.fused_sizes == list(forward_cost.FUSED_SIZES)
+
+
+def test_a_slow_models_cost_curve_is_measured_within_its_time_allowance(tiny_block_target, monkeypatch):
+    """A model whose one-state pass takes longer than SLOW_PASS (a large model on a CPU: the first `auto` run
+    waited minutes before its first pass) is timed once per size after the warm-up, its sizes stop once the
+    measurement has used its allowance of wall time (the curve goes on linearly from there) and no round follows;
+    a fast model's measurement keeps its three rounds of medians (the spells test above)."""
+    slow = CostCurve("slow", list(forward_cost.SIZES), [0.2] * len(forward_cost.SIZES),  # (flat: every size wanted)
+                     fused_sizes=list(forward_cost.FUSED_SIZES), fused_seconds=[0.4] * len(forward_cost.FUSED_SIZES))
+    sim = SimulatedCost(tiny_block_target, slow)
+    monkeypatch.setattr(forward_cost.time, "perf_counter", sim.clock)  # (wall time: the virtual clock's)
+    got = forward_cost.measure(sim, max_seconds=6.0)
+    assert 2 <= len(got.sizes) < len(forward_cost.SIZES) and len(got.fused_sizes) >= 2
+    # one round: the first f(1) (a warm-up and three calls), then per size a warm-up and one call at N states and
+    # the same at one state (the virtual clock has no spells: no size timed again); the block model's prefix: one
+    assert got.calls == 1 + 4 + 4 * (len(got.sizes) - 1 + len(got.fused_sizes))
+    assert got.table(64)[64] == pytest.approx(0.2, rel=0.05)  # (flat, extended flat)

@@ -15,7 +15,6 @@ and ceiling: the zero-overhead wall-clock ceiling).
 from __future__ import annotations
 
 import json
-import math
 import os
 import threading
 import time
@@ -34,6 +33,8 @@ CURVE_VERSION = 3  # cached curves of an older measurement are measured again (3
 SPELL_AGREE = 0.1  # the one-state timings on either side of a size's agree within 10%: no change of speed between
 SPELL_TRIES = 4  # times a size is timed at most, until they agree
 DEAREST = 8.0  # sizes are measured up to the first whose forward costs more than this many one-state forwards
+SLOW_PASS = 0.05  # s: a one-state forward slower than this (wall) is timed once per size, not as a median of three
+MEASURE_SECONDS = 20.0  # s of wall time a measurement takes at most beyond its first round (rounds are dropped)
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 # target -> {curve key: its curve} in this process; weak, so that a freed target's curves go with it (a new target
 # object may reuse a freed one's id, and must not be served a curve it never measured)
@@ -156,7 +157,8 @@ def pass_clock(target) -> tuple[str, callable]:
 
 
 @torch.no_grad()
-def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_sizes=FUSED_SIZES, log=None) -> CostCurve:
+def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_sizes=FUSED_SIZES, log=None,
+            max_seconds: float = MEASURE_SECONDS) -> CostCurve:
     """Time one window's forward for each N in `sizes`: per size, a warm-up call at that shape, then the median
     of `per_round` calls in a row, between two such timings of one state; f(N) / f(1) is the median over `rounds`
     rounds of f(N) over the mean of the two one-state timings beside it, and f(1) the least one-state timing.
@@ -171,7 +173,12 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     seconds at a time (a virtual machine's core shared with another tenant: on session 33's machine f(1) ran 3.2 ms
     for a few seconds, then 5.3-5.6 ms, then 3.2 ms again, with f(2)/f(1) at 1.37-1.49 throughout), and the best of
     each size's own rounds, as measured before, mixed sizes timed in fast and in slow spells: five measurements of
-    one model's f(2)/f(1) gave 1.00-1.39."""
+    one model's f(2)/f(1) gave 1.00-1.39.
+    A slow model is measured leaner, so that the first `auto` run of a model that takes a second a pass does not
+    wait minutes before its first pass: where a one-state forward takes more than SLOW_PASS of wall time, each
+    timing is one call after its warm-up (at that length one call's noise is small beside the pass); the sizes stop
+    (after two) once the measurement has taken `max_seconds` of wall time, and the rounds after the first are run only
+    while the whole stays within it (math-bd's three rounds take 3-9 s on a CPU: unchanged)."""
     info = target.info
     b = info.block_size
     # the cached context of a typical decode (a short prompt and half of a default 128-token generation): a
@@ -202,7 +209,10 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
         calls += 1 + per_round
         return float(np.median(times))
 
+    started = time.perf_counter()
     ones = [timed(1, lo + b)]
+    if (time.perf_counter() - started) / (1 + per_round) > SLOW_PASS:
+        per_round = 1  # (timed reads it at each call)
 
     def over_one(n, hi):  # f(n) over the one-state timings on either side of it, taken once they agree
         for _ in range(SPELL_TRIES):
@@ -214,11 +224,11 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
 
     fused = [n for n in fused_sizes if n <= max(sizes)] if lo + 2 * b <= total and info.attention == "block" else []
 
-    def one_round(ns, hi, most=math.inf):  # f(n)/f(1) for the sizes up to the first dearer than `most`
-        out = []
+    def one_round(ns, hi, most=None):  # f(n)/f(1) for each size; the first round (`most` given) stops after the
+        out = []  # first dearer than `most` or the first past the allowance (the curve goes on linearly from there)
         for n in ns:
             out.append(1.0 if n == 1 and hi == lo + b else over_one(n, hi))  # (one state over one window: f(1))
-            if out[-1] > most and len(out) >= 2:
+            if most is not None and len(out) >= 2 and (out[-1] > most or time.perf_counter() - started > max_seconds):
                 break
         return out
 
@@ -226,8 +236,10 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     sizes = list(sizes)[: len(ratios[0])]
     fused_ratios = [one_round(fused, lo + 2 * b, 2 * DEAREST)]
     fused = fused[: len(fused_ratios[0])]
-    ratios += [one_round(sizes, lo + b) for _ in range(rounds - 1)]
-    fused_ratios += [one_round(fused, lo + 2 * b) for _ in range(rounds - 1)]
+    first = time.perf_counter() - started  # (one round's wall time: the rounds after it take about as long)
+    more = min(rounds - 1, int(max(0.0, max_seconds - first) // max(first, 1e-9)))
+    ratios += [one_round(sizes, lo + b) for _ in range(more)]
+    fused_ratios += [one_round(fused, lo + 2 * b) for _ in range(more)]
     f1 = min(ones)
     seconds = (f1 * np.median(ratios, axis=0)).tolist()
     fused_seconds = (f1 * np.median(fused_ratios, axis=0)).tolist() if fused else []
@@ -281,24 +293,50 @@ def write_cache_file(path: Path, data: dict) -> None:
 NOTICE = None  # a front end's message hook (the command line: stderr): told when a curve is about to be measured
 
 
-def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
-    """The target's cost curve: from memory, else from the user cache, else measured now (and cached)."""
+def known_curve(target) -> CostCurve | None:
+    """The target's cost curve where it needs no measuring (from memory or the user cache), else None."""
     simulated = getattr(target, "simulated_curve", None)
     if simulated is not None:  # a target charged at another device's curve (samplers/simulated.py) plans with it
         return replace(simulated, calls=0)
     key = curve_key(target)
-    path = cache_dir() / "cost" / f"{key.replace('/', '_')}.json"
     memo = _MEMO.setdefault(target, {})
-    if not remeasure:
-        if key in memo:
-            return replace(memo[key], calls=0)
-        if cacheable(target) and path.is_file():
-            try:
-                curve = replace(CostCurve(**json.loads(path.read_text())), calls=0)
-                memo[key] = curve
-                return curve
-            except (ValueError, TypeError, OSError):
-                pass  # unreadable cache: measure again
+    if key in memo:
+        return replace(memo[key], calls=0)
+    path = _cache_path(key)
+    if cacheable(target) and path.is_file():
+        try:
+            curve = replace(CostCurve(**json.loads(path.read_text())), calls=0)
+        except (ValueError, TypeError, OSError):
+            return None  # unreadable cache: measured again
+        memo[key] = curve
+        return curve
+    return None
+
+
+def _cache_path(key: str) -> Path:
+    return cache_dir() / "cost" / f"{key.replace('/', '_')}.json"
+
+
+_MEASURING: dict[str, threading.Lock] = {}  # curve key -> held while that curve is measured in this process
+_MEASURING_GUARD = threading.Lock()
+
+
+def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
+    """The target's cost curve: from memory, else from the user cache, else measured now (and cached). A run that
+    needs a curve another thread is measuring waits for that measurement rather than making its own beside it (the
+    app: a run stopped while its model was measured goes on measuring, and the next Run takes its curve)."""
+    if not remeasure and (curve := known_curve(target)) is not None:
+        return curve
+    key = curve_key(target)
+    with _MEASURING_GUARD:
+        lock = _MEASURING.setdefault(key, threading.Lock())
+    with lock:
+        if not remeasure and (curve := known_curve(target)) is not None:
+            return curve  # (measured by another thread while this one waited)
+        return _measure_and_keep(target, key, log)
+
+
+def _measure_and_keep(target, key: str, log) -> CostCurve:
     if log or NOTICE:
         kept = ("once per model, device, CPU kernels and thread count; cached afterwards" if cacheable(target) else
                 "a model folder's curve is not cached: measured once per process")
@@ -306,10 +344,11 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
                         f"{torch.get_num_threads()} thread(s) for --budget auto ({kept}) ...")
     since = cpu_snapshot()
     curve = measure(target, log=log)
-    memo[key] = curve
+    _MEMO.setdefault(target, {})[key] = curve
     if not cacheable(target):
         return curve
     why = ""
+    path = _cache_path(key)
     if str(target.device).startswith("cpu") and machine_busy(since):
         why = "the machine was busy while it was measured (this curve serves this process only; measure it again " \
               "when the machine is quiet)"

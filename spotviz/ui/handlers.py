@@ -49,6 +49,13 @@ def status_html(message: str, kind: str = "info", action: str = "", target: str 
     return f'<div class="sv-status {kind}">{esc(message)}{act}</div>'
 
 
+def measuring_text(model: str, decoding: str) -> str:
+    """The status while `auto` has the model's cost curve measured before the first pass."""
+    return (f"{decoding.removesuffix('…')}. First, once per model and machine: timing what a pass over 1, 2, 4, … "
+            f"states costs {model} here, which tree budget auto sizes every tree by (seconds for an embedded model, "
+            f"up to a minute for a large one)…")
+
+
 def statuses_html(parts: list[tuple[str, str]]) -> str:
     return "".join(status_html(m, k) for m, k in parts)
 
@@ -220,15 +227,22 @@ class Handlers:
         session = LiveSession(plan)
         names = ", ".join("the standard decoder" if c.drafter == "none" else c.drafter for _, c in plan.runs)
         # the views change with the first run's start: a run refused before it starts leaves them as they were
-        yield Outputs(status=status_html(f"Decoding {cfg.gen_length} tokens with {model}: {names}…"),
-                      files=None, larger=gr.update(visible=False), stricter=gr.update(visible=False)
-                      ).values(RUN_OUTPUTS)
+        decoding = f"Decoding {cfg.gen_length} tokens with {model}: {names}…"
+        yield Outputs(status=status_html(decoding), files=None, larger=gr.update(visible=False),
+                      stricter=gr.update(visible=False)).values(RUN_OUTPUTS)
+        measuring = False
         for ev in decode_events(ctx.store_key, model, prompt, plan):
+            if ev["type"] == "measure":  # (before the first pass: the status says why none has come yet)
+                measuring = True
+                yield Outputs(status=status_html(measuring_text(model, decoding))).values(RUN_OUTPUTS)
+                continue
             session.event(ev)
             if ev["type"] == "error" and (ev["where"] in ("input", "model") or cfg.drafter == "none"):
                 break
             if ev["type"] in ("start", "done") or session.due():
-                yield Outputs(explainer=session.text).values(RUN_OUTPUTS)
+                status = status_html(decoding) if measuring else gr.skip()
+                measuring = False
+                yield Outputs(status=status, explainer=session.text).values(RUN_OUTPUTS)
         page = getattr(request, "session_hash", None)  # (one per page load: the browser's and an API client's)
         final = session.finish(ctx.runs_before.get(page))
         traces = [t for t in [session.main, *session.race, session.base] if t is not None]

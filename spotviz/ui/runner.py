@@ -6,6 +6,8 @@ yields are picklable, the events plain data (str, int, float, list, dict): the U
 views. Elsewhere the decorator is a no-op.
 
 Events (dicts, key "type"):
+  measure {run}                             before a run that needs the model's cost curve (budget auto) where
+                                            it is not known yet: measured now, once per model and machine
   start  {run, meta}                        before the first pass (meta = RunMeta fields)
   pass   {run, record, counters, token_text} after every target pass (PassRecord / Counters as dicts)
   done   {run, trace}                       the finished trace (Trace.to_dict())
@@ -191,6 +193,7 @@ def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dic
     """Decode `prompt` with every run of `plan` (inputs.RunPlan: its configs are validated already), one after
     another on the same prompt and seed; yield plain events (see the module docstring)."""
     from ..samplers.config import encode_prompt
+    from ..samplers.forward_cost import cost_curve, known_curve
 
     try:
         target = _STORES[store_key].get(model)
@@ -202,6 +205,13 @@ def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dic
     except Exception as e:  # noqa: BLE001
         yield _error("main", "input", e)
         return
+    auto = [run for run, c in plan.runs if c.drafter != "none" and c.budget == "auto"]
+    if auto and known_curve(target) is None:
+        yield {"type": "measure", "run": auto[0]}
+        try:
+            cost_curve(target)
+        except Exception:  # noqa: BLE001 - the run meets the same failure and reports it
+            pass
     for run, run_cfg in plan.runs:
         try:
             yield from _one_run(target, prompt, run_cfg, run)

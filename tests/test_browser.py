@@ -1048,3 +1048,25 @@ def test_a_finished_races_legend_stays_in_its_room_at_every_width(page, tiny_pro
         entries = pg.locator(f"{race} .legend .traces").count()
         assert entries == 4 and min(ticks) >= bottom - 1 and legend_top >= -1 and legend_bottom <= t + 1, (
             viewport, wide, entries, ticks, bottom, legend_top, legend_bottom, t)
+
+
+def test_a_figure_redrawn_with_another_note_shows_the_new_note(page):
+    """A figure's note (a Plotly annotation) follows the run: a threshold run that drafted nothing said "no tree
+    verified yet" under its finished run, because Plotly.react with a layout transition (even of 0 ms) drew the new
+    layout but kept the annotation's old text. The depth view of one run, live and then finished, drawn into one
+    figure as the explainer does."""
+    said = page.evaluate("""async () => {
+        const SV = window.SV, S = SV.newSession({id: 't', source: 'live', runs: [['main', 'SPOT-Sets']]});
+        SV.ingest(S, {t: 'run', r: 'main', meta: {drafter: 'spot-sets'}});
+        SV.ingest(S, {t: 'pass', r: 'main', c: [], n: 16, tree: null});
+        const div = document.createElement('div');
+        document.body.appendChild(div);
+        const text = () => Array.from(div.querySelectorAll('.annotation-text')).map((e) => e.textContent).join('|');
+        const draw = async () => { const f = SV.views.depth(S, 1, {width: 300, height: 120});
+                                   await window.Plotly.react(div, f.data, f.layout, SV.PLOT_CONFIG); return text(); };
+        const live = await draw();
+        SV.ingest(S, {t: 'end', r: 'main', final: [], end: 16, why: [], counters: null});
+        const done = await draw();
+        div.remove();
+        return [live, done]; }""")
+    assert said == ["no tree verified yet", "no tree verified in this run"]

@@ -476,12 +476,12 @@ def test_a_run_that_has_its_models_cost_curve_measured_first_says_so_until_its_f
         return [o[status] for o in outs if isinstance(o[status], str)]
 
     said = statuses("auto")
-    timing = [i for i, s in enumerate(said) if "timing what a pass over 1, 2, 4" in s]
+    timing = [i for i, s in enumerate(said) if "it times a pass of tiny-block over 1, 2, 4" in s]
     assert len(timing) == 1 and len(measured) >= 1, said  # (once, before the first pass)
-    assert "Decoding" in said[timing[0] + 1] and "timing" not in said[timing[0] + 1] and "Done" in said[-1]
+    assert "Decoding" in said[timing[0] + 1] and "times a pass" not in said[timing[0] + 1] and "Done" in said[-1]
     measured.clear()
     said = statuses(8)
-    assert not any("timing what a pass" in s for s in said) and not measured
+    assert not any("times a pass" in s for s in said) and not measured
 
 
 def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_trees(app, tiny_prompt, monkeypatch):

@@ -580,14 +580,7 @@
       if (drawn[name] === want) return false;
       drawn[name] = want;
       const fig = VIEWS.find((v) => v[0] === name)[1](S, k, {width: width, height: HEIGHTS[name]});
-      // (a figure whose size or top margin changes is drawn afresh: Plotly.react moved the plot area of the race, whose
-      // legend rows set its height, but sometimes left its passes axis where the previous layout had it, inside the
-      // plot; the tree keeps react, which keeps its hover handlers and scroll)
-      const L = div._fullLayout, m = fig.layout.margin || {};
-      const resized = name !== 'tree' && L && (L.height !== fig.layout.height || L.width !== fig.layout.width ||
-                                               (L.margin && m.t != null && L.margin.t !== m.t));
-      const drawnFig = (resized ? window.Plotly.newPlot : window.Plotly.react)(div, fig.data, fig.layout,
-                                                                               SV.PLOT_CONFIG);
+      const drawnFig = window.Plotly.react(div, fig.data, fig.layout, SV.PLOT_CONFIG);
       // (role="img": the figure read as one picture, named by its heading, the pass and what its lines are)
       const heading = div.closest('.sve-panel').querySelector('.sve-h');
       const names = [...new Set((fig.data || []).filter((t) => t.name && t.showlegend !== false).map((t) => t.name))];

@@ -11,7 +11,8 @@
   SV.layout = (o, extra) => Object.assign({
     width: o.width, height: o.height, font: SV.FONT, margin: {l: 40, r: 10, t: 6, b: 30},
     paper_bgcolor: 'rgba(0,0,0,0)', plot_bgcolor: 'rgba(0,0,0,0)', showlegend: false, hovermode: 'closest',
-    dragmode: false,   // (no layout.transition: Plotly.react with one, even of 0 ms, left a changed annotation's old text)
+    dragmode: false,   // (no layout.transition: Plotly.react with one, even of 0 ms, kept a changed note's old text
+    // and, when a figure's height changed (the race's legend rows), its axis where the old layout had it)
   }, extra);
   SV.note = (text, y) => ({text: SV.esc(text), xref: 'paper', yref: 'paper', x: 0, y: y == null ? 0.5 : y,
     xanchor: 'left', yanchor: 'middle', showarrow: false, align: 'left', font: {size: 12, color: '#555'}});

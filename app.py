@@ -25,7 +25,7 @@ except DecodeError as e:  # a bad $SPOTVIZ_THREADS: one line, before anything lo
 from spotviz.ui.app import build_app, launch  # noqa: E402
 
 try:
-    demo = build_app()
+    demo = build_app(curve_ahead=True)  # (budget auto's cost curve of the default model, measured while nobody waits)
 except DecodeError as e:  # a bad setting above ($SPOTVIZ_DRAFTER_DIR): one line
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2) from None

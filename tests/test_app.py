@@ -595,3 +595,34 @@ def test_the_comparison_with_the_run_before_says_each_runs_speed_as_its_headline
     assert "1.94" not in text
     assert now.against(RunFigures(("other",), "16", None, 4, 4, 1.0)) == ""  # (other settings: nothing compared)
     assert now.against(RunFigures(("same",), "auto", 0.99, 5, 6, 1.0)) == ""  # (nothing changed: nothing compared)
+
+
+def test_the_app_measures_its_default_models_cost_curve_ahead_when_asked(tiny_block_dir, example_dir, monkeypatch):
+    """`python app.py` builds the app with curve_ahead: the default model's cost curve (what budget auto sizes trees
+    by) is measured in the background at start, so a fresh Space's first auto Run does not wait for it; the tests'
+    apps leave it off; a known curve is not measured again."""
+    import threading
+
+    from spotviz.registry import load_embedded
+    from spotviz.samplers import forward_cost
+    from spotviz.ui.app import build_app
+
+    calls = []
+    real = forward_cost.measure
+    monkeypatch.setattr(forward_cost, "measure", lambda target, **k: calls.append(1) or real(
+        target, sizes=(1, 2), rounds=1, per_round=1, fused_sizes=(1,)))
+    target = load_embedded(tiny_block_dir, device="cpu")  # (a new target object: no curve in memory)
+
+    def build(ahead):
+        build_app(loader=lambda name: target, models=[TINY], default_model=TINY, trace_dir=example_dir, gpu=False,
+                  curve_ahead=ahead)
+        for t in threading.enumerate():
+            if t.name == "spotviz-cost-curve":
+                t.join(60)
+
+    build(False)
+    assert not calls and forward_cost.known_curve(target) is None
+    build(True)
+    assert len(calls) == 1 and forward_cost.known_curve(target) is not None
+    build(True)
+    assert len(calls) == 1

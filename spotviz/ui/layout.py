@@ -22,7 +22,7 @@ from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUT
                        startup_banner, status_html)
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, RACE_BASELINES, STRICTER_TAU, \
     TEMPERATURE_MAX, prompts_for
-from .runner import ModelStore, has_gpu, register_store
+from .runner import ModelStore, has_gpu, measure_cost_curve_ahead, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
 # shows "This application is currently busy").
@@ -191,15 +191,17 @@ def stricter_tau():
 def build_app(loader: Callable[[str], object] | None = None, models: list[str] | None = None,
               default_model: str | None = None, trace_dir: str | Path | None = None,
               gpu: bool | None = None, check_model: bool = True, max_queue: int = MAX_QUEUE,
-              concurrency: int | None = None) -> gr.Blocks:
+              concurrency: int | None = None, curve_ahead: bool = False) -> gr.Blocks:
     """The Gradio Blocks app.
 
     loader: name -> target (default spotviz.registry.load_target); models: the model dropdown (default: the
     embedded models, $SPOTVIZ_MODEL first if set, and the published DLMs when a GPU is present);
     trace_dir: the example traces (default assets/traces); gpu: override device detection for the defaults;
     max_queue: the waiting line (Gradio's queue max_size); concurrency: decodes at a time (default 1 on a CPU,
-    2 on a GPU). If the default model cannot be loaded, the first other model of the menu that loads (the
-    embedded default first; never a published one) becomes the default, and the banner says so."""
+    2 on a GPU); curve_ahead: measure the default model's cost curve (budget auto's) in the background now, so the
+    first Run does not wait for it (the app's entry point; tests leave it off). If the default model cannot be
+    loaded, the first other model of the menu that loads (the embedded default first; never a published one)
+    becomes the default, and the banner says so."""
     env_model = os.environ.get("SPOTVIZ_MODEL") or None
     models = list(models) if models else default_models(env_model)
     default_model = default_model or env_model or (DEFAULT_MODEL if DEFAULT_MODEL in models else models[0])
@@ -218,6 +220,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     gen_default, gen_max = (128, 512) if gpu else (64, 256)
     budgets = [AUTO] + [b for b in BUDGETS if b >= 2]
     banner, default_model = startup_banner(store, models, default_model, check_model)
+    if curve_ahead:
+        measure_cost_curve_ahead(store, default_model)
     ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
                      budgets=budgets, gen_limit=min(gen_max, MAX_GEN_LENGTH), examples=list_examples(trace_dir),
                      files=TraceFiles())

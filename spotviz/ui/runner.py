@@ -111,6 +111,30 @@ class ModelStore:
                 + (f" · {threads_in_use()} CPU thread(s)" if str(t.device) == "cpu" else "") + drafters)
 
 
+def measure_cost_curve_ahead(store: ModelStore, model: str) -> threading.Thread | None:
+    """Measure the cost curve of `model` (what budget auto sizes trees by) in a background thread, so that a fresh
+    app's first auto run does not wait for it: a Space restarts with an empty cache (math-bd: 6-15 s on a CPU). A
+    run that needs the curve meanwhile waits for this measurement (samplers/forward_cost.cost_curve). None where
+    the curve is known, the model is not loaded, or on ZeroGPU (the model reaches its GPU inside a run only)."""
+    from ..samplers.forward_cost import cost_curve, known_curve
+
+    if on_zerogpu() or not store.loaded(model):
+        return None
+    target = store.get(model)
+    if known_curve(target) is not None:
+        return None
+
+    def measure():
+        try:
+            cost_curve(target)
+        except Exception:  # noqa: BLE001 - a run measures it again and reports what fails
+            log.warning("measuring %s's cost curve ahead failed:\n%s", model, traceback.format_exc())
+
+    thread = threading.Thread(target=measure, name="spotviz-cost-curve", daemon=True)
+    thread.start()
+    return thread
+
+
 _STORES: dict[int, ModelStore] = {}
 _ids = itertools.count(1)
 

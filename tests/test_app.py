@@ -484,6 +484,26 @@ def test_a_run_that_has_its_models_cost_curve_measured_first_says_so_until_its_f
     assert not any("times a pass" in s for s in said) and not measured
 
 
+def test_a_run_decodes_at_most_the_length_the_slider_offers_for_its_prompt(app, tiny_prompt):
+    """A Run pressed right after a long prompt was pasted (before the prompt box's blur capped the slider) decoded
+    the longer length, cutting more of the prompt, and then the slider said less was the most: the run now takes
+    the slider's maximum for its prompt and says so; a run cut at that maximum is not told to ask for more."""
+    from spotviz.ui.handlers import RUN_OUTPUTS
+
+    h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    status = RUN_OUTPUTS.index("status")
+    long_prompt = tiny_prompt + " O Romeo, wherefore art thou Romeo?" * 40
+    top = h.ctx.gen_top(TINY, long_prompt)
+    assert top < h.ctx.gen_limit
+    outs = list(h.run(long_prompt, TINY, "exact", 0.9, 0.0, 1, top + 16, "none", 8, True, 0.0, False))
+    said = outs[-1][status]
+    assert "Done" in said and f"The generation length was lowered to {top}" in said, said
+    assert f"cut at the length limit ({top} tokens)" not in said or "the most this prompt leaves room for" in said
+    assert "a longer generation length lets it finish" not in said
+    outs = list(h.run(long_prompt, TINY, "exact", 0.9, 0.0, 1, top, "none", 8, True, 0.0, False))
+    assert "lowered" not in outs[-1][status]
+
+
 def test_a_run_whose_auto_trees_stayed_small_offers_the_same_run_with_larger_trees(app, tiny_prompt, monkeypatch):
     """After a run whose budget auto kept its trees small (or drafted none), the page shows a button that runs it
     again at a fixed budget, and its status says so; a run at a fixed budget (the visitor chose the size) offers

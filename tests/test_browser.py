@@ -497,6 +497,29 @@ def test_the_length_slider_gives_back_the_chosen_length_after_a_long_prompt(page
     assert "lowered" not in pg.inner_text("#sv-gen-length")
 
 
+def test_a_length_typed_key_by_key_is_the_length_typed(page):
+    """Typing a length into the slider's box at a person's pace gives that length: checked at every key, "40"
+    became 8 at the "4" (below the least) and then 80, "120" became the maximum with "you chose 820"; the length is
+    checked when the box is left, and a length out of range is then brought in and said so."""
+    pg = page
+    wait_example(pg)
+    select(pg, "sv-model", TINY)
+    box = pg.locator("#sv-gen-length input[type=number]")
+    top = int(pg.get_attribute("#sv-gen-length input[type=range]", "max"))
+    for typed, want in (("40", 40), ("16", 16), (str(top + 300), top), ("3", 8)):
+        box.click()
+        box.press("Control+a")
+        box.press_sequentially(typed, delay=150)
+        pg.wait_for_timeout(400)  # (each key's input answered while the box still has focus)
+        box.press("Tab")
+        pg.wait_for_function(f"() => +document.querySelector('#sv-gen-length input[type=number]').value === {want}",
+                             timeout=5_000)
+        pg.wait_for_timeout(400)
+        assert box.input_value() == str(want), typed
+        note = pg.inner_text("#sv-gen-length")
+        assert (f"you chose {typed}" in note) == (int(typed) != want), (typed, note)
+
+
 def test_a_live_run_is_watchable_its_lanes_are_laid_out_first_and_it_rests_on_a_drafted_pass(page, tiny_prompt):
     pg = page
     wait_example(pg)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gradio as gr
@@ -223,8 +223,16 @@ class Handlers:
         except DecodeError as e:
             yield Outputs(status=status_html(f"Cannot run: {e}", "err")).values(RUN_OUTPUTS)
             return
+        top = ctx.gen_top(model, prompt)  # (the slider's maximum: a Run pressed before the prompt's blur capped it
+        lowered = cfg.gen_length > top    # would have decoded more than the slider then offers for this prompt)
+        if lowered:
+            cfg = replace(cfg, gen_length=top)
         plan = plan_run(cfg, bool(race))
-        session = LiveSession(plan)
+        if lowered:
+            plan = replace(plan, note=plan.note + f". The generation length was lowered to {top}, the most this "
+                                                  "model's context leaves after this prompt")
+        session = LiveSession(plan, longest=(top, "the longest this app offers" if top >= ctx.gen_limit - GEN_STEP + 1 else
+                                             "the most this prompt leaves room for (a shorter prompt leaves more)"))
         names = ", ".join("the standard decoder" if c.drafter == "none" else c.drafter for _, c in plan.runs)
         # the views change with the first run's start: a run refused before it starts leaves them as they were
         decoding = f"Decoding {cfg.gen_length} tokens with {model}: {names}…"

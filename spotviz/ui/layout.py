@@ -343,10 +343,12 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
             h.cap_length, capping, [gen_length], api_name=False, queue=False)
         prompt.blur(h.cap_length, capping, [gen_length], api_name=False, queue=False)
         # (raw values: a number typed above the maximum reaches here before Gradio clamps it, and its preprocessing
-        # would refuse it with HTTP 500; the page says it was lowered)
+        # would refuse it with HTTP 500; the page says it was lowered. Each key typed is an input; the length is
+        # checked on release, when the box loses focus or the slider is let go: checked at every key, "40" typed
+        # became 8 at the "4", then 80)
         gen_length.input(h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False,
-                         preprocess=False).then(h.typed_length, capping, [gen_length], api_name=False, queue=False,
-                                                preprocess=False)
+                         preprocess=False)
+        gen_length.release(h.typed_length, capping, [gen_length], api_name=False, queue=False, preprocess=False)
         demo.load(None, js=NARROW_JS, queue=False)
         demo.load(None, js=PICK_JS, queue=False)
         if ctx.examples:

@@ -29,8 +29,11 @@ def record_from_dict(d: dict) -> PassRecord:
 class LiveSession:
     """The timeline of one Run press: both runs' lines, the traces when they finish, and the notes to show."""
 
-    def __init__(self, plan=None, every_s: float = UPDATE_EVERY_S):
-        """`plan` (inputs.RunPlan): the runs to come, so the page lays out every lane before the first pass."""
+    def __init__(self, plan=None, every_s: float = UPDATE_EVERY_S, longest: tuple[int, str] | None = None):
+        """`plan` (inputs.RunPlan): the runs to come, so the page lays out every lane before the first pass;
+        `longest`: the longest generation the app offers for this prompt and why (a run cut there is not told to
+        ask for a longer one)."""
+        self.longest = longest
         self.id = uuid.uuid4().hex[:10]
         self.text = ""
         self.every_s = every_s
@@ -154,8 +157,9 @@ class LiveSession:
             text += (f"; the standard decoder {base.counters.target_passes}, output "
                      + ("identical ✓" if same else "DIFFERS ✗"))
         if c.generated_tokens >= shown.meta.gen_length:
-            text += (f"; cut at the length limit ({shown.meta.gen_length} tokens) before the text ended: a longer "
-                     "generation length lets it finish")
+            most = self.longest is not None and shown.meta.gen_length >= self.longest[0]
+            text += (f"; cut at the length limit ({shown.meta.gen_length} tokens) before the text ended: "
+                     + (f"{self.longest[1]}" if most else "a longer generation length lets it finish"))
         text += self.plan_note
         now = self.figures()  # (the comparison first: an offer's reason stays next to the button that ends the line)
         if now is not None:

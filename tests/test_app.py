@@ -589,7 +589,8 @@ def test_a_run_at_another_budget_or_tau_is_compared_with_the_visitors_run_before
     again = client.predict(**_run_args(tiny_prompt, "training-free", budget=8))[0]
     assert f"{said} at budget 4: " in again, again
     passes = lambda status: int(re.search(r" in (\d+) target passes", status).group(1))  # noqa: E731
-    assert f": {passes(again)} passes instead of {passes(first)} (" in again
+    assert (f": {passes(again)} passes instead of {passes(first)} (" in again if passes(again) != passes(first)
+            else f": the same {passes(first)} passes (" in again)
     assert re.search(r"\(wall-clock, one timing each\)", again)
     assert said not in client.predict(**_run_args(tiny_prompt, "training-free", budget=8))[0]  # (nothing changed)
     assert said not in client.predict(**_run_args(tiny_prompt, "training-free", budget=4, seed=2))[0]  # (the seed)
@@ -609,10 +610,15 @@ def test_the_comparison_with_the_run_before_says_each_runs_speed_as_its_headline
     before = RunFigures(("same",), "auto", 0.9, 4, 4, 1 / 1.94, drafted=False)
     now = RunFigures(("same",), "auto", 0.99, 4, 6, 1 / 1.30)
     text = now.against(before)
-    assert text.startswith(". Against your run before at tau 0.9: 4 passes instead of 4 (1.50× fewer than the "
+    assert text.startswith(". Against your run before at tau 0.9: the same 4 passes (1.50× fewer than the "
                            "standard decoder instead of 1.00×, the standard decoder 6 now and 4 then)"), text
     assert "1.30× slower instead of the same work as standard (wall-clock, one timing each)" in text
     assert "1.94" not in text
+    # (what did not change is said once: "4 passes instead of 4" read as if something had)
+    same = RunFigures(("same",), "16", 0.99, 4, 6, 1 / 1.30).against(now)
+    assert ": the same 4 passes (1.50× fewer than the standard decoder both times), 1.30× slower both times (" in same
+    none = RunFigures(("same",), "16", 0.9, 4, 4, 1.0, drafted=False).against(before)
+    assert ": the same 4 passes (as many as the standard decoder both times), the same work as standard both " in none
     assert now.against(RunFigures(("other",), "16", None, 4, 4, 1.0)) == ""  # (other settings: nothing compared)
     assert now.against(RunFigures(("same",), "auto", 0.99, 5, 6, 1.0)) == ""  # (nothing changed: nothing compared)
 

@@ -287,6 +287,14 @@ def test_status_says_how_to_see_larger_trees_when_auto_kept_them_small():
     rare.passes[3].index, rare.counters.target_passes = 3, 4  # (slots 6-7 still open at pass 2: auto chose no tree)
     assert ("drafted a tree in only 1 of the 3 passes that had slots to guess (about 6 states each): larger trees"
             in small_trees_note(rare))
+    whole = _tree_trace(budget_auto=True)  # small trees, each followed to its window's end, and no pass where auto
+    whole.passes[1].states, whole.passes[1].walk_end = 2, "window"  # drafted nothing: a larger tree saves nothing
+    del whole.passes[2]
+    assert small_trees_note(whole) == ""
+    whole.passes[1].walk_end = "token"
+    assert "kept its trees small" in small_trees_note(whole)
+    spot.passes[1].walk_end = "window"  # (but where auto drafted no tree in a pass that had slots, a budget would)
+    assert "kept its trees small" in small_trees_note(spot)
     spot.passes[1].tree = spot.passes[1].tree[:1]  # nothing drafted at all
     assert "drafted no tree" in small_trees_note(spot)
     assert small_trees_note(_tree_trace(budget_auto=False)) == ""  # a fixed budget: the visitor chose the size

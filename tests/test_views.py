@@ -218,6 +218,10 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     assert s["cost"]["ceiling"] == round(0.08 / 0.05, 2) and s["cost"]["ratio"] == 3.0 and s["cost"]["states"] == 6
     assert "the best these passes allow here: about 1.60×" in s["kpis"][1]["small"] and "not counted" not in s["kpis"][1]["small"]
     assert "noise" not in s["kpis"][1]["small"]
+    assert s["kpis"][1]["small"].startswith("SPOT 20 ms vs standard 10 ms (")  # (0.03 s vs 0.03 s beside 1.22×)
+    spot.counters.wall_s, base.counters.wall_s = 2.4, 1.2
+    assert summary(spot, base)["kpis"][1]["small"].startswith("SPOT 2.40 s vs standard 1.20 s (")
+    spot.counters.wall_s, base.counters.wall_s = 0.02, 0.01
     spot.counters.wall_s = 0.005  # 2.00x measured against a ceiling of 1.60x: the timing's noise, and it says so
     assert "more than that is the machine's timing noise" in summary(spot, base)["kpis"][1]["small"]
     spot.counters.wall_s = 0.02

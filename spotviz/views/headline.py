@@ -54,6 +54,14 @@ def speed_words(r: float) -> str:
             f"{r:.2f}× faster" if r >= 1 else f"{1 / r:.2f}× slower")
 
 
+def two_timings(a: float, b: float) -> tuple[str, str]:
+    """Two wall-clock timings in one unit, precise enough that their ratio shows: milliseconds where both are under
+    a second ("28 ms" and "34 ms", not "0.03 s" and "0.03 s" beside "1.22× slower"), else seconds."""
+    if max(a, b) < 1:
+        return f"{1000 * a:.0f} ms", f"{1000 * b:.0f} ms"
+    return f"{a:.2f} s", f"{b:.2f} s"
+
+
 def drafter_name(drafter: str) -> str:
     return {"none": "standard", "spot": "SPOT", "spot-sets": "SPOT-Sets"}.get(drafter, drafter)
 
@@ -220,7 +228,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             ceiling = (out["cost"] or {}).get("ceiling")
             setup = float(main.meta.outside_s or 0.0)
             r = out["wall_ratio"]  # (said as faster or slower: "0.62×" read as "62% of the time", i.e. faster)
-            timed = (f"{drafter_name(main.meta.drafter)} {c.wall_s:.2f} s vs standard {b.wall_s:.2f} s "
+            mine, theirs = two_timings(c.wall_s, b.wall_s)
+            timed = (f"{drafter_name(main.meta.drafter)} {mine} vs standard {theirs} "
                      + ("(one timing each, where it was recorded)" if recorded else "(one timing each)"))
             if not drafted:  # (the standard decoder's passes, one state each: a ratio would be noise)
                 kpis.append({"big": "the same work as standard", "tone": "plain", "small": timed})  # (the note: why)

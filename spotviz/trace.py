@@ -193,8 +193,10 @@ class Trace:
             # A trace is UTF-8 text (RFC 8259); decoding it here, not in json.loads, keeps binary that happens to
             # start with a zero byte from being guessed as UTF-16 and reported as a different error.
             d = json.loads(text.decode("utf-8-sig") if isinstance(text, bytes) else text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise TraceError(f"trace is not valid JSON: {e}") from None
+        except json.JSONDecodeError as e:  # (where, in words: "Expecting value: line 1 column 1 (char 0)" is Python's)
+            raise TraceError(f"trace is not valid JSON (the first error at line {e.lineno}, column {e.colno})") from None
+        except UnicodeDecodeError:
+            raise TraceError("trace is not valid JSON: the file is not UTF-8 text") from None
         except RecursionError:
             raise TraceError("trace is not valid JSON: nested too deeply") from None
         return cls.from_dict(d)

@@ -228,7 +228,8 @@ class Case:
     cli: list = field(default_factory=list)  # decode: extra CLI arguments (override the defaults); trace: []
     app: dict = field(default_factory=dict)  # decode: /run arguments (override the defaults)
     match: str | tuple = ""  # substring of the message; (cli, app) when the wording differs
-    expect: str = "error"  # "error" | "drafter-error" (standard decoder still runs in the app) | "truncated"
+    expect: str = "error"  # "error" | "drafter-error" (standard decoder still runs in the app) | "truncated" |
+    # "lowered" (the app runs it at the longest length its slider offers for the prompt, and says so; the CLI: error)
     file: str | None = None  # a key of the `files` fixture: model folder, drafter store or trace file
 
 
@@ -244,7 +245,8 @@ CASES = [
          ("--gen-length must be between 1", "gen_length must be between 1")),
     Case("gen-length-too-long", "decode", ["--gen-length", "5000"], {"gen_length": 5000},
          ("--gen-length must be between 1", "gen_length must be between 1")),
-    Case("gen-length-over-context", "decode", ["--gen-length", "64"], {"gen_length": 64}, "context of 64 tokens"),
+    Case("gen-length-over-context", "decode", ["--gen-length", "64"], {"gen_length": 64},
+         ("context of 64 tokens", "generation length was lowered to"), expect="lowered"),
     Case("gen-length-not-a-number", "decode", ["--gen-length", "many"], {"gen_length": "many"},
          ("invalid int value", "generation length must be a whole number")),
     Case("gen-length-fraction", "decode", ["--gen-length", "1.5"], {"gen_length": 1.5},
@@ -378,6 +380,8 @@ def test_bad_input_app(setup_case, files, client):
     if case.expect == "truncated":
         assert "Done" in status and "prompt was longer than the context" in status, status
         assert '"truncated":true' in str(out[1]).replace(" ", "")  # the run's meta in the explainer's timeline
+    elif case.expect == "lowered":
+        assert "Done" in status and _matches(case, "app") in status, status
     elif case.expect == "drafter-error":  # the drafter run fails with the message; the standard decoder runs
         assert "failed" in status and _matches(case, "app") in status and "Done" in status, status
         assert out[2] and all("-none-" in Path(str(f)).name for f in out[2]), out[2]  # the standard run's trace

@@ -75,7 +75,7 @@ def load_uploads(paths) -> tuple[Trace, Trace | None, list[Trace]]:
             traces.append(Trace.load(p))
         except TraceError as e:
             msg = str(e)
-            if "codec can't decode" in msg or "invalid start byte" in msg:
+            if "not UTF-8 text" in msg:
                 msg = "this is not a spotviz trace (the file is not JSON text)"
             elif 'no "format" field' in msg or "must be a JSON object" in msg:
                 msg = ("this is not a spotviz trace (JSON without the trace format; save one with Run's download or "

@@ -46,6 +46,8 @@
       {type: 'scatter', mode: 'markers', name: 'committed in this pass', x: now.x, y: now.y, hoverinfo: 'skip',
        marker: {symbol: 'square-open', size: size + 3, color: C.mark, line: {width: 1.5}}},
     ];
+    // (the outlines are wider than a slot: at the axis' last slot Plotly cut them, and the cell, in half)
+    for (const t of data) if (t.mode === 'markers') t.cliponaxis = false;
     const layout = SV.layout({width: width, height: height}, {
       margin: {l: 40, r: 8, t: 4, b: 30}, plot_bgcolor: '#f4f4f4',
       xaxis: {range: [lo, hi], zeroline: false, showgrid: false, fixedrange: true, title: {text: 'slot', standoff: 2},

@@ -24,6 +24,7 @@
       xaxis: {range: [0.4, Math.max(st.length, 4) + 0.6], dtick: 1, fixedrange: true, title: {text: 'depth', standoff: 2},
               tickfont: {size: 10}},
       yaxis: {range: [0, 1.05], tickformat: '.0%', fixedrange: true, tickvals: [0, 0.5, 1], tickfont: {size: 10},
+              showgrid: st.length > 0,   // (no bars: the note alone, not struck through by the 50% line)
               title: {text: 'accepted', standoff: 2, font: {size: 10}}},
       annotations: st.length ? [] : [SV.note(!(R && SV.drafted(R)) ? 'the standard decoder drafts nothing'
         : R.passes.some(SV.hasTree) ? 'no tree verified by pass ' + k + ' yet'

@@ -29,7 +29,10 @@
                  line: {color: col, width: 1.5, shape: 'hv'}, opacity: 0.25, showlegend: false});
       data.push({type: 'scatter', mode: 'lines', name: SV.esc(name) + (R.done ? ' · ' + R.passes.length + ' passes' : ''),
                  x: xs.slice(0, kk + 1), y: R.pts.slice(0, kk + 1), hovertemplate: hover,
-                 line: {color: col, width: 2.4, shape: 'hv', dash: SV.runDash(R.meta)}, showlegend: !!R.meta,
+                 // (the standard decoder, drawn first, twice as wide: where a drafter took its very path, the
+                 // standard line shows as a rim around it; a tau 0.9 run that drafted nothing showed one line)
+                 line: {color: col, width: R.meta && R.meta.drafter === 'none' ? 5.5 : 2.4, shape: 'hv',
+                        dash: SV.runDash(R.meta)}, showlegend: !!R.meta,
                  legendrank: 1000 + rank});
       data.push({type: 'scatter', mode: 'markers', name: name + ' now', x: R.meta ? [kk] : [], y: R.meta ? [R.pts[kk]] : [],
                  hovertemplate: hover, marker: {color: col, size: 7}, showlegend: false});

@@ -302,6 +302,9 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '{n}'")
     pg.keyboard.press("Home")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.pass === '0'")
+    pg.wait_for_timeout(300)  # (the start: the prompt before any pass, said so rather than "pass 0")
+    assert pg.inner_text(f"{EXPLAINER} .sve-pos") == f"before pass 1 / {n}"
+    assert "the prompt alone" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")
     # "Run this example yourself": the controls take the example's settings and the run starts live
     pg.fill("#sv-prompt textarea", "something else")
     session = ex(pg)["session"]

@@ -408,7 +408,8 @@
       }
       const n = SV.committedAt(R, kk);
       const finished = R.done && k >= R.passes.length;
-      L.count.textContent = (finished ? '✓ ' : '') + 'pass ' + kk + (R.done ? ' / ' + R.passes.length : '');
+      L.count.textContent = kk ? (finished ? '✓ ' : '') + 'pass ' + kk + (R.done ? ' / ' + R.passes.length : '')
+        : 'before pass 1';   // (the scrubber's 0: the prompt alone)
       const rate = kk ? ' (' + (n / kk).toFixed(2) + ' per pass)' : '';
       if (finished && R.end != null) {
         L.foot.textContent = 'finished after ' + SV.plural(kk, 'target pass', 'target passes') + ': ' +
@@ -416,8 +417,8 @@
                                : SV.plural(R.end, 'token') + ' of text, then end-of-text; ') +
           n + ' slots committed' + rate;
       } else {
-        L.foot.textContent = n + ' of ' + R.meta.gen + ' slots committed after ' +
-          SV.plural(kk, 'target pass', 'target passes') + rate;
+        L.foot.textContent = kk ? n + ' of ' + R.meta.gen + ' slots committed after ' +
+          SV.plural(kk, 'target pass', 'target passes') + rate : 'the prompt alone: ' + R.meta.gen + ' slots to fill';
       }
       if (L.srAt === L.foot.textContent) return;   // (the sentence follows the lane's pass, not every paint)
       L.srAt = L.foot.textContent;
@@ -755,8 +756,8 @@
       const n = SV.total(S);
       if (K > n) K = n;
       scrub.max = String(n); scrub.value = String(K);
-      posEl.textContent = 'pass ' + K + ' / ' + n;
-      scrub.setAttribute('aria-valuetext', 'pass ' + K + ' of ' + n);
+      posEl.textContent = K ? 'pass ' + K + ' / ' + n : 'before pass 1 / ' + n;
+      scrub.setAttribute('aria-valuetext', K ? 'pass ' + K + ' of ' + n : 'before the first of ' + n + ' passes');
       prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
       if (!playing) playBtn.textContent = following() ? '❚❚ Pause' : '▶ Play';
       for (const role of S.order) paintLane(role, K);

@@ -355,6 +355,11 @@
       }
       L.text.appendChild(frag);
       L.shownK = 0; L.overlay = []; L.srAt = null;
+      requestAnimationFrame(() => {   // a prompt longer than the box: its end in view above the slots to fill (the
+        const first = L.slots[0], box = L.text;   // box opened on the prompt's beginning, the output below sight)
+        if (!first || box.scrollHeight <= box.clientHeight) return;
+        box.scrollTop = Math.max(0, first.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop - 60);
+      });
     }
     function slotTip(pos, c) {
       return 'slot ' + pos + ' · ' + JSON.stringify(c.text) + ' · committed in pass ' + (c.k + 1) + ' · ' +

@@ -63,7 +63,8 @@ def curve_row(target, label: str, sizes=SIZES) -> dict:
     from spotviz.samplers.forward_cost import measure
 
     t0 = time.perf_counter()
-    curve = measure(target, sizes=sizes, fused_sizes=[n for n in FUSED if n <= max(sizes)])
+    curve = measure(target, sizes=sizes, fused_sizes=[n for n in FUSED if n <= max(sizes)],
+                    max_seconds=600)  # (every size and round: this script is the measurement, no run waits on it)
     f1 = curve.seconds[0]
     row = {"target": label, "device": curve.device, "dtype": curve.dtype, "clock": curve.clock,
            "f1_ms": 1000 * f1, "ratios": {n: s / f1 for n, s in zip(curve.sizes, curve.seconds)},

@@ -405,13 +405,18 @@ class Handlers:
                               f"{int(want)}: a shorter prompt gives it back)")
 
     def typed_length(self, prompt, model, gen_length, wanted=None):
-        """After the visitor set the length: where it is outside what the slider offers (a number typed in its box),
-        what it became and why (cap_length); else only the slider's usual note (no value, so a slider being dragged
-        is never moved back)."""
+        """When the visitor let go of the length (left its box, released the slider): the length they chose is the
+        released value (not `wanted`, the last key's input, whose answer may still be on its way when the box is
+        left at once). Where it is outside what the slider offers (a number typed in its box), what it became and
+        why (cap_length); else only the slider's usual note (no value, so a slider being dragged is never moved
+        back). Returns (the slider's update, the chosen length kept for cap_length)."""
+        chosen = self.chosen_length(gen_length)
+        if isinstance(chosen, int):
+            wanted = chosen
         top = self.ctx.gen_top(model, prompt)
         if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and not GEN_STEP <= wanted <= top:
-            return self.cap_length(prompt, model, gen_length, wanted)
-        return gr.update(info=GEN_INFO)  # (a note that said what an earlier choice became goes)
+            return self.cap_length(prompt, model, gen_length, wanted), chosen
+        return gr.update(info=GEN_INFO), chosen  # (a note that said what an earlier choice became goes)
 
     def on_model(self, model, prompt):
         """A new model: its banner, its prompts to try and, if the prompt is one of another model's prompts to try

@@ -348,7 +348,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         # became 8 at the "4", then 80)
         gen_length.input(h.chosen_length, [gen_length], [wanted_length], api_name=False, queue=False,
                          preprocess=False)
-        gen_length.release(h.typed_length, capping, [gen_length], api_name=False, queue=False, preprocess=False)
+        gen_length.release(h.typed_length, capping, [gen_length, wanted_length], api_name=False, queue=False,
+                           preprocess=False)
         demo.load(None, js=NARROW_JS, queue=False)
         demo.load(None, js=PICK_JS, queue=False)
         if ctx.examples:

@@ -469,7 +469,7 @@ def test_a_run_that_has_its_models_cost_curve_measured_first_says_so_until_its_f
     h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
     status = RUN_OUTPUTS.index("status")
     measured = []
-    real = forward_cost.cost_curve
+    real, real_known = forward_cost.cost_curve, forward_cost.known_curve
     monkeypatch.setattr(forward_cost, "known_curve", lambda target: None)  # (as on a machine new to the model)
     monkeypatch.setattr(forward_cost, "cost_curve", lambda target, **k: measured.append(1) or real(target, **k))
 
@@ -478,12 +478,21 @@ def test_a_run_that_has_its_models_cost_curve_measured_first_says_so_until_its_f
         return [o[status] for o in outs if isinstance(o[status], str)]
 
     said = statuses("auto")
-    timing = [i for i, s in enumerate(said) if "it times a pass of tiny-block over 1, 2, 4" in s]
+    timing = [i for i, s in enumerate(said) if "First it times a pass of tiny-block over 1, 2, 4" in s]
     assert len(timing) == 1 and len(measured) >= 1, said  # (once, before the first pass)
     assert "Decoding" in said[timing[0] + 1] and "times a pass" not in said[timing[0] + 1] and "Done" in said[-1]
     measured.clear()
     said = statuses(8)
     assert not any("times a pass" in s for s in said) and not measured
+    monkeypatch.setattr(forward_cost, "known_curve", real_known)  # (the curve known: nothing said, nothing waited)
+    said = statuses("auto")
+    assert not any("times a pass" in s for s in said) and "Done" in said[-1]
+    # a measurement that fails is said once and not tried again by the run
+    monkeypatch.setattr(forward_cost, "known_curve", lambda target: None)
+    monkeypatch.setattr(forward_cost, "cost_curve", lambda target, **k: measured.append(1) or 1 / 0)
+    measured.clear()
+    said = statuses("auto")
+    assert len(measured) == 1 and "ZeroDivisionError" in said[-1], said
 
 
 def test_a_run_decodes_at_most_the_length_the_slider_offers_for_its_prompt(app, tiny_prompt):
@@ -654,3 +663,36 @@ def test_the_app_measures_its_default_models_cost_curve_ahead_when_asked(tiny_bl
     assert len(calls) == 1 and forward_cost.known_curve(target) is not None
     build(True)
     assert len(calls) == 1
+
+
+def test_a_run_pressed_while_the_curve_is_measured_ahead_waits_for_it(tiny_block_dir, example_dir, tiny_prompt,
+                                                                      monkeypatch):
+    """A run pressed while the app's start-up measurement runs (any run: a fixed budget too) waits for it, saying so,
+    so that no decode runs beside the measurement (it would skew the curve and the run's own timings)."""
+    import threading
+
+    from spotviz.registry import load_embedded
+    from spotviz.samplers import forward_cost
+    from spotviz.ui.app import build_app
+    from spotviz.ui.handlers import RUN_OUTPUTS
+
+    release, order = threading.Event(), []
+    real = forward_cost.measure
+
+    def measure(target, **k):
+        release.wait(30)
+        order.append("measured")
+        return real(target, sizes=(1, 2), rounds=1, per_round=1, fused_sizes=(1,))
+
+    monkeypatch.setattr(forward_cost, "measure", measure)
+    target = load_embedded(tiny_block_dir, device="cpu")
+    demo = build_app(loader=lambda name: target, models=[TINY], default_model=TINY, trace_dir=example_dir,
+                     gpu=False, curve_ahead=True)
+    h = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    status = RUN_OUTPUTS.index("status")
+    run = h.run(tiny_prompt, TINY, "exact", 0.9, 0.0, 1, GEN, "training-free", 8, True, 0.0, False)
+    said = [next(run)[status], next(run)[status]]  # (Decoding..., then the wait)
+    assert "First it times a pass of tiny-block" in said[1], said
+    threading.Timer(0.3, lambda: (order.append("released"), release.set())).start()
+    rest = list(run)
+    assert order == ["released", "measured"] and "Done" in rest[-1][status]

@@ -171,7 +171,7 @@ def test_a_slow_models_cost_curve_is_measured_within_its_time_allowance(tiny_blo
     slow = CostCurve("slow", list(forward_cost.SIZES), [0.2] * len(forward_cost.SIZES),  # (flat: every size wanted)
                      fused_sizes=list(forward_cost.FUSED_SIZES), fused_seconds=[0.4] * len(forward_cost.FUSED_SIZES))
     sim = SimulatedCost(tiny_block_target, slow)
-    monkeypatch.setattr(forward_cost.time, "perf_counter", sim.clock)  # (wall time: the virtual clock's)
+    monkeypatch.setattr(forward_cost, "_wall", sim.clock)  # (the measurement's wall time: the virtual clock's)
     got = forward_cost.measure(sim, max_seconds=6.0)
     assert 2 <= len(got.sizes) < len(forward_cost.SIZES) and len(got.fused_sizes) >= 2
     # one round: the first f(1) (a warm-up and three calls), then per size a warm-up and one call at N states and

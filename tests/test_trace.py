@@ -94,6 +94,16 @@ def test_malformed_file(tmp_path):
         Trace.load(p)
 
 
+def test_not_json_says_where_in_words():
+    """Where a file stops being JSON, as line and column (Python's own "Expecting value: line 1 column 1 (char 0)"
+    reached the app's status); bytes that are not text are said to be so."""
+    with pytest.raises(TraceError) as e:
+        Trace.from_json('{"format": "spotviz-trace",\n  oops}')
+    assert str(e.value) == "trace is not valid JSON (the first error at line 2, column 3)"
+    with pytest.raises(TraceError, match="the file is not UTF-8 text$"):
+        Trace.from_json(b"\xff\xfe\x00garbage")
+
+
 def expect(d, match):
     with pytest.raises(TraceError, match=match) as e:
         Trace.from_dict(d)

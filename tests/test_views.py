@@ -291,10 +291,13 @@ def test_status_says_how_to_see_larger_trees_when_auto_kept_them_small():
     rare.passes[3].index, rare.counters.target_passes = 3, 4  # (slots 6-7 still open at pass 2: auto chose no tree)
     assert ("drafted a tree in only 1 of the 3 passes that had slots to guess (about 6 states each): larger trees"
             in small_trees_note(rare))
-    whole = _tree_trace(budget_auto=True)  # small trees, each followed to its window's end, and no pass where auto
-    whole.passes[1].states, whole.passes[1].walk_end = 2, "window"  # drafted nothing: a larger tree saves nothing
-    del whole.passes[2]
+    whole = _tree_trace(budget_auto=True, cross_window=False)  # small trees, each followed to the end of a window
+    whole.passes[1].states, whole.passes[1].walk_end = 2, "window"  # it could not cross (threshold mode), and no
+    del whole.passes[2]  # pass where auto drafted nothing: a larger tree saves nothing
     assert small_trees_note(whole) == ""
+    whole.meta.cross_window = True  # (where trees may cross, a larger one may hold a guess past the window's end)
+    assert "kept its trees small" in small_trees_note(whole)
+    whole.meta.cross_window = False
     whole.passes[1].walk_end = "token"
     assert "kept its trees small" in small_trees_note(whole)
     spot.passes[1].walk_end = "window"  # (but where auto drafted no tree in a pass that had slots, a budget would)

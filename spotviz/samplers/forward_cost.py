@@ -33,8 +33,9 @@ CURVE_VERSION = 3  # cached curves of an older measurement are measured again (3
 SPELL_AGREE = 0.1  # the one-state timings on either side of a size's agree within 10%: no change of speed between
 SPELL_TRIES = 4  # times a size is timed at most, until they agree
 DEAREST = 8.0  # sizes are measured up to the first whose forward costs more than this many one-state forwards
-SLOW_PASS = 0.05  # s: a one-state forward slower than this (wall) is timed once per size, not as a median of three
-MEASURE_SECONDS = 20.0  # s of wall time a measurement takes at most beyond its first round (rounds are dropped)
+SLOW_PASS = 0.02  # s: a model whose one-state forward takes longer (wall, after its warm-up) is measured leanly
+MEASURE_SECONDS = 20.0  # s of wall time a lean measurement aims at (sizes after the second, and rounds, are dropped)
+_wall = time.perf_counter  # the measurement's wall clock (its allowance; a test gives it a virtual one)
 CONTEXT = 64  # cached tokens before the measured window (a decode's middle: prompt + half of 128 generated)
 # target -> {curve key: its curve} in this process; weak, so that a freed target's curves go with it (a new target
 # object may reuse a freed one's id, and must not be served a curve it never measured)
@@ -174,11 +175,13 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     for a few seconds, then 5.3-5.6 ms, then 3.2 ms again, with f(2)/f(1) at 1.37-1.49 throughout), and the best of
     each size's own rounds, as measured before, mixed sizes timed in fast and in slow spells: five measurements of
     one model's f(2)/f(1) gave 1.00-1.39.
-    A slow model is measured leaner, so that the first `auto` run of a model that takes a second a pass does not
-    wait minutes before its first pass: where a one-state forward takes more than SLOW_PASS of wall time, each
-    timing is one call after its warm-up (at that length one call's noise is small beside the pass); the sizes stop
-    (after two) once the measurement has taken `max_seconds` of wall time, and the rounds after the first are run only
-    while the whole stays within it (math-bd's three rounds take 3-9 s on a CPU: unchanged)."""
+    A slow model is measured leanly, so that the first `auto` run of a model that takes a second a pass does not
+    wait minutes before its first pass: where a one-state forward takes more than SLOW_PASS of wall time (after its
+    warm-up), each timing is one call after its warm-up (at that length one call's noise is
+    small beside the pass), the sizes stop (after two) once the measurement has taken `max_seconds` of wall time,
+    and the rounds after the first are run only while the whole stays about within it; a model of a few seconds a
+    pass still takes a minute or more (some 17 forwards at least). Faster models are measured in full (math-bd's
+    three rounds: 2-9 s on a CPU)."""
     info = target.info
     b = info.block_size
     # the cached context of a typical decode (a short prompt and half of a default 128-token generation): a
@@ -197,21 +200,25 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
 
     calls = 1 if info.attention == "block" and lo else 0
 
+    wall_per_call = 0.0  # (wall seconds of timed's last calls after their warm-up)
+
     def timed(n, hi):  # one size: a warm-up call at its shape, then `per_round` calls in a row; their median
-        nonlocal calls
+        nonlocal calls, wall_per_call
         batch = row.unsqueeze(0).repeat(n, 1).to(target.device)  # (on the device: no copy in the timing)
         target.forward(batch, lo, hi, cache)
-        times = []
+        times, w0 = [], _wall()
         for _ in range(per_round):
             t0 = clock()
             target.forward(batch, lo, hi, cache)
             times.append(clock() - t0)
+        wall_per_call = (_wall() - w0) / per_round
         calls += 1 + per_round
         return float(np.median(times))
 
-    started = time.perf_counter()
+    started = _wall()
     ones = [timed(1, lo + b)]
-    if (time.perf_counter() - started) / (1 + per_round) > SLOW_PASS:
+    lean = wall_per_call > SLOW_PASS  # (what a run waits for, after the warm-up: a GPU's first call starts its libraries)
+    if lean:
         per_round = 1  # (timed reads it at each call)
 
     def over_one(n, hi):  # f(n) over the one-state timings on either side of it, taken once they agree
@@ -225,10 +232,10 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     fused = [n for n in fused_sizes if n <= max(sizes)] if lo + 2 * b <= total and info.attention == "block" else []
 
     def one_round(ns, hi, most=None):  # f(n)/f(1) for each size; the first round (`most` given) stops after the
-        out = []  # first dearer than `most` or the first past the allowance (the curve goes on linearly from there)
+        out = []  # first dearer than `most` or, lean, the first past the allowance (the curve goes on linearly)
         for n in ns:
             out.append(1.0 if n == 1 and hi == lo + b else over_one(n, hi))  # (one state over one window: f(1))
-            if most is not None and len(out) >= 2 and (out[-1] > most or time.perf_counter() - started > max_seconds):
+            if most is not None and len(out) >= 2 and (out[-1] > most or lean and _wall() - started > max_seconds):
                 break
         return out
 
@@ -236,8 +243,8 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     sizes = list(sizes)[: len(ratios[0])]
     fused_ratios = [one_round(fused, lo + 2 * b, 2 * DEAREST)]
     fused = fused[: len(fused_ratios[0])]
-    first = time.perf_counter() - started  # (one round's wall time: the rounds after it take about as long)
-    more = min(rounds - 1, int(max(0.0, max_seconds - first) // max(first, 1e-9)))
+    first = _wall() - started  # (one round's wall time: the rounds after it take about as long)
+    more = min(rounds - 1, int(max(0.0, max_seconds - first) // max(first, 1e-9))) if lean else rounds - 1
     ratios += [one_round(sizes, lo + b) for _ in range(more)]
     fused_ratios += [one_round(fused, lo + 2 * b) for _ in range(more)]
     f1 = min(ones)

@@ -50,10 +50,10 @@ def status_html(message: str, kind: str = "info", action: str = "", target: str 
 
 
 def measuring_text(model: str, decoding: str) -> str:
-    """The status while `auto` has the model's cost curve measured before the first pass."""
-    return (f"{decoding.removesuffix('…')}. First, once per model and machine, it times a pass of {model} over 1, 2, "
-            f"4, … states: tree budget auto sizes each tree by that cost (seconds for an embedded model, up to a "
-            f"minute for a large one)…")
+    """The status while the model's cost curve (budget auto's) is measured before the first pass."""
+    return (f"{decoding.removesuffix('…')}. First it times a pass of {model} over 1, 2, 4, … states, once (later runs "
+            f"reuse it): tree budget auto sizes each tree by that cost. Seconds for an embedded model, a minute or "
+            f"more for a large one…")
 
 
 def statuses_html(parts: list[tuple[str, str]]) -> str:

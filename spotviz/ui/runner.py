@@ -131,8 +131,12 @@ def measure_cost_curve_ahead(store: ModelStore, model: str) -> threading.Thread 
             log.warning("measuring %s's cost curve ahead failed:\n%s", model, traceback.format_exc())
 
     thread = threading.Thread(target=measure, name="spotviz-cost-curve", daemon=True)
+    _AHEAD[id(target)] = thread  # (the store keeps the target, so its id stays its own)
     thread.start()
     return thread
+
+
+_AHEAD: dict[int, threading.Thread] = {}  # id(target) -> its curve measured ahead (decode_events waits for it)
 
 
 _STORES: dict[int, ModelStore] = {}
@@ -229,13 +233,20 @@ def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dic
     except Exception as e:  # noqa: BLE001
         yield _error("main", "input", e)
         return
+    ahead = _AHEAD.get(id(target))
     auto = [run for run, c in plan.runs if c.drafter != "none" and c.budget == "auto"]
-    if auto and known_curve(target) is None:
-        yield {"type": "measure", "run": auto[0]}
+    if (ahead is not None and ahead.is_alive()) or (auto and known_curve(target) is None):
+        # (every run waits for a measurement started at the app's start, so that no decode runs beside it: it would
+        # skew the curve, and the run's own timings, and the app decodes one run at a time on a CPU)
+        yield {"type": "measure", "run": plan.runs[0][0]}
+        if ahead is not None:
+            ahead.join()
         try:
-            cost_curve(target)
-        except Exception:  # noqa: BLE001 - the run meets the same failure and reports it
-            pass
+            if auto:
+                cost_curve(target)
+        except Exception as e:  # noqa: BLE001 - shown to the user (the runs would only meet it again)
+            yield _error(auto[0], "internal", e)
+            return
     for run, run_cfg in plan.runs:
         try:
             yield from _one_run(target, prompt, run_cfg, run)

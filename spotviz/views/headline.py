@@ -102,8 +102,8 @@ SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the
 
 def small_trees_note(trace) -> str:
     """For a run with budget auto whose trees stayed small, or that drafted in few of its passes: why ("" otherwise,
-    and where every tree it drafted was followed to its window's end or the text's; the app then offers larger
-    ones)."""
+    and where every tree it drafted was followed to the end of a window it could not cross, or of the text; the app
+    then offers larger ones)."""
     if not trace.meta.budget_auto or trace.meta.drafter == "none":
         return ""
     trees, off = drafted_passes(trace), auto_off(trace)
@@ -113,8 +113,9 @@ def small_trees_note(trace) -> str:
     rare = off > len(trees)  # (drafting off in most passes: its trees, however large, were few)
     if trees and mean >= SMALL_TREES and not rare:
         return ""
-    if trees and not off and all(p.walk_end in ("window", "end") for p in trees):
-        return ""  # (every tree was followed to its window's end or the text's: no larger tree would save a pass)
+    if trees and not off and not trace.meta.cross_window and all(p.walk_end in ("window", "end") for p in trees):
+        return ""  # (every tree was followed to its window's end or the text's, and none could go past the window's
+        # end: threshold mode; no larger tree would save a pass)
     kept = ("drafted no tree" if not trees else
             f"drafted a tree in only {len(trees)} of the {len(trees) + off} passes that had slots to guess (about "
             f"{mean:.0f} states each)" if rare else f"kept its trees small (about {mean:.0f} states a pass)")

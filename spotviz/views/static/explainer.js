@@ -761,8 +761,9 @@
       const n = SV.total(S);
       if (K > n) K = n;
       scrub.max = String(n); scrub.value = String(K);
-      posEl.textContent = K ? 'pass ' + K + ' / ' + n : 'before pass 1 / ' + n;
-      scrub.setAttribute('aria-valuetext', K ? 'pass ' + K + ' of ' + n : 'before the first of ' + n + ' passes');
+      posEl.textContent = K ? 'pass ' + K + ' / ' + n : 'before pass 1' + (n ? ' / ' + n : '');
+      scrub.setAttribute('aria-valuetext', K ? 'pass ' + K + ' of ' + n : n ? 'before the first of ' + n + ' passes'
+                                                                           : 'before the first pass');
       prevBtn.disabled = K <= 0; nextBtn.disabled = K >= n; playBtn.disabled = !n;
       if (!playing) playBtn.textContent = following() ? '❚❚ Pause' : '▶ Play';
       for (const role of S.order) paintLane(role, K);

@@ -194,7 +194,8 @@ class Trace:
             # start with a zero byte from being guessed as UTF-16 and reported as a different error.
             d = json.loads(text.decode("utf-8-sig") if isinstance(text, bytes) else text)
         except json.JSONDecodeError as e:  # (where, in words: "Expecting value: line 1 column 1 (char 0)" is Python's)
-            raise TraceError(f"trace is not valid JSON (the first error at line {e.lineno}, column {e.colno})") from None
+            where = f"the first error at line {e.lineno}, column {e.colno}"
+            raise TraceError(f"trace is not valid JSON ({where})") from None
         except UnicodeDecodeError:
             raise TraceError("trace is not valid JSON: the file is not UTF-8 text") from None
         except RecursionError:

@@ -177,11 +177,11 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
     one model's f(2)/f(1) gave 1.00-1.39.
     A slow model is measured leanly, so that the first `auto` run of a model that takes a second a pass does not
     wait minutes before its first pass: where a one-state forward takes more than SLOW_PASS of wall time (after its
-    warm-up), each timing is one call after its warm-up (at that length one call's noise is
-    small beside the pass), the sizes stop (after two) once the measurement has taken `max_seconds` of wall time,
-    and the rounds after the first are run only while the whole stays about within it; a model of a few seconds a
-    pass still takes a minute or more (some 17 forwards at least). Faster models are measured in full (math-bd's
-    three rounds: 2-9 s on a CPU)."""
+    warm-up), each timing is one call after its warm-up (at that length one call's noise is small beside the pass),
+    the sizes stop (after two) once the measurement has taken `max_seconds` of wall time, and the rounds after the
+    first are run only while the whole stays about within it; a model of a few seconds a pass still takes a minute
+    or more (some 17 forwards at least). Faster models are measured in full (math-bd's three rounds: 2-9 s on a
+    CPU)."""
     info = target.info
     b = info.block_size
     # the cached context of a typical decode (a short prompt and half of a default 128-token generation): a
@@ -217,7 +217,7 @@ def measure(target, sizes=SIZES, rounds: int = 3, per_round: int = 3, fused_size
 
     started = _wall()
     ones = [timed(1, lo + b)]
-    lean = wall_per_call > SLOW_PASS  # (what a run waits for, after the warm-up: a GPU's first call starts its libraries)
+    lean = wall_per_call > SLOW_PASS  # (what a run waits for, after the warm-up: a GPU's first call starts libraries)
     if lean:
         per_round = 1  # (timed reads it at each call)
 

@@ -49,11 +49,12 @@ class RunFigures:
         passes = (f"the same {self.passes} passes" if self.passes == before.passes else
                   f"{self.passes} passes instead of {before.passes}")
         now, then = (times(r.base_passes / max(r.passes, 1)) for r in (self, before))
-        fewer = (f"{now}× fewer than the standard decoder" + (" both times" if now == then else f" instead of {then}×")
-                 if now != "1.00" or then != "1.00" else "as many as the standard decoder both times")
+        fewer = ("as many as the standard decoder both times" if now == then == "1.00" else
+                 f"{now}× fewer than the standard decoder" + (" both times" if now == then else f" instead of {then}×"))
         speed = (f"{self.speed()} both times" if self.speed() == before.speed() else
                  f"{self.speed()} instead of {before.speed()}")
-        return f". Against your run before at {changed}: {passes} ({fewer}{base}), {speed} (wall-clock, one timing each)"
+        return f". Against your run before at {changed}: {passes} ({fewer}{base}), {speed} (wall-clock, one timing " \
+               "each)"
 
     def speed(self) -> str:
         """The wall-clock as the run's headline said it ("the same work as standard" where nothing was drafted)."""

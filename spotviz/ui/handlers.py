@@ -51,9 +51,9 @@ def status_html(message: str, kind: str = "info", action: str = "", target: str 
 
 def measuring_text(model: str, decoding: str) -> str:
     """The status while the model's cost curve (budget auto's) is measured before the first pass."""
-    return (f"{decoding.removesuffix('…')}. First it times a pass of {model} over 1, 2, 4, … states, once (later runs "
-            f"reuse it): tree budget auto sizes each tree by that cost. Seconds for an embedded model, a minute or "
-            f"more for a large one…")
+    return (f"{decoding.removesuffix('…')}. First it times a pass of {model} over 1, 2, 4, … states, once (later "
+            f"runs reuse it): tree budget auto sizes each tree by that cost. Seconds for an embedded model, a minute "
+            f"or more for a large one…")
 
 
 def statuses_html(parts: list[tuple[str, str]]) -> str:
@@ -231,8 +231,9 @@ class Handlers:
         if lowered:
             plan = replace(plan, note=plan.note + f". The generation length was lowered to {top}, the most this "
                                                   "model's context leaves after this prompt")
-        session = LiveSession(plan, longest=(top, "the longest this app offers" if top >= ctx.gen_limit - GEN_STEP + 1 else
-                                             "the most this prompt leaves room for (a shorter prompt leaves more)"))
+        why_most = ("the longest this app offers" if top >= ctx.gen_limit - GEN_STEP + 1 else
+                    "the most this prompt leaves room for (a shorter prompt leaves more)")
+        session = LiveSession(plan, longest=(top, why_most))
         names = ", ".join("the standard decoder" if c.drafter == "none" else c.drafter for _, c in plan.runs)
         # the views change with the first run's start: a run refused before it starts leaves them as they were
         decoding = f"Decoding {cfg.gen_length} tokens with {model}: {names}…"

@@ -6,8 +6,9 @@ yields are picklable, the events plain data (str, int, float, list, dict): the U
 views. Elsewhere the decorator is a no-op.
 
 Events (dicts, key "type"):
-  measure {run}                             before a run that needs the model's cost curve (budget auto) where
-                                            it is not known yet: measured now, once per model and machine
+  measure {run}                             before the first run, while the model's cost curve is measured:
+                                            budget auto needs it and it is not known yet, or the app's start-up
+                                            measurement of it is still running (every run waits for that)
   start  {run, meta}                        before the first pass (meta = RunMeta fields)
   pass   {run, record, counters, token_text} after every target pass (PassRecord / Counters as dicts)
   done   {run, trace}                       the finished trace (Trace.to_dict())
@@ -114,7 +115,7 @@ class ModelStore:
 def measure_cost_curve_ahead(store: ModelStore, model: str) -> threading.Thread | None:
     """Measure the cost curve of `model` (what budget auto sizes trees by) in a background thread, so that a fresh
     app's first auto run does not wait for it: a Space restarts with an empty cache (math-bd: 6-15 s on a CPU). A
-    run that needs the curve meanwhile waits for this measurement (samplers/forward_cost.cost_curve). None where
+    run pressed meanwhile waits for this measurement (decode_events), so that no decode runs beside it. None where
     the curve is known, the model is not loaded, or on ZeroGPU (the model reaches its GPU inside a run only)."""
     from ..samplers.forward_cost import cost_curve, known_curve
 

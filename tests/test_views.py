@@ -284,7 +284,8 @@ def test_status_says_how_to_see_larger_trees_when_auto_kept_them_small():
     assert small_trees_note(spot) == ""
     spot.passes[1].states = 2  # trees of two states: why, and the setting that shows larger ones
     note = small_trees_note(spot)
-    assert "kept its trees small (about 2 states a pass): larger trees save passes but cost more time here" in note
+    assert ("kept its trees small (about 2 states a pass): larger trees often save passes (not always) but cost more "
+            "time here") in note
     rare = _tree_trace(budget_auto=True)  # a large tree, but drafting off in more passes than it drafted
     rare.passes.insert(2, PassRecord(index=2, kind="verify", window=[4, 8], states=1, commits=[],
                                      tree=[TreeNode(id=0, parent=-1, depth=0, positions=[], tokens=[], accepted=True)]))

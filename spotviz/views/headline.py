@@ -119,7 +119,7 @@ def small_trees_note(trace) -> str:
     kept = ("drafted no tree" if not trees else
             f"drafted a tree in only {len(trees)} of the {len(trees) + off} passes that had slots to guess (about "
             f"{mean:.0f} states each)" if rare else f"kept its trees small (about {mean:.0f} states a pass)")
-    return f". Budget auto {kept}: larger trees save passes but cost more time here"
+    return f". Budget auto {kept}: larger trees often save passes (not always) but cost more time here"
 
 
 def auto_off(trace, idle: set[int] | None = None) -> int:

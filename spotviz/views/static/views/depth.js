@@ -27,6 +27,7 @@
               showgrid: st.length > 0,   // (no bars: the note alone, not struck through by the 50% line)
               title: {text: 'accepted', standoff: 2, font: {size: 10}}},
       annotations: st.length ? [] : [SV.note(!(R && SV.drafted(R)) ? 'the standard decoder drafts nothing'
+        : k < 1 ? 'before pass 1: nothing verified yet'
         : R.passes.some(SV.hasTree) ? 'no tree verified by pass ' + k + ' yet'
           : R.done ? 'no tree verified in this run' : 'no tree verified yet', 0.6)],
     });

@@ -52,7 +52,7 @@ class RunFigures:
         fewer = ("as many as the standard decoder both times" if now == then == "1.00" else
                  f"{now}× fewer than the standard decoder" + (" both times" if now == then else f" instead of {then}×"))
         speed = (f"{self.speed()} both times" if self.speed() == before.speed() else
-                 f"{self.speed()} (the run before drafted nothing)" if not before.drafted else
+                 f"{self.speed()} where the run before drafted nothing" if not before.drafted else
                  f"nothing drafted, instead of {before.speed()}" if not self.drafted else
                  f"{self.speed()} instead of {before.speed()}")  # ("1.27× slower instead of the same work": awkward)
         return f". Against your run before at {changed}: {passes} ({fewer}{base}), {speed} (wall-clock, one timing " \

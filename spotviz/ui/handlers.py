@@ -241,9 +241,11 @@ class Handlers:
                       stricter=gr.update(visible=False)).values(RUN_OUTPUTS)
         measuring = False
         for ev in decode_events(ctx.store_key, model, prompt, plan):
-            if ev["type"] == "measure":  # (before the first pass: the status says why none has come yet)
+            if ev["type"] == "measure":  # (before the first pass: the status says why none has come yet; then a
+                # yield that changes nothing, every heartbeat, so that a Stop reaches the run: runner._while_running)
+                yield Outputs(status=gr.skip() if measuring else status_html(measuring_text(model, decoding))
+                              ).values(RUN_OUTPUTS)
                 measuring = True
-                yield Outputs(status=status_html(measuring_text(model, decoding))).values(RUN_OUTPUTS)
                 continue
             session.event(ev)
             if ev["type"] == "error" and (ev["where"] in ("input", "model") or cfg.drafter == "none"):

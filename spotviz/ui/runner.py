@@ -6,9 +6,10 @@ yields are picklable, the events plain data (str, int, float, list, dict): the U
 views. Elsewhere the decorator is a no-op.
 
 Events (dicts, key "type"):
-  measure {run}                             before the first run, while the model's cost curve is measured:
-                                            budget auto needs it and it is not known yet, or the app's start-up
-                                            measurement of it is still running (every run waits for that)
+  measure {run}                             before the first run, while the model's cost curve is measured
+                                            (again every HEARTBEAT_S): budget auto needs it and it is not known
+                                            yet, or the app's start-up measurement of it is still running (every
+                                            run waits for that)
   start  {run, meta}                        before the first pass (meta = RunMeta fields)
   pass   {run, record, counters, token_text} after every target pass (PassRecord / Counters as dicts)
   done   {run, trace}                       the finished trace (Trace.to_dict())
@@ -177,6 +178,33 @@ def _one_run(target, prompt: str, cfg, run: str) -> Iterator[dict]:
                "token_text": {str(k): v for k, v in target.display_strings(new).items()} if new else {}}
 
 
+HEARTBEAT_S = 0.25  # a wait inside a run yields this often
+
+
+def _while_running(work: Callable[[], None], run: str) -> Iterator[dict]:
+    """Do `work` in a thread of its own, yielding a "measure" event now and every HEARTBEAT_S until it is done (its
+    error raised here). Gradio takes a Stop between a run's yields: while a wait of seconds held the run inside one
+    call, Stop reached the page but not the run, which kept the page's Run button pending, so a Run pressed after
+    such a Stop did nothing (session 47's "a Run after a stopped race did not finish within a minute")."""
+    failed: list[BaseException] = []
+
+    def do():
+        try:
+            work()
+        except BaseException as e:  # noqa: BLE001 - raised in the run's own thread below
+            failed.append(e)
+
+    worker = threading.Thread(target=do, name="spotviz-wait", daemon=True)
+    worker.start()
+    yield {"type": "measure", "run": run}
+    while worker.is_alive():
+        worker.join(HEARTBEAT_S)
+        if worker.is_alive():
+            yield {"type": "measure", "run": run}
+    if failed:
+        raise failed[0]
+
+
 def _error(run: str, where: str, e: BaseException) -> dict:
     from ..registry import ModelLoadError
     from ..samplers.config import DecodeError
@@ -239,14 +267,16 @@ def decode_events(store_key: int, model: str, prompt: str, plan) -> Iterator[dic
     if (ahead is not None and ahead.is_alive()) or (auto and known_curve(target) is None):
         # (every run waits for a measurement started at the app's start, so that no decode runs beside it: it would
         # skew the curve, and the run's own timings, and the app decodes one run at a time on a CPU)
-        yield {"type": "measure", "run": plan.runs[0][0]}
-        if ahead is not None:
-            ahead.join()
-        try:
+        def measured():
+            if ahead is not None:
+                ahead.join()
             if auto:
                 cost_curve(target)
+
+        try:
+            yield from _while_running(measured, plan.runs[0][0])
         except Exception as e:  # noqa: BLE001 - shown to the user (the runs would only meet it again)
-            yield _error(auto[0], "internal", e)
+            yield _error(auto[0] if auto else plan.runs[0][0], "internal", e)
             return
     for run, run_cfg in plan.runs:
         try:

@@ -434,7 +434,8 @@
         if (gap) { said += ' … '; gap = false; }
         said += sl.textContent;
       }
-      L.sr.textContent = SV.runTitle(S, R)[0] + (kk ? ', after pass ' + kk : ', before pass 1') + ': ' + L.foot.textContent + '; ' + drafted +
+      L.sr.textContent = SV.runTitle(S, R)[0] + (kk ? ', after pass ' + kk : ', before pass 1') + ': ' +
+        L.foot.textContent + '; ' + drafted +
         ' drafted and accepted, ' + own + " the model's own decisions. Text so far: " +
         said.replace(/∎+/g, ' (end of text) ');
     }

@@ -88,7 +88,7 @@ def markdown(rows: list[dict], sizes=SIZES) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="auto", help="auto (cuda when available), cuda, cuda:N, mps or cpu")
     ap.add_argument("--models", default="all", help="embedded models, comma-separated (all: every one shipped; "
                                                     "none: skip them); a folder works too")

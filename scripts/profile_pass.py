@@ -137,7 +137,7 @@ def run(stream, prof: Profiler, per_pass: list):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="python-bd")
     ap.add_argument("--prompts", type=int, default=6)
     ap.add_argument("--gen-length", type=int, default=128)

@@ -52,14 +52,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _budget(s: str):
-    from .samplers.config import AUTO, MAX_BUDGET
-
-    if s == AUTO:
-        return s
+    """A budget flag's value: a whole number, else the text as given (auto, or wrong: DecodeConfig and BenchConfig
+    check it and say so in the same words as for a number out of range)."""
     try:
         return int(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be auto or between 1 and {MAX_BUDGET} nodes, got {s!r}") from None
+        return s
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A)}
@@ -100,6 +98,16 @@ def _writable(path: str | None, option: str, force: bool = False, folder: bool =
     if (p == ASSETS or ASSETS in p.parents) and not force:
         raise ValueError(f"{option} {path} would write into assets/ (the shipped files); write elsewhere "
                          f"(e.g. under runs/){' or add --force' if (folder if hint is None else hint) else ''}")
+
+
+def _prompt_file(path: str, option: str = "--prompts") -> list[str]:
+    """The prompts of a prompt file given by `option` (embedded/prompts.load_prompts; its errors name the flag)."""
+    from .embedded.prompts import load_prompts
+
+    try:
+        return load_prompts(path)
+    except ValueError as e:
+        raise ValueError(str(e).replace("prompt file ", f"{option} ", 1)) from None
 
 
 def _add_threads(p: argparse.ArgumentParser) -> None:
@@ -154,7 +162,7 @@ FLAGS = {"gen_length": "--gen-length", "min_path_prob": "--min-path-prob", "temp
 def cmd_decode(a) -> int:
     from .engine import DRAFTERS, decode
     from .registry import load_target
-    from .samplers.config import DecodeConfig, DecodeError
+    from .samplers.config import AUTO, DecodeConfig, DecodeError
 
     if a.drafter not in DRAFTERS:
         raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
@@ -169,6 +177,7 @@ def cmd_decode(a) -> int:
         for note in ignored_settings(cfg):  # (valid settings this run does not read: said, not silently dropped)
             print(f"note: {note}", file=sys.stderr)
         target = load_target(a.model, device=a.device, block_size=a.block_size)
+        asked, cfg = cfg.gen_length, _fit_gen_length(target, a.prompt, cfg)
         with warnings.catch_warnings():  # (the command says it below, in its own words, once)
             warnings.simplefilter("ignore", IdentityWarning)
             trace = decode(target, a.prompt, cfg)
@@ -188,9 +197,10 @@ def cmd_decode(a) -> int:
         }, ensure_ascii=False))
     else:
         if trace.meta.prompt_truncated:
-            print(f"note: the prompt was longer than the context allows with --gen-length {cfg.gen_length} (the "
-                  f"model's context is {target.info.max_length} tokens): its beginning was dropped; the model saw "
-                  "what follows the …", file=sys.stderr)
+            lowered = f" (lowered from {asked})" if asked != cfg.gen_length else ""
+            print(f"note: the prompt was longer than the context allows with --gen-length {cfg.gen_length}{lowered} "
+                  f"(the model's context is {target.info.max_length} tokens): its beginning was dropped; the model "
+                  f"saw its last {len(trace.meta.prompt_tokens)} tokens (shown after the …)", file=sys.stderr)
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
@@ -200,21 +210,51 @@ def cmd_decode(a) -> int:
 
             hint = ("; train your own: train-drafter --out DIR, then --drafter-dir DIR"
                     if uses_fallback(target.info.name, cfg.drafter_dir) else "")
-            print(f"note: {used}{hint}", file=sys.stderr)
+            print(f"note: drafting with {used}{hint}", file=sys.stderr)
         shown = ("…" + target.decode(list(trace.meta.prompt_tokens)) if trace.meta.prompt_truncated
                  else target.format_prompt(trace.meta.prompt))  # (what the model saw)
         print(_terminal(shown + trace.text))
         if c.generated_tokens >= cfg.gen_length:
             print(f"note: stopped at --gen-length {cfg.gen_length}, before the end of the text", file=sys.stderr)
-        print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {c.generated_tokens} tokens of text | "
-              f"{c.commits} slots committed in {c.target_passes} target passes ({c.mean_accepted_length:.2f} a pass; "
-              f"slots after the end of text count) | {c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
+        drafted = sum(len(p.tree) > 1 for p in trace.passes)
+        if cfg.drafter != "none" and cfg.budget == AUTO and c.target_passes >= 10 and drafted < 0.1 * c.target_passes:
+            print(f"note: --budget auto drafted on {'none' if not drafted else f'only {drafted}'} of the "
+                  f"{c.target_passes} passes: on this machine a pass over several states costs more than the commits "
+                  "a tree would add were worth here, so the other passes were standard ones (a fixed --budget, e.g. "
+                  "--budget 8, drafts every pass and shows the passes it saves; `python -m spotviz cost-curve` prints "
+                  "what a pass costs here)", file=sys.stderr)
+        tokens = f"{c.generated_tokens} token{'' if c.generated_tokens == 1 else 's'} of text"
+        print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {tokens} | "
+              f"{c.commits} positions committed in {c.target_passes} target passes ({c.mean_accepted_length:.2f} per "
+              f"pass, counting the end-of-text marks that fill the last block) | {c.tokens_per_s:.1f} tokens/s]",
+              file=sys.stderr)
     return 0
 
 
+def _fit_gen_length(target, prompt: str, cfg):
+    """cfg with --gen-length lowered to the longest generation the model's context leaves after the prompt (as the
+    app's slider offers), so that a long generation does not silently cut the prompt's beginning; a note says so
+    where the prompt fits (where it does not, it loses its beginning to leave samplers/config.MIN_ROOM tokens, and
+    the note on the truncated prompt says both)."""
+    from dataclasses import replace
+
+    from .samplers.config import check_prompt, longest_generation
+
+    check_prompt(prompt)
+    most = longest_generation(target, prompt, cfg.gen_length)
+    if most >= cfg.gen_length:
+        return cfg
+    n_prompt, ctx = len(target.encode(prompt)), target.info.max_length
+    if ctx - n_prompt >= most:
+        print(f"note: --gen-length {cfg.gen_length} lowered to {most}: the most {target.info.name}'s context of "
+              f"{ctx} tokens leaves after this prompt ({n_prompt} tokens)", file=sys.stderr)
+    return replace(cfg, gen_length=most)
+
+
 def ignored_settings(cfg) -> list[str]:
-    """What a decode's (valid) settings ask for that the run will not do (notes for stderr): a budget given to the
-    standard decoder, a budget of 1 (which drafts nothing), tau given in exact mode."""
+    """What a decode's (valid) settings ask for that the run will not do (notes for stderr): a budget or a tree's
+    settings given to the standard decoder, a budget of 1 (which drafts nothing), a drafter folder to the drafter
+    that reads none, tau in exact mode, --no-cross-window in threshold mode."""
     from .samplers.config import AUTO, DecodeConfig
 
     notes = []
@@ -224,8 +264,20 @@ def ignored_settings(cfg) -> list[str]:
     elif cfg.drafter != "none" and cfg.budget == 1:
         notes.append("--budget 1 checks the root state alone: nothing is drafted, so the run makes the standard "
                      "decoder's passes")
+    if cfg.drafter == "none":
+        tree_flags = [flag for flag, given in (
+            (f"--drafter-dir {cfg.drafter_dir}", bool(cfg.drafter_dir)), ("--no-coupled-noise", not cfg.coupled_noise),
+            ("--no-cross-window", not cfg.cross_window), (f"--min-path-prob {cfg.min_path_prob:g}", cfg.min_path_prob > 0))
+            if given]
+        if tree_flags:
+            notes.append(f"{', '.join(tree_flags)} {'has' if len(tree_flags) == 1 else 'have'} no effect with "
+                         "--drafter none: they shape draft trees (choose a drafter)")
+    elif cfg.drafter_dir and cfg.drafter == "training-free":
+        notes.append(f"--drafter-dir {cfg.drafter_dir} has no effect with --drafter training-free: it reads no files")
     if cfg.mode == "exact" and cfg.threshold != DecodeConfig.threshold:
         notes.append(f"--threshold {cfg.threshold:g} is read in threshold mode only (--mode threshold)")
+    if cfg.mode == "threshold" and not cfg.cross_window and cfg.drafter != "none":
+        notes.append("--no-cross-window has no effect in threshold mode: its trees always stop at their window's end")
     return notes
 
 
@@ -250,7 +302,10 @@ def cmd_trace(a) -> int:
     if a.html:
         from .views.report import report_html
 
-        baseline = Trace.load(a.baseline) if a.baseline else None
+        try:
+            baseline = Trace.load(a.baseline) if a.baseline else None
+        except TraceError as e:
+            raise TraceError(f"--baseline {a.baseline}: {e}") from None
         if baseline is not None:
             from .views import same_run
 
@@ -280,6 +335,11 @@ def cmd_trace(a) -> int:
               f"{c.generated_tokens} tokens | {c.target_passes} target passes | {c.commits} commits"
               + (" | walks stopped: " + ", ".join(f"{k} {n}" for k, n in ends.items()) if ends else "")
               + ("" if m.identity_guaranteed else " | identity not guaranteed on this device/dtype"))
+        if ends:  # (what the counts mean: a line each, as the bench's table explains them)
+            from .trace import WALK_ENDS
+
+            print("where the tree passes' acceptance walks stopped:\n" + "\n".join(
+                f"  {k} ({n} pass{'es' * (n != 1)}): {WALK_ENDS[k]}" for k, n in ends.items() if k in WALK_ENDS))
     return 0
 
 
@@ -340,16 +400,37 @@ def cmd_train_drafter(a) -> int:
     if a.epochs < 1 and not a.calibrate:
         raise ValueError(f"--epochs must be at least 1, got {a.epochs}")
     if a.prompts_file:  # read before the model loads: a bad file fails at once
-        from .embedded.prompts import load_prompts
-
-        if len(load_prompts(a.prompts_file)) < 2:
-            raise ValueError(f"--prompts: {a.prompts_file} holds fewer than 2 prompts")
+        n_file = len(_prompt_file(a.prompts_file))
+        if n_file < 2:
+            raise ValueError(f"--prompts {a.prompts_file}: holds fewer than 2 prompts")
+        for flag, attr in (("--n-prompts", "n_prompts"), ("--threshold-prompts", "threshold_prompts")):
+            if getattr(a, attr) > n_file:
+                print(f"note: {flag} {getattr(a, attr)}: the file holds {n_file} prompts; training on {n_file}",
+                      file=sys.stderr)
+                setattr(a, attr, n_file)
+        left = n_file - max(a.n_prompts, a.threshold_prompts)  # (validation prompts follow the training ones)
+        if a.mix_prompts > left:
+            print(f"note: --mix-prompts {a.mix_prompts}: the file has {left} prompt{'s' * (left != 1)} after the "
+                  "training ones; " + (f"the pointer mixture is chosen on those {left}" if left else
+                                       "the pointer mixture is chosen by validation accuracy instead"), file=sys.stderr)
+            a.mix_prompts = left
     # (the other settings are checked as the config is made: DrafterTrainConfig.__post_init__)
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
                              threshold=a.threshold, epochs=a.epochs, topk=a.topk,
                              threshold_prompts=a.threshold_prompts, jobs=a.jobs,
                              save_trajectories=a.save_trajectories, trajectories=a.trajectories,
                              mix_prompts=a.mix_prompts, mix_budget=a.mix_budget, prompts_file=a.prompts_file)
+    if a.calibrate:
+        from pathlib import Path
+
+        src = Path(a.calibrate).expanduser()
+        if not src.is_dir():
+            raise ValueError(f"--calibrate {a.calibrate}: no such folder (give a drafter folder, e.g. "
+                             "assets/drafters/shakespeare-bd)")
+        for sub in ("spot", "spot-sets"):  # (checked before the output folder is made)
+            if not all((src / sub / f).is_file() for f in ("drafter.json", "drafter.safetensors")):
+                raise ValueError(f"--calibrate {a.calibrate}: no drafter in {src / sub} (needs drafter.json and "
+                                 "drafter.safetensors: give a folder train-drafter --out wrote)")
     report = train_drafter(cfg, calibrate_from=a.calibrate)
     print(json.dumps(report, indent=1))
     from .registry import DEFAULT_MODEL
@@ -364,11 +445,8 @@ def cmd_bench(a) -> int:
 
     from .eval.bench import BenchConfig, run_bench, save, to_markdown
 
-    def budget_list(s, option):  # budgets separated by commas: whole numbers and "auto" (BenchConfig checks them)
-        try:
-            return tuple(_budget(x.strip()) for x in s.split(",") if x.strip())
-        except argparse.ArgumentTypeError as e:
-            raise ValueError(f"{option}: each budget {e}") from None
+    def budget_list(s):  # budgets separated by commas: whole numbers and "auto" (BenchConfig checks them)
+        return tuple(_budget(x.strip()) for x in s.split(",") if x.strip())
 
     def temperature_list(s):  # (BenchConfig checks the range)
         try:
@@ -376,18 +454,15 @@ def cmd_bench(a) -> int:
         except ValueError:
             raise ValueError(f"--temperatures: give numbers separated by commas, got {s!r}") from None
 
-    budgets, temperatures = budget_list(a.budgets, "--budgets"), temperature_list(a.temperatures)
-    other = budget_list(a.other_budgets, "--other-budgets") if a.other_budgets else None
+    budgets, temperatures = budget_list(a.budgets), temperature_list(a.temperatures)
+    other = budget_list(a.other_budgets) if a.other_budgets else None
     if a.prompts:  # read before the model loads: a bad file fails at once
         from pathlib import Path
-
-        from .embedded.prompts import load_prompts
 
         if a.prompts.strip().isdigit() and not Path(a.prompts).exists():
             raise ValueError(f"--prompts {a.prompts}: no such file (--prompts takes a prompt file; --n-prompts "
                              "sets how many prompts)")
-        if not load_prompts(a.prompts):
-            raise ValueError(f"--prompts: {a.prompts} holds no prompts")
+        _prompt_file(a.prompts)
     cfg = BenchConfig(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
                       transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                       modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),

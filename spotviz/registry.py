@@ -48,7 +48,9 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
         refuse_pickles(folder, name, " (model.safetensors is missing)")
     for f in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (folder / f).is_file():
-            raise ModelLoadError(f"model {name!r}: {folder / f} is missing")
+            inner = "final" if (folder / "final" / f).is_file() else None
+            hint = (f" (a train-target --out folder: its model is {folder / inner})" if inner else "")
+            raise ModelLoadError(f"model {name!r}: {folder / f} is missing{hint}")
     try:
         cfg = json.loads((folder / "config.json").read_text())
     except (OSError, json.JSONDecodeError) as e:

@@ -117,6 +117,8 @@ class PassRecord:
                                # window: the fused pass), or the finished one before it (a standard decoder's first
                                # pass in a window: the finished window's keys and values enter the cache then)
     walk_end: str = ""  # a tree pass: why its acceptance walk stopped (a key of WALK_ENDS); "": no tree
+    forward_s: float = 0.0  # wall time of its target forward (0: not recorded, a trace of an earlier version):
+                            # what cost_model.observed_ceiling prices the run's passes with
 
 
 @dataclass

@@ -86,6 +86,18 @@ def test_long_prompt_is_truncated_not_an_error(capsys, tiny_block_dir):
     assert json.loads(out)["prompt_truncated"] is True
 
 
+def test_a_generation_longer_than_the_context_leaves_is_lowered_not_the_prompt_cut(capsys, tiny_block_dir):
+    """A --gen-length the context cannot hold after the prompt is lowered to what it can (as the app's slider is),
+    with a note: the prompt is kept whole, where it used to lose its beginning (and the answer changed)."""
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO. JULIET.",
+                              "--gen-length", "64", "--json")
+    assert code == 0, err
+    assert "note: --gen-length 64 lowered to" in err and "context of 64 tokens" in err, err
+    got = json.loads(out)
+    assert got["prompt_truncated"] is False
+    assert 0 < got["commits"] < 64
+
+
 def test_unwritable_trace_out(capsys, tiny_block_dir, tmp_path):
     code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.",
                               "--gen-length", "4", "--trace-out", str(tmp_path / "no" / "such" / "dir" / "t.json"))
@@ -259,7 +271,11 @@ def test_decode_says_which_settings_the_run_does_not_read(capsys, tiny_block_dir
              (("--drafter", "training-free", "--budget", "1"), ["--budget 1 checks the root state alone"]),
              (("--drafter", "training-free", "--budget", "4", "--threshold", "0.5"),
               ["--threshold 0.5 is read in threshold mode only"]),
-             (("--mode", "threshold", "--threshold", "0.5", "--budget", "4", "--drafter", "training-free"), [])]
+             (("--mode", "threshold", "--threshold", "0.5", "--budget", "4", "--drafter", "training-free"), []),
+             (("--no-coupled-noise", "--min-path-prob", "0.5"),
+              ["--no-coupled-noise, --min-path-prob 0.5 have no effect with --drafter none"]),
+             (("--mode", "threshold", "--drafter", "training-free", "--budget", "4", "--no-cross-window"),
+              ["--no-cross-window has no effect in threshold mode"])]
     for extra, said in cases:
         code, _, err = run_main(capsys, *base, *extra)
         notes = [ln.removeprefix("note: ") for ln in err.splitlines() if ln.startswith("note: --")]
@@ -337,7 +353,23 @@ def test_a_long_command_refuses_a_bad_setting_before_any_work(capsys, tmp_path, 
 def test_bench_refuses_an_empty_prompt_file(capsys, tmp_path):
     (tmp_path / "empty.json").write_text("[]")
     code, out, err = run_main(capsys, "bench", "--prompts", str(tmp_path / "empty.json"), "--out", str(tmp_path / "o"))
-    assert code == 2 and error_line(err) == f"error: --prompts: {tmp_path / 'empty.json'} holds no prompts"
+    assert code == 2 and error_line(err) == f"error: --prompts {tmp_path / 'empty.json'}: holds no prompts"
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("bytes.txt", b"\xff\xfe not text", "not UTF-8 text"), ("broken.json", b'["a",', "not valid JSON (the first error at line 1"),
+    ("dict.json", b'{"a": 1}', "must hold a JSON list of non-empty strings"), ("folder", None, "is a folder"),
+    ("missing.json", False, "no such file")])
+def test_a_bad_prompt_file_is_one_error_naming_the_flag(capsys, tmp_path, name, content, says):
+    """Every way a prompt file can be wrong is one error line that names --prompts and the file."""
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    elif content is not False:
+        path.write_bytes(content)
+    code, out, err = run_main(capsys, "bench", "--prompts", str(path), "--out", str(tmp_path / "o"))
+    assert code == 2 and error_line(err).startswith(f"error: --prompts {path}: {says}"), err
+    assert not (tmp_path / "o").exists()
 
 
 def test_train_drafter_bad_threshold_prompts_is_one_error_line(capsys, tmp_path):

@@ -510,7 +510,7 @@ def test_train_drafter_takes_ones_own_prompts(tmp_path, capsys):
     cfg = DrafterTrainConfig(model="x", out=str(tmp_path / "o"), n_prompts=6, prompts_file=str(tmp_path / "mine.json"))
     assert prompt_pool(cfg, None) == mine[:6] and validation_prompts(cfg, None, 3, 6) == mine[6:9]
     (tmp_path / "one.json").write_text(json.dumps(["Just one."]))
-    for bad, says in (("one.json", "holds fewer than 2 prompts"), ("none.json", "no prompt file at")):
+    for bad, says in (("one.json", "holds fewer than 2 prompts"), ("none.json", "none.json: no such file")):
         code = main(["train-drafter", "--prompts", str(tmp_path / bad), "--out", str(tmp_path / "d")])
         err = capsys.readouterr().err
         assert code == 2 and says in err and not (tmp_path / "d").exists(), err

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from spotviz.cost_model import observed_ceiling
 from spotviz.trace import WALK_ENDS, Commit, Counters, PassRecord, RunMeta, Trace, TreeNode
 from spotviz.views import report_html, summary
 
@@ -402,7 +403,33 @@ def test_the_headlines_ceiling_is_the_benchs(real_traces):
     main = copy.deepcopy(spot)
     main.meta.cost_curve, main.meta.cost_curve_two_windows = curve.as_pairs(), curve.as_pairs(fused=True)
     assert any(p.two_windows for p in main.passes + base.passes)  # (both widths priced)
-    assert cost_of_trees(main, base)["ceiling"] == round(ceiling(base.passes, main.passes, curve), 2)
+    # runs that timed their forwards: both price them with those (the bench pairs each run with a standard run)
+    assert all(0 < p.forward_s <= p.wall_s for p in main.passes + base.passes)
+    got = cost_of_trees(main, base)
+    assert got["ceiling_from"] == "forwards"
+    assert got["ceiling"] == round(observed_ceiling(base.passes, main.passes), 2)
+    # traces of an earlier version (no forward times): the curve prices them
+    old = copy.deepcopy(main)
+    for p in old.passes:
+        p.forward_s = 0.0
+    got = cost_of_trees(old, base)
+    assert got["ceiling_from"] == "curve"
+    assert got["ceiling"] == round(ceiling(base.passes, old.passes, curve), 2)
+
+
+def test_the_observed_ceiling_prices_a_run_at_its_forwards_and_a_standard_passs_own_work():
+    """observed = W_std / (F_run + P_run * (W_std - F_std) / P_std): a run whose passes cost their forward and a
+    standard pass's own work reaches it exactly; a drafting cost on top keeps a run below it."""
+    from types import SimpleNamespace as P
+
+    std = [P(wall_s=0.006, forward_s=0.005)] * 10  # 1 ms of own work a pass
+    run = [P(wall_s=0.013, forward_s=0.012)] * 4  # 4 passes at 12 ms of forward each, nothing drafted on top
+    assert observed_ceiling(std, run) == pytest.approx(0.060 / (0.048 + 0.004))
+    assert observed_ceiling(std, run) == pytest.approx(sum(p.wall_s for p in std) / sum(p.wall_s for p in run))
+    slower = [P(wall_s=0.016, forward_s=0.012)] * 4  # 3 ms of drafting a pass: below its ceiling
+    assert sum(p.wall_s for p in std) / sum(p.wall_s for p in slower) < observed_ceiling(std, slower)
+    assert observed_ceiling(std, run + [P(wall_s=0.01, forward_s=0.0)]) is None  # (a pass not timed)
+    assert observed_ceiling([], run) is None
 
 
 def test_runs_at_another_block_size_are_not_compared():

@@ -140,20 +140,29 @@ def heldout_prompts(target=None) -> list[str]:
 
 
 def load_prompts(path: str | Path | None = None) -> list[str]:
-    """A prompt file: a JSON list of strings, or plain text with one prompt per blank-line-separated paragraph."""
+    """A prompt file: a JSON list of strings, or plain text with one prompt per blank-line-separated paragraph.
+    Every error is a ValueError "prompt file PATH: what is wrong" (the CLI names its flag instead)."""
     p = Path(path) if path else HELDOUT_FILE
+    if p.is_dir():
+        raise ValueError(f"prompt file {p}: is a folder; give a prompt file")
     if not p.is_file():
-        raise ValueError(f"no prompt file at {p}")
-    raw = p.read_text(encoding="utf-8")
+        raise ValueError(f"prompt file {p}: no such file")
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"prompt file {p}: not UTF-8 text (a JSON list of strings, or plain text with a blank "
+                         "line between prompts)") from None
     if p.suffix == ".json":
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as e:
-            raise ValueError(f"prompt file {p} is not valid JSON: {e}") from None
+            raise ValueError(f"prompt file {p}: not valid JSON (the first error at line {e.lineno}, column "
+                             f"{e.colno})") from None
         if not isinstance(data, list) or not all(isinstance(x, str) and x.strip() for x in data):
-            raise ValueError(f"prompt file {p} must hold a JSON list of non-empty strings")
-        return data
-    prompts = [x.strip("\n") for x in raw.split("\n\n") if x.strip()]
+            raise ValueError(f"prompt file {p}: must hold a JSON list of non-empty strings")
+        prompts = data
+    else:
+        prompts = [x.strip("\n") for x in raw.split("\n\n") if x.strip()]
     if not prompts:
-        raise ValueError(f"prompt file {p} holds no prompts")
+        raise ValueError(f"prompt file {p}: holds no prompts")
     return prompts

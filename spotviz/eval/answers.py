@@ -72,13 +72,23 @@ def answer_accuracy(target, problems: list[tuple[str, Problem]], gen_length: int
     from ..samplers.config import DecodeConfig
     from ..samplers.standard import decode_standard
 
-    rows = []
+    import time
+
+    from .progress import duration
+
+    rows, t0 = [], time.perf_counter()
+    if log:
+        log(f"decoding {len(problems)} held-out problems with the standard decoder (greedy, up to {gen_length} "
+            "tokens each); an estimate follows the first")
     for i, (split, p) in enumerate(problems):
         trace = decode_standard(target, p.question, DecodeConfig(mode="exact", temperature=0.0, gen_length=gen_length))
         ids = [t for t in trace.tokens if t not in target.info.eos_ids]
         rows.append(AnswerRow(split, p.family, p.question, p.answer, parse_answer(trace.text), trace.text,
                               output_quality(ids).degenerate, *step_arithmetic(trace.text)))
-        if log and (i + 1) % 50 == 0:
+        if log and i == 0 and len(problems) > 1:
+            log(f"  the first took {time.perf_counter() - t0:.2f} s: about "
+                f"{duration((time.perf_counter() - t0) * len(problems))} for all {len(problems)}")
+        elif log and (i + 1) % 50 == 0:
             log(f"  {i + 1}/{len(problems)} problems decoded")
     return summarise(rows)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from ..cost_model import observed_ceiling
 from ..drafter.registry import learned_drafter, load_proposer
 from ..drafter.store import DRAFTER_DIR, drafters_used
 from ..embedded.prompts import heldout_prompts, load_prompts
@@ -54,7 +55,9 @@ class BenchRow:
     wall_ratio_median: float = 0.0  # per-prompt paired ratios (standard wall / speculative wall)
     wall_ratio_min: float = 0.0
     mean_states: float = 1.0  # target states per pass (the tree size; with auto, the sizes it chose)
-    ceiling: float = 1.0  # zero-overhead wall-clock ceiling: the standard run's forwards over this run's, in f
+    ceiling: float = 1.0  # zero-overhead wall-clock ceiling: priced with the runs' own forward times where they
+    # were recorded (cost_model.observed_ceiling), else with the cost curve (ceiling_curve)
+    ceiling_curve: float = 1.0  # the same priced with the cost curve f(N) measured apart (its prediction)
     walk_ends: dict = field(default_factory=dict)  # tree passes per reason their walk stopped (trace.WALK_ENDS)
 
 
@@ -122,11 +125,18 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
     same = sum(a.tokens == b.tokens for a, b in zip(traces, base)) / len(traces)
     ratios = sorted(p.counters.wall_s / max(tr.counters.wall_s, 1e-9) for tr, p in zip(traces, paired))
     states = sum(p.states for tr in traces for p in tr.passes) / max(passes, 1)
-    top = ceiling([p for tr in base for p in tr.passes], [p for tr in traces for p in tr.passes], curve)
+    mine = [p for tr in traces for p in tr.passes]
+    predicted = ceiling([p for tr in base for p in tr.passes], mine, curve)
+    seen = observed_ceiling([p for tr in paired for p in tr.passes], mine)
     return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
                     b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
-                    [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states, top,
-                    walk_end_counts([p for tr in traces for p in tr.passes]))
+                    [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states,
+                    predicted if seen is None else seen, predicted, walk_end_counts([p for tr in traces for p in tr.passes]))
+
+
+def _listed(values) -> str:
+    """A flag's list of values as typed (0, 2 or auto), "nothing" for none: for messages."""
+    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) if values else "nothing"
 
 
 BENCH_FLAGS = {"gen_length": "--gen-length", "threshold": "--threshold", "min_path_prob": "--prune"}
@@ -173,11 +183,12 @@ class BenchConfig:
                 continue
             if not budgets or any(b != AUTO and (isinstance(b, bool) or not isinstance(b, int)
                                                  or not 1 <= b <= MAX_BUDGET) for b in budgets):
-                raise ValueError(f"{option}: give budgets from 1 to {MAX_BUDGET} (or auto), got {budgets!r}")
+                raise ValueError(f"{option}: give budgets from 1 to {MAX_BUDGET} (or auto), got "
+                                 f"{_listed(budgets)}")
         if not self.temperatures or any(isinstance(t, bool) or not isinstance(t, (int, float))
                                         or not 0 <= t <= MAX_TEMPERATURE for t in self.temperatures):
             raise ValueError(f"--temperatures: give temperatures from 0 to {MAX_TEMPERATURE:g}, got "
-                             f"{self.temperatures!r}")
+                             f"{_listed(self.temperatures)}")
         try:  # (the settings every decode of the bench shares, checked as a decode checks them)
             DecodeConfig(gen_length=self.gen_length, threshold=self.threshold, min_path_prob=self.prune)
         except DecodeError as e:  # (worded with the flags, as the checks above: DecodeConfig names its fields)
@@ -295,11 +306,16 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
 
     res.quality = greedy_quality(target, prompts, gen_length)
     progress.tick(P)
-    log(f"greedy outputs: {res.quality['summary']}")
+    q = res.quality.get("summary") or {}
+    if q:
+        log(f"greedy (T=0) outputs: {q['degenerate_outputs']} of {q['outputs']} degenerate (repeating themselves); "
+            f"worst share of distinct tokens {100 * q['min_distinct_share']:.0f}%")
     res.stale_agreement = {f"T={t:g}": stale_agreement(target, prompts, gen_length=gen_length, temperature=t)
                            for t in temperatures}
     progress.tick(P * len(temperatures))
-    log(f"previous-pass prediction == committed token: {res.stale_agreement}  [{progress.eta()}]")
+    log("previous pass already held the committed token (how predictable the target is: SPOT's regime is > 90%): "
+        + ", ".join(f"{k} {100 * v['stale_agreement']:.1f}% of {v['decisions']} decisions"
+                    for k, v in res.stale_agreement.items()) + f"  [{progress.eta()}]")
     proposers = {}  # (drafter, mode, folder) -> the loaded proposer
     for mode, t, rows in plan:
         dcfg = DecodeConfig(mode=mode, temperature=t, threshold=threshold, gen_length=gen_length)
@@ -327,7 +343,7 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
 def _fmt(r: BenchRow) -> str:
     return (f"{r.mode:9s} T={r.temperature:<3g} {r.drafter:13s} N={str(r.budget):<4s} states {r.mean_states:5.2f}"
             f"  passes/token {r.passes_per_token:.3f}  reduction {r.pass_reduction:.2f}x  wall {r.speedup_wall:.2f}x"
-            f" (ceiling {r.ceiling:.2f}x)"
+            f" (ceiling {r.ceiling:.2f}x; curve's {r.ceiling_curve:.2f}x)"
             f" (per prompt: median {r.wall_ratio_median:.2f}x, worst {r.wall_ratio_min:.2f}x)  {r.tokens_per_s:6.1f} tok/s"
             f"  accepted {r.mean_accepted_length:.2f}  identical {100 * r.identical:.0f}%  {r.note}"
             + ("  walks stopped: " + " · ".join(f"{k} {v:.0f}%" for k, v in _end_shares(r).items())
@@ -344,7 +360,9 @@ def to_markdown(res: BenchResult) -> str:
     own = (res.config or {}).get("prompts_file")  # (a file of one's own: not the held-out set)
     which = f"prompts from {Path(own).name}" if own else "held-out prompts"
     lines = [f"### {res.model}: {res.n_prompts} {which} x {res.gen_length} tokens "
-             f"({res.device}, {res.threads} threads, tau={res.threshold}, {res.seconds / 60:.1f} min)", ""]
+             f"({res.device}, {res.threads} thread{'s' * (res.threads != 1)}"
+             + (f", tau={res.threshold}" if any(r.mode == "threshold" for r in res.rows) else "")
+             + f", {res.seconds / 60:.1f} min)", ""]
     if res.simulated:
         lines += [f"**Simulated wall-clock**: every target forward was charged at the cost curve of {res.simulated} "
                   "(a virtual clock: this CPU's thread time outside the forwards, the curve's f(N) for each "
@@ -365,10 +383,12 @@ def to_markdown(res: BenchResult) -> str:
         f1 = res.cost_curve[0][1]
         lines += ["Target cost curve (ms per pass over N states, used by budget auto; f(N)/f(1) in brackets): "
                   + ", ".join(f"f({int(n)}) = {1000 * s:.1f} ({s / f1:.2f})" for n, s in res.cost_curve), "",
-                  "Zero-overhead ceiling: the wall-clock speed-up the run's passes would give if drafting, tree and "
-                  "bookkeeping cost nothing (the sum of f over the standard decoder's passes / the same over the "
-                  "run's, each forward at its width: both decoders evaluate two windows once per window): what this "
-                  "hardware allows at this acceptance.", ""]
+                  "Zero-overhead ceiling: the wall-clock speed-up the run's passes would give if drafting and the "
+                  "tree cost nothing: the standard decoder's time over the run's forwards, timed in the run, plus a "
+                  "standard pass's own work for each of its passes (cost_model.observed_ceiling): what this hardware "
+                  "allows at this acceptance. In brackets the same priced with the cost curve above, the prediction "
+                  "`auto` works from (the sum of f over the standard decoder's passes / the same over the run's, each "
+                  "forward at its width: both decoders evaluate two windows once per window).", ""]
     if res.window_bound:
         wb = ", ".join(f"{k}: {v:.2f}x" for k, v in res.window_bound.items())
         lines += [f"Window bound (threshold mode): a pass decides at most one window's first set and threshold trees "
@@ -382,7 +402,7 @@ def to_markdown(res: BenchResult) -> str:
         spec = r.drafter != "none"
         lines.append(f"| {r.mode} | {r.temperature:g} | {r.drafter} | {r.budget if spec else '-'} | "
                      f"{r.mean_states:.2f} | {r.passes_per_token:.3f} | {r.pass_reduction:.2f}x | {r.speedup_wall:.2f}x | "
-                     f"{r.ceiling:.2f}x | "
+                     f"{r.ceiling:.2f}x ({r.ceiling_curve:.2f}x) | "
                      f"{f'{r.wall_ratio_median:.2f}x / {r.wall_ratio_min:.2f}x' if spec else '-'} | "
                      f"{r.tokens_per_s:.1f} | {r.mean_accepted_length:.2f} | "
                      f"{' '.join(f'{a:.2f}' for a in r.acceptance_per_depth[:6])} | {100 * r.identical:.0f}% | {r.note} |")

@@ -138,6 +138,18 @@ def check_prompt(prompt) -> None:
         raise DecodeError(f"the prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
 
 
+MIN_ROOM = 64  # the shortest generation longest_generation offers (a quarter of the context at most)
+
+
+def longest_generation(target: DiffusionTarget, prompt: str, limit: int) -> int:
+    """The longest generation, at most `limit`, that `target`'s context leaves after `prompt`, but at least
+    MIN_ROOM (a quarter of the context at most): a prompt too long for that loses its beginning (encode_prompt keeps
+    its end), rather than an answer cut to a few tokens. The CLI lowers --gen-length to it, the app its slider."""
+    context = int(target.info.max_length)
+    n_prompt = len(target.encode(prompt)) if isinstance(prompt, str) and prompt.strip() else 1
+    return min(int(limit), max(context - max(n_prompt, 1), min(MIN_ROOM, context // 4)))
+
+
 def encode_prompt(target: DiffusionTarget, prompt: str, gen_length: int) -> tuple[list[int], bool]:
     """Token ids of the prompt; keeps the last tokens (and says so) if prompt + generation exceed the context."""
     check_prompt(prompt)

@@ -345,10 +345,11 @@ def cost_curve(target, remeasure: bool = False, log=None) -> CostCurve:
 
 def _measure_and_keep(target, key: str, log) -> CostCurve:
     if log or NOTICE:
-        kept = ("once per model, device, CPU kernels and thread count; cached afterwards" if cacheable(target) else
-                "a model folder's curve is not cached: measured once per process")
+        kept = ("once per model, device, CPU kernels and thread count: kept for later runs if the machine is "
+                "quiet meanwhile" if cacheable(target) else "a model folder's curve is not cached: measured once per "
+                "process")
         (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
-                        f"{torch.get_num_threads()} thread(s) for --budget auto ({kept}) ...")
+                        f"{torch.get_num_threads()} thread(s), what --budget auto prices a pass with ({kept}) ...")
     since = cpu_snapshot()
     curve = measure(target, log=log)
     _MEMO.setdefault(target, {})[key] = curve

@@ -88,6 +88,7 @@ class DecodeState:
         self._checks_counted = 0.0  # (the part of checks_s already taken out of a pass's wall_s)
         self.clock = self.wall  # times the policy observes (auto: samplers/forward_cost.pass_clock, the curve's clock)
         self.stats = SpecDecodingStats()
+        self.forward_wall = 0.0  # wall time of the target forward of the pass being made (PassRecord.forward_s)
 
     def wall(self) -> float:
         """The run's decoding clock: the machine's (or the target's virtual) clock less the time the stream spent
@@ -145,7 +146,8 @@ class DecodeState:
         rec = PassRecord(index=len(self.passes), kind=kind, window=[int(window[0]), int(window[1])],
                          states=int(states), commits=commits, tree=tree or [], accepted_path=accepted_path or [],
                          wall_s=self.wall() - t_start - checks, budget=int(budget),
-                         two_windows=bool(two_windows), walk_end=walk_end)
+                         two_windows=bool(two_windows), walk_end=walk_end, forward_s=self.forward_wall)
+        self.forward_wall = 0.0
         self.passes.append(rec)
         self.stats.observe(rec)
         return rec

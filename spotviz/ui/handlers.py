@@ -13,7 +13,7 @@ from pathlib import Path
 import gradio as gr
 
 from ..registry import DEFAULT_MODEL, EMBEDDED
-from ..samplers.config import DecodeError
+from ..samplers.config import DecodeError, longest_generation
 from ..trace import Trace, TraceError
 from ..views.common import esc
 from ..views.timeline import timeline
@@ -34,7 +34,6 @@ FILL_OUTPUTS = CONTROLS + ("wanted_length",)  # "Run this yourself" sets the con
 SHOW_OUTPUTS = RUN_OUTPUTS + ("shown",) + CONTROLS + ("wanted_length", "model_banner", "prompt_pick")
 
 
-MIN_ROOM = 64  # the length slider never offers less (a longer prompt loses its beginning instead): AppContext.gen_cap
 GEN_INFO = "at most the model's context minus the prompt"
 BUDGET_INFO = ("auto: sized per pass from this machine's measured cost per state and live timings, so the passes can "
                "differ a little between runs (the text never)")
@@ -117,23 +116,19 @@ class AppContext:
     _example_headers: list | None = field(default=None, repr=False)
 
     def gen_cap(self, model: str, prompt: str) -> int:
-        """The longest generation the model's context leaves room for after `prompt` (and the app's limit); at
-        least MIN_ROOM (a quarter of the context at most): a prompt too long for that loses its beginning (the
-        engine keeps its end) and the run says so, rather than an answer cut to a few tokens. A published model not
-        loaded yet is not loaded for this (a replay needs none, and it takes minutes; its context is long): the
-        app's limit until its first Run loads it. An embedded model (a second to load, a short context) is."""
+        """The longest generation the model's context leaves room for after `prompt` (and the app's limit):
+        samplers/config.longest_generation (a prompt too long loses its beginning, and the run says so). A
+        published model not loaded yet is not loaded for this (a replay needs none, and it takes minutes; its
+        context is long): the app's limit until its first Run loads it. An embedded model (a second to load, a
+        short context) is."""
         from ..registry import is_embedded
 
         if not self.store.loaded(model) and not is_embedded(model):
             return self.gen_limit
         try:
-            target = self.store.get(model)
-            n_prompt = len(target.encode(prompt)) if isinstance(prompt, str) and prompt.strip() else 1
-            context = int(target.info.max_length)
-            room = context - max(n_prompt, 1)
+            return max(GEN_STEP, longest_generation(self.store.get(model), prompt, self.gen_limit))
         except Exception:  # noqa: BLE001 - an unknown or broken model: keep the app's limit
             return self.gen_limit
-        return max(GEN_STEP, min(self.gen_limit, max(room, min(MIN_ROOM, context // 4))))
 
     def example_headers(self) -> list[tuple[str, str, str]]:
         """(title, prompt, model) of every recorded example (read once from the traces' headers)."""

@@ -13,14 +13,16 @@ wall-clock ratio the forwards allow against the standard decoder's P passes is
 over the standard run's passes j and this run's passes i, each at the width its forward had (a forward over two
 windows, which both decoders make once per window, at that width's curve; the drafter's own work comes on top). On a
 GPU f(N) ~ f(1) for the tree sizes used, so the ceiling is about the pass ratio; on a CPU f(N)/f(1) grows nearly with
-N and the ceiling can fall below 1x. Without a recorded curve the run's own timings stand in for f: the mean wall time
-of its tree passes over the standard run's.
+N and the ceiling can fall below 1x. Where both runs' passes carry the time of their forwards (PassRecord.forward_s),
+the ceiling is priced with those instead (cost_model.observed_ceiling: a curve measured apart missed the forwards
+inside decodes by up to 13%, and told runs that beat it that they were noise). Without a recorded curve the run's
+own timings stand in for f in the pass's cost: the mean wall time of its tree passes over the standard run's.
 """
 from __future__ import annotations
 
 import math
 
-from ..cost_model import f_at, pass_cost
+from ..cost_model import f_at, observed_ceiling, pass_cost
 
 SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "temperature", "gen_length", "block_size")
 
@@ -77,24 +79,28 @@ def drafted_passes(trace) -> list:
 
 def cost_of_trees(main, base) -> dict | None:
     """What the run's tree passes cost in plain passes on its hardware: {"states": typical N, "ratio":
-    f(N)/f(1), "ceiling": the wall-clock ratio the forwards allow (None without a curve), "source", "trees": the
+    f(N)/f(1), "ceiling": the wall-clock ratio the forwards allow (None without a curve or timed forwards),
+    "ceiling_from": "forwards" (timed in the runs) or "curve", "source", "trees": the
     passes that drafted}."""
     trees = drafted_passes(main)
     if not trees:
         return None
     n = max(2, round(sum(p.states for p in trees) / len(trees)))
     curve, wide = _pairs(main.meta.cost_curve), _pairs(main.meta.cost_curve_two_windows)
+    seen = observed_ceiling(base.passes, main.passes)
     if len(curve) >= 2 and f_at(curve, 1) > 0:
         spent = pass_cost(main.passes, curve, wide)
+        predicted = pass_cost(base.passes, curve, wide) / spent if spent > 0 else None
+        top = seen if seen is not None else predicted
         return {"states": n, "trees": len(trees), "ratio": round(f_at(curve, n) / f_at(curve, 1), 2),
-                "ceiling": round(pass_cost(base.passes, curve, wide) / spent, 2) if spent > 0 else None,
-                "source": "measured"}
+                "ceiling": round(top, 2) if top is not None else None, "source": "measured",
+                "ceiling_from": "forwards" if seen is not None else "curve"}
     plain = [p.wall_s for p in base.passes if p.wall_s > 0]
     tree_s = [p.wall_s for p in trees if p.wall_s > 0]
     if not plain or not tree_s:
         return None
     return {"states": n, "trees": len(trees), "ratio": round((sum(tree_s) / len(tree_s)) / (sum(plain) / len(plain)), 2),
-            "ceiling": None, "source": "this run"}
+            "ceiling": round(seen, 2) if seen is not None else None, "source": "this run", "ceiling_from": "forwards"}
 
 
 SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the status says how to see larger trees
@@ -196,7 +202,9 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     if cost.get("ceiling") is not None:
         fewer = ("the same number of passes allows" if times(sum_["ratio"]) == "1.00"
                  else f"{times(sum_['ratio'])}× fewer passes allow")
-        lead += f", so {fewer} about {cost['ceiling']:.2f}× the speed (counting the forwards alone)"
+        lead += (f", so {fewer} about {cost['ceiling']:.2f}× the speed ("
+                 + ("if the drafting cost nothing: the forwards as these runs timed them)"
+                    if cost.get("ceiling_from") == "forwards" else "counting the forwards alone)"))
     if cost["source"] != "measured":
         return lead + ("; on a GPU the batch itself costs about one pass (the drafting stays; measured on an H200: "
                        f"{GPU_MEASURED}).")

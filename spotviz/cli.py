@@ -194,13 +194,13 @@ def cmd_decode(a) -> int:
             "walk_ends": trace.walk_ends(), "mean_accepted_length": c.mean_accepted_length, "model": trace.meta.model,
             "prompt_truncated": trace.meta.prompt_truncated, "identity_guaranteed": trace.meta.identity_guaranteed,
             "drafters": trace.meta.drafters or None, "reached_gen_length": c.generated_tokens >= cfg.gen_length,
+            "gen_length": cfg.gen_length, "gen_length_asked": asked,
         }, ensure_ascii=False))
     else:
         if trace.meta.prompt_truncated:
-            lowered = f" (lowered from {asked})" if asked != cfg.gen_length else ""
-            print(f"note: the prompt was longer than the context allows with --gen-length {cfg.gen_length}{lowered} "
-                  f"(the model's context is {target.info.max_length} tokens): its beginning was dropped; the model "
-                  f"saw its last {len(trace.meta.prompt_tokens)} tokens (shown after the …)", file=sys.stderr)
+            print(f"note: the prompt was longer than the context allows with --gen-length {cfg.gen_length} (the "
+                  f"model's context is {target.info.max_length} tokens): its beginning was dropped; the model saw its "
+                  f"last {len(trace.meta.prompt_tokens)} tokens (shown after the …)", file=sys.stderr)
         if not trace.meta.identity_guaranteed:
             print(f"warning: {target.info.extra.get('invariance', 'identity not guaranteed: batch invariance was not checked')}; "
                   f"speculative output may differ from the standard decoder's", file=sys.stderr)
@@ -234,8 +234,7 @@ def cmd_decode(a) -> int:
 def _fit_gen_length(target, prompt: str, cfg):
     """cfg with --gen-length lowered to the longest generation the model's context leaves after the prompt (as the
     app's slider offers), so that a long generation does not silently cut the prompt's beginning; a note says so
-    where the prompt fits (where it does not, it loses its beginning to leave samplers/config.MIN_ROOM tokens, and
-    the note on the truncated prompt says both)."""
+    (a prompt too long for even samplers/config.MIN_ROOM tokens of answer loses its beginning, and that note too)."""
     from dataclasses import replace
 
     from .samplers.config import check_prompt, longest_generation
@@ -245,9 +244,10 @@ def _fit_gen_length(target, prompt: str, cfg):
     if most >= cfg.gen_length:
         return cfg
     n_prompt, ctx = len(target.encode(prompt)), target.info.max_length
-    if ctx - n_prompt >= most:
-        print(f"note: --gen-length {cfg.gen_length} lowered to {most}: the most {target.info.name}'s context of "
-              f"{ctx} tokens leaves after this prompt ({n_prompt} tokens)", file=sys.stderr)
+    why = (f"the most {target.info.name}'s context of {ctx} tokens leaves after this prompt ({n_prompt} tokens)"
+           if ctx - n_prompt >= most else f"this prompt ({n_prompt} tokens) leaves no room in {target.info.name}'s "
+           f"context of {ctx} tokens, so it loses its beginning to leave {most} tokens for the answer")
+    print(f"note: --gen-length {cfg.gen_length} lowered to {most}: {why}", file=sys.stderr)
     return replace(cfg, gen_length=most)
 
 
@@ -410,9 +410,10 @@ def cmd_train_drafter(a) -> int:
                 setattr(a, attr, n_file)
         left = n_file - max(a.n_prompts, a.threshold_prompts)  # (validation prompts follow the training ones)
         if a.mix_prompts > left:
-            print(f"note: --mix-prompts {a.mix_prompts}: the file has {left} prompt{'s' * (left != 1)} after the "
-                  "training ones; " + (f"the pointer mixture is chosen on those {left}" if left else
-                                       "the pointer mixture is chosen by validation accuracy instead"), file=sys.stderr)
+            print(f"note: --mix-prompts {a.mix_prompts}: the file has "
+                  + (f"{left} prompt{'s' * (left != 1)} after the training ones, which choose the pointer mixture"
+                     if left else "no prompt after the training ones: the pointer mixture is chosen by validation "
+                                  "accuracy instead"), file=sys.stderr)
             a.mix_prompts = left
     # (the other settings are checked as the config is made: DrafterTrainConfig.__post_init__)
     cfg = DrafterTrainConfig(model=a.model, out=out, n_prompts=a.n_prompts, gen_length=a.gen_length,
@@ -431,7 +432,7 @@ def cmd_train_drafter(a) -> int:
             if not all((src / sub / f).is_file() for f in ("drafter.json", "drafter.safetensors")):
                 raise ValueError(f"--calibrate {a.calibrate}: no drafter in {src / sub} (needs drafter.json and "
                                  "drafter.safetensors: give a folder train-drafter --out wrote)")
-    report = train_drafter(cfg, calibrate_from=a.calibrate)
+    report = train_drafter(cfg, calibrate_from=str(src) if a.calibrate else None)
     print(json.dumps(report, indent=1))
     from .registry import DEFAULT_MODEL
 
@@ -452,7 +453,7 @@ def cmd_bench(a) -> int:
         try:
             return tuple(float(x) for x in s.split(",") if x.strip())
         except ValueError:
-            raise ValueError(f"--temperatures: give numbers separated by commas, got {s!r}") from None
+            raise ValueError(f"--temperatures: give numbers separated by commas, got {s}") from None
 
     budgets, temperatures = budget_list(a.budgets), temperature_list(a.temperatures)
     other = budget_list(a.other_budgets) if a.other_budgets else None
@@ -524,8 +525,9 @@ def cmd_cost_curve(a) -> int:
         if curve.fused_sizes:
             print("fused pass (this window and the next), f/f(1): " + "  ".join(
                 f"N={n}: {t / curve.seconds[0]:.2f}" for n, t in zip(curve.fused_sizes, curve.fused_seconds)))
-        print("zero-overhead ceiling of a run = its commits per pass r over f(N)/f(1), the two-window forwards "
-              "that both decoders make once per window counted at their width (bench prints it per row)")
+        print("zero-overhead ceiling of a run, as this curve predicts it = its commits per pass r over f(N)/f(1), the "
+              "two-window forwards that both decoders make once per window counted at their width (bench prints it "
+              "per row in brackets, beside the ceiling priced with the forwards its runs timed)")
     if curve.cached:  # (otherwise the measurement said why, busy machine or unwritable folder: forward_cost.NOTICE)
         print(f"cached under {os.path.dirname(curve.cached)}", file=sys.stderr)
     elif not cacheable(target):

@@ -61,14 +61,14 @@ def ceiling(standard_passes, passes, curve, fused_curve=None) -> float:
     return pass_cost(standard_passes, curve, fused_curve) / max(pass_cost(passes, curve, fused_curve), 1e-9)
 
 
-def observed_ceiling(standard_passes, passes) -> float | None:
+def observed_ceiling(standard_passes, passes, standard_runs: int = 1) -> float | None:
     """The zero-overhead ratio priced with the runs' own forward times (module docstring); None where a pass has
-    none recorded (a trace of an earlier version) or nothing was timed."""
+    none recorded (a trace of an earlier version) or nothing was timed. `standard_runs`: how many standard runs
+    of the same prompts `standard_passes` holds (the bench times one before and one after each run: their mean)."""
     std, run = list(standard_passes), list(passes)
     if not std or not run or any(p.forward_s <= 0 for p in std + run):
         return None
-    w_std = sum(p.wall_s for p in std)
-    f_std = sum(p.forward_s for p in std)
-    own = max(w_std - f_std, 0.0) / len(std)  # a standard pass's work besides its forward
+    w_all = sum(p.wall_s for p in std)
+    own = max(w_all - sum(p.forward_s for p in std), 0.0) / len(std)  # a standard pass's work besides its forward
     spent = sum(p.forward_s for p in run) + own * len(run)
-    return w_std / spent if spent > 0 and w_std > 0 else None
+    return w_all / standard_runs / spent if spent > 0 and w_all > 0 else None

@@ -48,9 +48,7 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
         refuse_pickles(folder, name, " (model.safetensors is missing)")
     for f in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (folder / f).is_file():
-            inner = "final" if (folder / "final" / f).is_file() else None
-            hint = (f" (a train-target --out folder: its model is {folder / inner})" if inner else "")
-            raise ModelLoadError(f"model {name!r}: {folder / f} is missing{hint}")
+            raise ModelLoadError(f"model {name!r}: {folder / f} is missing")
     try:
         cfg = json.loads((folder / "config.json").read_text())
     except (OSError, json.JSONDecodeError) as e:
@@ -139,6 +137,8 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
     if p.is_dir():
         if is_embedded(p):
             return embedded(p, folder_label(p))
+        if not (p / "config.json").exists() and is_embedded(p / "final"):  # (a train-target --out folder)
+            raise ModelLoadError(f"model {name!r}: {p} is a train-target output folder; its model is {p / 'final'}")
         return load_published(str(p), device=device, block_size=block_size)
     if p.exists() or "/" in name or "\\" in name or name.startswith((".", "~")):
         # a path that is not a folder, or a Hub repo id ("org/name"): load_published says which (a file, a folder

@@ -115,8 +115,11 @@ def test_bench_row_warms_up_before_timing(tiny_block_dir):
     prompts = ["the cat", "a dog"]
     cfg = DecodeConfig(mode="exact", temperature=0.0, gen_length=16, drafter="training-free", budget=8)
     ticks = []
-    traces, base = _run(target, prompts, cfg, load_proposer("training-free", target, "exact"), ticks.append, 2.0)
+    traces, base, records = _run(target, prompts, cfg, load_proposer("training-free", target, "exact"), ticks.append,
+                                 2.0)
     assert len(traces) == len(base) == 2 and ticks[0] == 2.0  # the warm-up is counted in the progress plan
+    # both standard decodes of each prompt (before and after its run), which the observed ceiling prices as a mean
+    assert len(records) == 2 * sum(len(b.passes) for b in base)
     assert traces[0].meta.forward_calls_outside == 0
     assert all(a.tokens == b.tokens for a, b in zip(traces, base))
 

@@ -95,7 +95,36 @@ def test_a_generation_longer_than_the_context_leaves_is_lowered_not_the_prompt_c
     assert "note: --gen-length 64 lowered to" in err and "context of 64 tokens" in err, err
     got = json.loads(out)
     assert got["prompt_truncated"] is False
-    assert 0 < got["commits"] < 64
+    assert 0 < got["commits"] <= got["gen_length"] < got["gen_length_asked"] == 64
+
+
+def test_a_train_target_output_folder_given_as_a_model_points_to_its_final(capsys, tiny_block_dir):
+    code, _, err = run_main(capsys, "decode", "--model", str(tiny_block_dir.parent), "--prompt", "ROMEO.")
+    assert code == 2 and error_line(err).endswith(f"is a train-target output folder; its model is {tiny_block_dir}"), err
+
+
+def test_train_drafter_says_what_a_small_prompt_file_lowers_and_checks_calibrate_first(capsys, tmp_path, monkeypatch):
+    """Counts larger than the prompt file holds are lowered with a note each (as bench --n-prompts is); a --calibrate
+    folder without drafters is one error before the output folder is made."""
+    import spotviz.training.drafter as td
+
+    seen: dict = {}
+    monkeypatch.setattr(td, "train_drafter", lambda cfg, calibrate_from=None: seen.update(cfg=cfg) or {})
+    (tmp_path / "p.json").write_text(json.dumps([f"Prompt number {i}." for i in range(5)]))
+    base = ("train-drafter", "--prompts", str(tmp_path / "p.json"), "--mix-prompts", "40")
+    code, _, err = run_main(capsys, *base, "--n-prompts", "4", "--out", str(tmp_path / "a"))
+    assert code == 0, err
+    assert "note: --mix-prompts 40: the file has 1 prompt after the training ones, which choose" in err
+    assert seen["cfg"].n_prompts == 4 and seen["cfg"].mix_prompts == 1
+    code, _, err = run_main(capsys, *base, "--n-prompts", "8", "--out", str(tmp_path / "b"))
+    assert code == 0, err
+    assert "note: --n-prompts 8: the file holds 5 prompts; training on 5" in err
+    assert "no prompt after the training ones: the pointer mixture is chosen by validation accuracy" in err
+    assert seen["cfg"].n_prompts == 5 and seen["cfg"].mix_prompts == 0
+    for bad, says in ((tmp_path / "none", "no such folder"), (tmp_path, "no drafter in")):
+        code, _, err = run_main(capsys, "train-drafter", "--calibrate", str(bad), "--out", str(tmp_path / "c"))
+        assert code == 2 and says in error_line(err) and error_line(err).startswith("error: --calibrate "), err
+        assert not (tmp_path / "c").exists()
 
 
 def test_unwritable_trace_out(capsys, tiny_block_dir, tmp_path):

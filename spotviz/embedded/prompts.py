@@ -152,6 +152,8 @@ def load_prompts(path: str | Path | None = None) -> list[str]:
     except UnicodeDecodeError:
         raise ValueError(f"prompt file {p}: not UTF-8 text (a JSON list of strings, or plain text with a blank "
                          "line between prompts)") from None
+    except OSError as e:
+        raise ValueError(f"prompt file {p}: cannot be read ({e.strerror or e})") from None
     if p.suffix == ".json":
         try:
             data = json.loads(raw)

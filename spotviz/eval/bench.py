@@ -86,13 +86,14 @@ class BenchResult:
 def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: None, spec_units: float = 1.0):
     """Decode every prompt (seed + i). With a proposer, each speculative decode runs between two standard decodes
     of the same prompt (A-B-A), so that the wall-clock ratio compares runs made under the same load, drift
-    included: the paired standard time is the mean of the two. Returns (speculative traces, standard traces).
+    included: the paired standard time is the mean of the two. Returns (speculative traces, standard traces, the
+    pass records of both standard decodes of every prompt: what the observed ceiling prices, as their mean).
     `tick(units)` is called after each decode (eval/progress.py's units). Before the timed decodes, one untimed
     speculative decode of the first prompt warms the row up: the first time a pass shape meets the target, its
     batch invariance is checked with extra one-row forwards (targets/invariance.py), which would otherwise land in
     the first prompt's timing (with budget auto it is also a first run to learn from, as an earlier run in the
     process would be: samplers/auto_budget.py)."""
-    traces, base = [], []
+    traces, base, records = [], [], []
     if proposer is not None and prompts:
         decode_spot(target, prompts[0], cfg, proposer)
         tick(spec_units)
@@ -105,12 +106,13 @@ def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: N
             traces.append(decode_spot(target, p, c, proposer))
             after = decode_standard(target, p, c)
             tick(1 + spec_units)
+            records += before.passes + after.passes
             before.counters.wall_s = (before.counters.wall_s + after.counters.wall_s) / 2
-    return (traces, base) if proposer is not None else (base, base)
+    return (traces, base, records) if proposer is not None else (base, base, [])
 
 
 def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
-    traces, paired = runs
+    traces, paired, standard_records = runs
     passes = sum(tr.counters.target_passes for tr in traces)
     gen = sum(tr.counters.generated_tokens for tr in traces)
     wall = sum(tr.counters.wall_s for tr in traces)
@@ -127,11 +129,11 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
     states = sum(p.states for tr in traces for p in tr.passes) / max(passes, 1)
     mine = [p for tr in traces for p in tr.passes]
     predicted = ceiling([p for tr in base for p in tr.passes], mine, curve)
-    seen = observed_ceiling([p for tr in paired for p in tr.passes], mine)
+    seen = observed_ceiling(standard_records, mine, standard_runs=2) if drafter != "none" else 1.0
     return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
                     b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
                     [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states,
-                    predicted if seen is None else seen, predicted, walk_end_counts([p for tr in traces for p in tr.passes]))
+                    predicted if seen is None else seen, 1.0 if drafter == "none" else predicted, walk_end_counts([p for tr in traces for p in tr.passes]))
 
 
 def _listed(values) -> str:

@@ -93,13 +93,15 @@ class DecodeConfig:
             raise DecodeError(f"min_path_prob must be in [0, 1), got {mp}")
         if self.budget != AUTO:
             if isinstance(self.budget, bool) or not isinstance(self.budget, int):
+                shown = self.budget if isinstance(self.budget, (int, float)) else repr(self.budget)
                 raise DecodeError(f"budget must be {AUTO} or a whole number between 1 and {MAX_BUDGET} nodes, got "
-                                  f"{self.budget!r}")
+                                  f"{shown}")
             if limits.budgets is not None and self.budget not in limits.budgets:
                 raise DecodeError(f"tree budget must be {AUTO} or one of {', '.join(map(str, limits.budgets))}, "
                                   f"got {self.budget}")
             if not 1 <= self.budget <= MAX_BUDGET:
-                raise DecodeError(f"budget must be {AUTO} or between 1 and {MAX_BUDGET} nodes, got {self.budget}")
+                raise DecodeError(f"budget must be {AUTO} or a whole number between 1 and {MAX_BUDGET} nodes, got "
+                                  f"{self.budget}")
         if not isinstance(self.coupled_noise, bool):
             raise DecodeError(f"coupled noise must be true or false, got {self.coupled_noise!r}")
         if not isinstance(self.cross_window, bool):

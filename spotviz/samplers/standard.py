@@ -50,10 +50,10 @@ def standard_step(st, lo: int, hi: int, masked):
     forward over the row's window (a finished window before it enters the cache; a no-op where the cache already
     holds it), the rule's decision at decision index st.step, its commits written into the row.
     Returns (forward output, decision, commits, the forward's time on st.clock)."""
-    t0, w0 = st.clock(), st.wall()
+    t0, w0 = st.clock(), st.synced_wall()
     out = st.target.forward(st.tokens.unsqueeze(0), lo, hi, st.cache)
     forward_s = st.clock() - t0
-    st.forward_wall = st.wall() - w0
+    st.forward_wall = st.synced_wall() - w0
     st.cache = st.target.extend_cache(st.cache, out, 0, lo)
     d = decide(out.logits, masked.unsqueeze(0), [st.step], lo, st.rule, st.noise, st.mask_id)[0]
     commits = d.commits(lo, st.step)

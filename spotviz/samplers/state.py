@@ -89,6 +89,16 @@ class DecodeState:
         self.clock = self.wall  # times the policy observes (auto: samplers/forward_cost.pass_clock, the curve's clock)
         self.stats = SpecDecodingStats()
         self.forward_wall = 0.0  # wall time of the target forward of the pass being made (PassRecord.forward_s)
+        device = str(getattr(target, "device", "cpu"))
+        # (an accelerator runs a forward asynchronously: its time is read after synchronising; a CPU needs none)
+        self._sync = (None if device.startswith("cpu") or getattr(target, "clock", None) is not None else
+                      getattr(getattr(torch, device.split(":")[0], None), "synchronize", None))
+
+    def synced_wall(self) -> float:
+        """wall() once the device has finished its queued work (a forward's time on an accelerator)."""
+        if self._sync is not None:
+            self._sync()
+        return self.wall()
 
     def wall(self) -> float:
         """The run's decoding clock: the machine's (or the target's virtual) clock less the time the stream spent

@@ -79,9 +79,9 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
         batch, where = rows[ev], [None] * len(nodes)
         for r, i in enumerate(ev):
             where[i] = r
-    t0, w0 = st.clock(), st.wall()
+    t0, w0 = st.clock(), st.synced_wall()
     out = st.target.forward(batch, lo, next_hi if fused else hi, st.cache)
-    t1, w1 = st.clock(), st.wall()
+    t1, w1 = st.clock(), st.synced_wall()
     st.forward_wall = w1 - w0
     st.calls_outside += check_pass(st.target, batch, lo, next_hi if fused else hi, st.cache, out.logits)
     check_s = st.clock() - t1

@@ -15,10 +15,10 @@ exact decoding with r commits per pass over N states, r / (f(N) / f(1)). Plain P
 that the views can price a trace with it too.
 
 Observed. A curve measured apart is a prediction; inside decodes a forward can cost a little more or less (the
-work between forwards leaves the caches colder; a one-state forward suffers most: on session 49's AMD machine the
-standard decoder's forwards ran 13% above the curve's f(1) and 8-state forwards 3%, so a curve-priced ceiling sat
-below the measured ratio in every bench row). Where a run's passes carry the wall time of their forwards
-(PassRecord.forward_s), the ceiling is priced with those instead:
+context is longer or shorter than the curve's; on session 49's AMD machine, in decodes of 32 tokens, the standard
+decoder's forwards ran 13% above the curve's f(1) and 8-state forwards 3%, so a curve-priced ceiling sat below the
+measured ratio in every bench row; at 128 tokens it sat 4-5% above). Where a run's passes carry the wall time of
+their forwards (PassRecord.forward_s), the ceiling is priced with those instead:
 
     observed ceiling = W_std / (F_run + P_run * (W_std - F_std) / P_std)
 

@@ -57,7 +57,7 @@ def _budget(s: str):
     try:
         return int(s)
     except ValueError:
-        return s
+        return s.strip().lower() if s.strip().lower() == "auto" else s
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A)}
@@ -197,7 +197,7 @@ def cmd_decode(a) -> int:
             "gen_length": cfg.gen_length, "gen_length_asked": asked,
         }, ensure_ascii=False))
     else:
-        if trace.meta.prompt_truncated:
+        if trace.meta.prompt_truncated and asked == cfg.gen_length:  # (else the lowering's note said it)
             print(f"note: the prompt was longer than the context allows with --gen-length {cfg.gen_length} (the "
                   f"model's context is {target.info.max_length} tokens): its beginning was dropped; the model saw its "
                   f"last {len(trace.meta.prompt_tokens)} tokens (shown after the …)", file=sys.stderr)
@@ -218,11 +218,12 @@ def cmd_decode(a) -> int:
             print(f"note: stopped at --gen-length {cfg.gen_length}, before the end of the text", file=sys.stderr)
         drafted = sum(len(p.tree) > 1 for p in trace.passes)
         if cfg.drafter != "none" and cfg.budget == AUTO and c.target_passes >= 10 and drafted < 0.1 * c.target_passes:
-            print(f"note: --budget auto drafted on {'none' if not drafted else f'only {drafted}'} of the "
+            rest = "the other passes were standard ones" if drafted else "every pass was a standard one"
+            print(f"note: --budget auto drafted on {f'only {drafted}' if drafted else 'none'} of the "
                   f"{c.target_passes} passes: on this machine a pass over several states costs more than the commits "
-                  "a tree would add were worth here, so the other passes were standard ones (a fixed --budget, e.g. "
-                  "--budget 8, drafts every pass and shows the passes it saves; `python -m spotviz cost-curve` prints "
-                  "what a pass costs here)", file=sys.stderr)
+                  f"a tree would add were worth here, so {rest} (a fixed --budget, e.g. --budget 8, drafts every pass "
+                  "and shows the passes it saves; `python -m spotviz cost-curve` prints what a pass costs here)",
+                  file=sys.stderr)
         tokens = f"{c.generated_tokens} token{'' if c.generated_tokens == 1 else 's'} of text"
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {tokens} | "
               f"{c.commits} positions committed in {c.target_passes} target passes ({c.mean_accepted_length:.2f} per "
@@ -446,12 +447,12 @@ def cmd_bench(a) -> int:
 
     from .eval.bench import BenchConfig, run_bench, save, to_markdown
 
-    def budget_list(s):  # budgets separated by commas: whole numbers and "auto" (BenchConfig checks them)
-        return tuple(_budget(x.strip()) for x in s.split(",") if x.strip())
+    def budget_list(s):  # budgets separated by commas: whole numbers and "auto" (BenchConfig checks them); a
+        return tuple(dict.fromkeys(_budget(x.strip()) for x in s.split(",") if x.strip()))  # repeat runs once
 
     def temperature_list(s):  # (BenchConfig checks the range)
         try:
-            return tuple(float(x) for x in s.split(",") if x.strip())
+            return tuple(dict.fromkeys(float(x) for x in s.split(",") if x.strip()))
         except ValueError:
             raise ValueError(f"--temperatures: give numbers separated by commas, got {s}") from None
 
@@ -466,8 +467,8 @@ def cmd_bench(a) -> int:
         _prompt_file(a.prompts)
     cfg = BenchConfig(a.model, a.prompts, a.n_prompts, a.gen_length, budgets, temperatures, a.threshold,
                       transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
-                      modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()),
-                      drafters=tuple(d.strip() for d in a.drafters.split(",") if d.strip()),
+                      modes=tuple(dict.fromkeys(m.strip() for m in a.modes.split(",") if m.strip())),
+                      drafters=tuple(dict.fromkeys(d.strip() for d in a.drafters.split(",") if d.strip())),
                       simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size)
     _writable(a.out, "--out", folder=True, hint=False)
     res = run_bench(cfg, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))

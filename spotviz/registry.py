@@ -48,7 +48,9 @@ def load_embedded(folder: str | Path, name: str | None = None, device: str | Non
         refuse_pickles(folder, name, " (model.safetensors is missing)")
     for f in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (folder / f).is_file():
-            raise ModelLoadError(f"model {name!r}: {folder / f} is missing")
+            hint = (f" (a train-target checkpoint: the model it exports is {folder.parent / 'final'})"
+                    if folder.name == "checkpoint" and (folder.parent / "source.json").is_file() else "")
+            raise ModelLoadError(f"model {name!r}: {folder / f} is missing{hint}")
     try:
         cfg = json.loads((folder / "config.json").read_text())
     except (OSError, json.JSONDecodeError) as e:

@@ -140,7 +140,7 @@ def test_bench_simulated_curve_times_every_decoder_on_that_curve(tiny_block_dir,
     assert all(0 < r["tokens_per_s"] * r["passes_per_token"] <= 1.0 for r in out["rows"])
     assert out["cost_curve"][0] == [1, 1.0]
     assert "Simulated wall-clock" in (tmp_path / f"bench-{file_stem(out['model'])}.md").read_text()
-    for args, message in ((["--simulate-curve", str(tmp_path / "none.json")], "error: cannot read the cost curve"),
+    for args, message in ((["--simulate-curve", str(tmp_path / "none.json")], f"error: --simulate-curve {tmp_path / 'none.json'}: cannot be read"),
                           (["--drafters", "spot,oracle"], "error: --drafters spot, oracle: choose from spot")):
         rc = main(["bench", "--model", str(tiny_block_dir), "--out", str(tmp_path)] + args)
         assert rc != 0 and capsys.readouterr().err.startswith(message)

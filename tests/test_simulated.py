@@ -100,7 +100,7 @@ def test_curve_files_a_gpu_result_a_cached_curve_and_bad_ones(tmp_path):
     cached = tmp_path / "curve.json"
     cached.write_text(json.dumps({"sizes": FLAT.sizes, "seconds": FLAT.seconds, "device": "cuda:0"}))
     assert load_curve(cached, "math-bd").seconds == FLAT.seconds  # (a cost-curve --json file has no key: named)
-    bad = {"missing.json": "cannot read", "not.json": "not JSON", "empty.json": "not a cost curve",
+    bad = {"missing.json": "cannot be read", "not.json": "not JSON", "empty.json": "not a cost curve",
            "zero.json": "not a cost curve", "unsorted.json": "not a cost curve"}
     (tmp_path / "not.json").write_text("{")
     (tmp_path / "empty.json").write_text("{}")

@@ -33,10 +33,25 @@ def drafters_used(target_name: str, folder: str | Path | None = None) -> str:
     """Where a run's drafters come from, in words: the folder given (train-drafter's --out), the model's shipped
     ones, or the fallback's, which transfer (a drafter reads only the target's distributions)."""
     if folder:
-        return f"drafters from {folder}"
+        trained_for = _trained_for(folder)
+        other = (f" (trained for {trained_for}: they transfer)"  # (a model given by its path is not compared)
+                 if trained_for and trained_for != target_name and "/" not in trained_for and "\\" not in trained_for
+                 else "")
+        return f"drafters from {folder}{other}"
     if uses_fallback(target_name):
         return f"{FALLBACK_TARGET}'s drafters, transferred (none trained for {target_name})"
     return f"{target_name}'s shipped drafters"
+
+
+def _trained_for(folder: str | Path) -> str:
+    """The model a drafter folder was trained for, as its training.json says ("" where it says nothing)."""
+    import json
+
+    try:
+        model = json.loads((Path(folder).expanduser() / "training.json").read_text()).get("model", "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return model if isinstance(model, str) else ""
 
 
 def load_calibrated(target, folder: str | Path | None = None) -> Calibrated:

@@ -183,10 +183,11 @@ class BenchConfig:
         for option, budgets in (("--budgets", self.budgets), ("--other-budgets", self.other_budgets)):
             if budgets is None and option == "--other-budgets":
                 continue
-            if not budgets or any(b != AUTO and (isinstance(b, bool) or not isinstance(b, int)
-                                                 or not 1 <= b <= MAX_BUDGET) for b in budgets):
+            bad = [b for b in budgets or () if b != AUTO and (isinstance(b, bool) or not isinstance(b, int)
+                                                               or not 1 <= b <= MAX_BUDGET)]
+            if not budgets or bad:
                 raise ValueError(f"{option}: give budgets from 1 to {MAX_BUDGET} (or auto), got "
-                                 f"{_listed(budgets)}")
+                                 f"{_listed(bad or budgets)}")
         if not self.temperatures or any(isinstance(t, bool) or not isinstance(t, (int, float))
                                         or not 0 <= t <= MAX_TEMPERATURE for t in self.temperatures):
             raise ValueError(f"--temperatures: give temperatures from 0 to {MAX_TEMPERATURE:g}, got "
@@ -254,7 +255,10 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     cfg = cfg or BenchConfig(**settings)
     model, gen_length, temperatures, threshold = cfg.model, cfg.gen_length, cfg.temperatures, cfg.threshold
     prompts_file, simulate_curve, drafter_dir = cfg.prompts_file, cfg.simulate_curve, cfg.drafter_dir
-    simulated = load_curve(simulate_curve, model) if simulate_curve else None  # (a bad file fails first)
+    try:  # (a bad file fails first)
+        simulated = load_curve(simulate_curve, model) if simulate_curve else None
+    except ValueError as e:
+        raise ValueError(str(e).replace("cost curve ", "--simulate-curve ", 1)) from None
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
     target = load_target(model, block_size=cfg.block_size)
@@ -271,7 +275,7 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
         res.simulated = f"{simulated.device or 'another device'} ({simulated.dtype or 'its dtype'}), {simulate_curve}"
         log(f"simulated: every forward is charged at the cost curve of {res.simulated}; the rest at this CPU's cost")
     log(f"bench {model}: {len(prompts)} prompt{'s' * (len(prompts) != 1)} x {gen_length} tokens, budgets "
-        f"{list(cfg.budgets)}, T {list(temperatures)}")
+        f"{_listed(cfg.budgets)}, T {_listed(temperatures)}")
     if len(prompts) < 10:
         log(f"note: {len(prompts)} prompt{'s' * (len(prompts) != 1)}: pass counts are exact, but the wall-clock ratios "
             "scatter by several percent per prompt on a CPU (one can land above its zero-overhead ceiling); 20 or more "

@@ -101,16 +101,16 @@ def load_curve(path: str | Path, model: str) -> CostCurve:
     try:
         data = json.loads(p.read_text())
     except OSError as e:
-        raise ValueError(f"cannot read the cost curve {str(path)!r}: {e.strerror or e}") from None
+        raise ValueError(f"cost curve {path}: cannot be read ({e.strerror or e})") from None
     except ValueError:
-        raise ValueError(f"the cost curve {str(path)!r} is not JSON") from None
+        raise ValueError(f"cost curve {path}: not JSON") from None
     gpu = isinstance(data, dict) and isinstance(data.get("curves"), dict)  # a gpu_cost_curve.py result
     if gpu:
         curves = [c for c in data["curves"].get("curves") or [] if isinstance(c, dict)]
         found = [c for c in curves if c.get("target") == model]
         if not found:
             names = ", ".join(str(c.get("target")) for c in curves)
-            raise ValueError(f"{str(path)!r} has no cost curve for {model!r} (it has: {names or 'none'})")
+            raise ValueError(f"cost curve {path}: no cost curve for {model!r} (it has: {names or 'none'})")
     try:
         if gpu:  # per size: f(1) x its ratio (the result keys its ratios by size)
             c = found[0]
@@ -128,6 +128,6 @@ def load_curve(path: str | Path, model: str) -> CostCurve:
     except (TypeError, AttributeError, KeyError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(f"{str(path)!r} is not a cost curve: it needs sizes from 1 up and positive seconds per size "
-                         "(python -m spotviz cost-curve --json writes one)")
+        raise ValueError(f"cost curve {path}: not a cost curve (it needs sizes from 1 up and positive seconds per size "
+                         "; python -m spotviz cost-curve --json writes one)")
     return curve

@@ -235,6 +235,16 @@ def _losses(model: SpotDrafter, b: dict, mode: str) -> dict:
 
 
 @torch.no_grad()
+def figures(d: dict) -> str:
+    """A validation record for the log: "pos_acc@1 0.775 · keep_acc 0.981 · mix T=0 0.8, T=1 0.95" (no dicts)."""
+    def one(v):
+        if isinstance(v, dict):
+            return ", ".join(f"T={k:g} {x:g}" if isinstance(k, float) else f"{k} {one(x)}" for k, x in v.items())
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    return " · ".join(f"{k} {one(v)}" for k, v in d.items() if k != "mix_passes")  # (its own log line said those)
+
+
 def evaluate_drafter(model: SpotDrafter, data: dict, mode: str) -> dict:
     """Exact: top-1 accuracy of the drafted position at depth 1 and k (teacher forcing), keep accuracy.
     Threshold: exact-set accuracy at depth 1 and 2. A depth no trajectory reaches (a block shorter than it) has no
@@ -301,7 +311,8 @@ def fit(model: SpotDrafter, train: dict, val: dict, mode: str, epochs: int, lr: 
             sched.step()
             bar.update(1)
         if ep == epochs - 1 or ep % 4 == 0:
-            log(f"  epoch {ep + 1}/{epochs}: train loss {loss.item():.3f}  val {evaluate_drafter(model, val, mode)}")
+            log(f"  epoch {ep + 1}/{epochs}: train loss {loss.item():.3f}  validation (the learned heads alone): "
+                f"{figures(evaluate_drafter(model, val, mode))}")
     bar.close()
     return evaluate_drafter(model, val, mode)
 
@@ -341,7 +352,8 @@ def tune_mix(model: SpotDrafter, val: dict, depths: int = 4, log=print) -> dict:
                 best = (score / n, lam)
         chosen[float(t)] = best[1]
     set_mix_line(model, chosen)
-    log(f"  pointer mixture weight per temperature (learned vs stale order): {chosen}")
+    log("  pointer mixture weight per temperature (the learned order's share against the stale one): "
+        + ", ".join(f"T={t:g} {w:g}" for t, w in chosen.items()))
     model.train()
     return chosen
 
@@ -652,7 +664,7 @@ def train_drafter(cfg: DrafterTrainConfig, calibrate_from: str | None = None, lo
                 res = evaluate_drafter(model, val, mode) | mix
             report[sub] = res
         model.save(stage / sub, extra={"validation": res, "calibrated_from": calibrate_from or ""})
-        log(f"{sub}: validation {res}")
+        log(f"{sub}: validation, as saved (with its mixture: what the tree drafts from): {figures(res)}")
     report["n_params"] = SpotDrafter(DrafterConfig(n_features=n_features(topk["exact"]))).n_params()
     (stage / "training.json").write_text(json.dumps(report, indent=1))
     publish(stage, out)

@@ -212,7 +212,11 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         f"{_size(train)}; on {where}, matmuls in {dtype}"
         f"{' (autocast)' if amp else ''}{'' if cfg.amp != 'auto' else ' (chosen for this device)'}"
         f"{'; initialised from ' + cfg.init_from if cfg.init_from and not state['step'] else ''}")
-    limits = [f"{cfg.minutes:g} min" if cfg.minutes else "", f"{cfg.max_steps} steps" if cfg.max_steps else ""]
+    limits = [f"{cfg.minutes:g} min" if cfg.minutes else "",
+              f"{cfg.max_steps} step{'s' * (cfg.max_steps != 1)}" if cfg.max_steps else ""]
+    if cfg.max_steps and state["step"] >= cfg.max_steps:
+        log(f"note: the checkpoint is at step {state['step']}, already past --max-steps {cfg.max_steps}: it is exported "
+            "as it is (a larger --max-steps trains on)")
     log(f"estimate: stops after {' or '.join(x for x in limits if x)}{' (the first reached)' if all(limits) else ''}, "
         f"then exports the model; a validation line every {cfg.eval_every} steps with the ETA")
 

@@ -268,8 +268,8 @@ def ignored_settings(cfg) -> list[str]:
     if cfg.drafter == "none":
         tree_flags = [flag for flag, given in (
             (f"--drafter-dir {cfg.drafter_dir}", bool(cfg.drafter_dir)), ("--no-coupled-noise", not cfg.coupled_noise),
-            ("--no-cross-window", not cfg.cross_window), (f"--min-path-prob {cfg.min_path_prob:g}", cfg.min_path_prob > 0))
-            if given]
+            ("--no-cross-window", not cfg.cross_window),
+            (f"--min-path-prob {cfg.min_path_prob:g}", cfg.min_path_prob > 0)) if given]
         if tree_flags:
             notes.append(f"{', '.join(tree_flags)} {'has' if len(tree_flags) == 1 else 'have'} no effect with "
                          "--drafter none: they shape draft trees (choose a drafter)")

@@ -133,7 +133,8 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
     return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
                     b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
                     [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states,
-                    predicted if seen is None else seen, 1.0 if drafter == "none" else predicted, walk_end_counts([p for tr in traces for p in tr.passes]))
+                    predicted if seen is None else seen, 1.0 if drafter == "none" else predicted,
+                    walk_end_counts(mine))
 
 
 def _listed(values) -> str:

@@ -16,6 +16,7 @@ from ..registry import DEFAULT_MODEL, EMBEDDED
 from ..samplers.config import DecodeError, longest_generation
 from ..trace import Trace, TraceError
 from ..views.common import esc
+from ..views.headline import drafter_name
 from ..views.timeline import timeline
 from .examples import load_example
 from .files import TraceFiles, load_uploads
@@ -229,7 +230,8 @@ class Handlers:
         why_most = ("the longest this app offers" if top >= ctx.gen_limit - GEN_STEP + 1 else
                     "the most this prompt leaves room for (a shorter prompt leaves more)")
         session = LiveSession(plan, longest=(top, why_most))
-        names = ", ".join("the standard decoder" if c.drafter == "none" else c.drafter for _, c in plan.runs)
+        names = ", ".join("the standard decoder" if c.drafter == "none" else drafter_name(c.drafter)
+                          for _, c in plan.runs)
         # the views change with the first run's start: a run refused before it starts leaves them as they were
         decoding = f"Decoding {cfg.gen_length} tokens with {model}: {names}…"
         yield Outputs(status=status_html(decoding), files=None, larger=gr.update(visible=False),
@@ -286,7 +288,8 @@ class Handlers:
             main, base, race = load_uploads(paths)
         except TraceError as e:
             return Outputs(status=status_html(f"Cannot replay {e}", "err")).values(SHOW_OUTPUTS) + [None]
-        what = "Replaying " + (f"{main.meta.drafter} run" if main.meta.drafter != "none" else "a standard run")
+        what = "Replaying " + (f"a {drafter_name(main.meta.drafter)} run" if main.meta.drafter != "none"
+                               else "a standard run")
         what += f" against {', '.join(t.meta.drafter for t in race)}" if race else ""
         what += " with its standard-decoder comparison" if base else ""
         msg = (f"{what} (no model needed): {main.meta.model}, seed {main.meta.seed}. The controls now hold its "

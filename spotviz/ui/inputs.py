@@ -65,6 +65,11 @@ MODEL_ABOUT = {
 }
 
 
+# under the prompt box (the app's default model; the Model box in Settings describes each model)
+PROMPT_INFO = {"math-bd": "math-bd knows grade-school word problems; other text gets a confident wrong answer "
+                          "(SPOT's is the standard decoder's, word for word)"}
+
+
 def prompts_for(model: str) -> list[str]:
     """Prompts to try with `model`: code for a code model (its name says python or code), word problems for a math
     model and for a published model (its short name or a hub name: SPOT's own demo is a GSM8K problem), else play

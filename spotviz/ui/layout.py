@@ -20,8 +20,8 @@ from .explainer import Explainer
 from .files import TraceFiles
 from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, RACE_BASELINES, STRICTER_TAU, \
-    TEMPERATURE_MAX, prompts_for
+from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, PROMPT_INFO, RACE_BASELINES, \
+    STRICTER_TAU, TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, measure_cost_curve_ahead, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
@@ -236,8 +236,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         gr.HTML(HEADER, js_on_load=None, elem_id="sv-head-line")
         with gr.Row(equal_height=False, elem_id="sv-main-row"):
             with gr.Column(scale=1, min_width=290, elem_id="sv-controls"):
-                prompt = gr.Textbox(label="Prompt", value=first_prompt, lines=3, max_lines=12,
-                                    elem_id="sv-prompt")
+                prompt = gr.Textbox(label="Prompt", value=first_prompt, lines=3, max_lines=12, elem_id="sv-prompt",
+                                    info=PROMPT_INFO.get(default_model, ""))
                 prompt_pick = gr.Dropdown(prompts_for(default_model), value=None, label="Prompts to try",
                                           elem_id="sv-prompt-pick")
                 with gr.Row(elem_id="sv-run-row"):

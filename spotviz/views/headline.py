@@ -176,7 +176,7 @@ def nothing_to_draft(trace, idle: set[int] | None = None) -> bool:
 
 
 # SPOT's wall-clock where a batch costs one pass, as measured (docs/gpu-h200.md: math-bd, budget 16, T = 0, 4 problems)
-GPU_MEASURED = "1.73× faster at budget 16"
+GPU_MEASURED = "SPOT at budget 16 ran 1.73× faster than the standard decoder on 4 math-bd problems"
 
 
 def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
@@ -195,21 +195,27 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     if cost["source"] == "measured":  # the forwards' cost curve
         where = "measured there" if recorded else "measured on this machine"
         lead = (f"{place} a pass checking {cost['states']} states ({mean}) costs {cost['ratio']:.1f} plain "
-                f"passes ({where})")
+                f"passes ({where}).")
     else:  # no curve: whole passes timed, so the drafting's own work is in the figure (a GPU would not remove it)
         lead = (f"{place} a pass checking {cost['states']} states ({mean}) took {cost['ratio']:.1f} plain "
-                f"passes, its drafting included (timed in this run)")
+                f"passes, its drafting included (timed in this run).")
     if cost.get("ceiling") is not None:
-        fewer = ("the same number of passes allows" if times(sum_["ratio"]) == "1.00"
-                 else f"{times(sum_['ratio'])}× fewer passes allow")
-        lead += (f", so {fewer} about {cost['ceiling']:.2f}× the speed ("
-                 + ("if the drafting cost nothing: the forwards as these runs timed them)"
-                    if cost.get("ceiling_from") == "forwards" else "counting the forwards alone)"))
+        fewer = ("the same number of passes" if times(sum_["ratio"]) == "1.00"
+                 else f"{times(sum_['ratio'])}× fewer passes")
+        alone = ("the forwards alone (as these runs timed them)" if cost.get("ceiling_from") == "forwards"
+                 else "the forwards alone")
+        lead += f" With {fewer}, {alone} would make it {ceiling_words(cost['ceiling'])}."
     if cost["source"] != "measured":
-        return lead + ("; on a GPU the batch itself costs about one pass (the drafting stays; measured on an H200: "
-                       f"{GPU_MEASURED}).")
-    return lead + ("; on a GPU that batch costs about one pass, so passes saved become time saved (measured on an "
-                   f"H200: {GPU_MEASURED}).")
+        return lead + (" On a GPU the batch itself costs about one pass (the drafting stays): measured on an H200, "
+                       f"{GPU_MEASURED}.")
+    return lead + (" On a GPU that batch costs about one pass, so passes saved become time saved: measured on an "
+                   f"H200, {GPU_MEASURED}.")
+
+
+def ceiling_words(c: float) -> str:
+    """A zero-overhead ceiling in the headline's words: "at best 1.17× faster", "at best 1.61× slower" (the same
+    unit as the wall-clock figure beside it, not a bare ratio)."""
+    return "at best " + ("as fast as standard" if speed_words(c) == "as fast as standard" else speed_words(c))
 
 
 def summary(main, base=None, race: list | None = None, recorded: bool = False) -> dict:
@@ -245,8 +251,8 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
             else:
                 kpis.append({"big": speed_words(r) + " (wall-clock)", "tone": "good" if r >= 1 else "warn",
                              "small": timed
-                             + (f" · the best these passes allow{'ed there' if recorded else ' here'}: about "
-                                f"{ceiling:.2f}×"
+                             + (f" · if the drafting cost nothing{' there' if recorded else ''}: "
+                                f"{ceiling_words(ceiling)}"
                                 if ceiling is not None else "")
                              + (" (more than that is the machine's timing noise)"
                                 if ceiling is not None and r > 1.1 * ceiling else "")

@@ -709,7 +709,7 @@
           const hint = document.createElement('div'); hint.className = 'sve-hold-hint';
           // (a run decoded faster than its views replay it: the status already says Done, so this says why the
           // figures wait)
-          const decoded = S.order.every((role) => { const R = S.runs.get(role); return !R.meta || R.done; });
+          const decoded = S.order.every((role) => { const R = S.runs.get(role); return R.meta && R.done; });
           // (the status line already has the totals then: the page must not say they are still to come)
           hint.textContent = decoded ? 'Decoded: the status line above has its totals. The views replay it pass by ' +
             'pass; the headline figures come here at its end (or drag the pass slider there).'

@@ -15,8 +15,9 @@ windows, which both decoders make once per window, at that width's curve; the dr
 GPU f(N) ~ f(1) for the tree sizes used, so the ceiling is about the pass ratio; on a CPU f(N)/f(1) grows nearly with
 N and the ceiling can fall below 1x. Where both runs' passes carry the time of their forwards (PassRecord.forward_s),
 the ceiling is priced with those instead (cost_model.observed_ceiling: a curve measured apart missed the forwards
-inside decodes, by up to 13% for one state, and told runs that beat it that they were noise). Without a recorded curve the run's
-own timings stand in for f in the pass's cost: the mean wall time of its tree passes over the standard run's.
+inside decodes, by up to 13% for one state, and told runs that beat it that they were noise). Without a recorded
+curve the run's own timings stand in for f in the pass's cost: the mean wall time of its tree passes over the
+standard run's.
 """
 from __future__ import annotations
 
@@ -215,7 +216,7 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
 def ceiling_words(c: float) -> str:
     """A zero-overhead ceiling in the headline's words: "at best 1.17× faster", "at best 1.61× slower" (the same
     unit as the wall-clock figure beside it, not a bare ratio)."""
-    return "at best " + ("as fast as standard" if speed_words(c) == "as fast as standard" else speed_words(c))
+    return "at best " + speed_words(c)
 
 
 def summary(main, base=None, race: list | None = None, recorded: bool = False) -> dict:

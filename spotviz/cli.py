@@ -104,10 +104,7 @@ def _prompt_file(path: str, option: str = "--prompts") -> list[str]:
     """The prompts of a prompt file given by `option` (embedded/prompts.load_prompts; its errors name the flag)."""
     from .embedded.prompts import load_prompts
 
-    try:
-        return load_prompts(path)
-    except ValueError as e:
-        raise ValueError(str(e).replace("prompt file ", f"{option} ", 1)) from None
+    return load_prompts(path, what=option)
 
 
 def _add_threads(p: argparse.ArgumentParser) -> None:
@@ -422,6 +419,7 @@ def cmd_train_drafter(a) -> int:
                              threshold_prompts=a.threshold_prompts, jobs=a.jobs,
                              save_trajectories=a.save_trajectories, trajectories=a.trajectories,
                              mix_prompts=a.mix_prompts, mix_budget=a.mix_budget, prompts_file=a.prompts_file)
+    src = None
     if a.calibrate:
         from pathlib import Path
 
@@ -433,7 +431,7 @@ def cmd_train_drafter(a) -> int:
             if not all((src / sub / f).is_file() for f in ("drafter.json", "drafter.safetensors")):
                 raise ValueError(f"--calibrate {a.calibrate}: no drafter in {src / sub} (needs drafter.json and "
                                  "drafter.safetensors: give a folder train-drafter --out wrote)")
-    report = train_drafter(cfg, calibrate_from=str(src) if a.calibrate else None)
+    report = train_drafter(cfg, calibrate_from=str(src) if src else None)
     print(json.dumps(report, indent=1))
     from .registry import DEFAULT_MODEL
 

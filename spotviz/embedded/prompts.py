@@ -139,32 +139,32 @@ def heldout_prompts(target=None) -> list[str]:
     return load_prompts(HELDOUT_FILES[corpus_of(target)] if target is not None else HELDOUT_FILE)
 
 
-def load_prompts(path: str | Path | None = None) -> list[str]:
+def load_prompts(path: str | Path | None = None, what: str = "prompt file") -> list[str]:
     """A prompt file: a JSON list of strings, or plain text with one prompt per blank-line-separated paragraph.
-    Every error is a ValueError "prompt file PATH: what is wrong" (the CLI names its flag instead)."""
+    Every error is a ValueError "WHAT PATH: what is wrong" (`what`: how the caller names it, e.g. the CLI's flag)."""
     p = Path(path) if path else HELDOUT_FILE
     if p.is_dir():
-        raise ValueError(f"prompt file {p}: is a folder; give a prompt file")
+        raise ValueError(f"{what} {p}: is a folder; give a prompt file")
     if not p.is_file():
-        raise ValueError(f"prompt file {p}: no such file")
+        raise ValueError(f"{what} {p}: no such file")
     try:
         raw = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"prompt file {p}: not UTF-8 text (a JSON list of strings, or plain text with a blank "
+        raise ValueError(f"{what} {p}: not UTF-8 text (a JSON list of strings, or plain text with a blank "
                          "line between prompts)") from None
     except OSError as e:
-        raise ValueError(f"prompt file {p}: cannot be read ({e.strerror or e})") from None
+        raise ValueError(f"{what} {p}: cannot be read ({e.strerror or e})") from None
     if p.suffix == ".json":
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as e:
-            raise ValueError(f"prompt file {p}: not valid JSON (the first error at line {e.lineno}, column "
+            raise ValueError(f"{what} {p}: not valid JSON (the first error at line {e.lineno}, column "
                              f"{e.colno})") from None
         if not isinstance(data, list) or not all(isinstance(x, str) and x.strip() for x in data):
-            raise ValueError(f"prompt file {p}: must hold a JSON list of non-empty strings")
+            raise ValueError(f"{what} {p}: must hold a JSON list of non-empty strings")
         prompts = data
     else:
         prompts = [x.strip("\n") for x in raw.split("\n\n") if x.strip()]
     if not prompts:
-        raise ValueError(f"prompt file {p}: holds no prompts")
+        raise ValueError(f"{what} {p}: holds no prompts")
     return prompts

@@ -128,12 +128,15 @@ def _row(mode, t, drafter, budget, runs, base, curve, note="") -> BenchRow:
     ratios = sorted(p.counters.wall_s / max(tr.counters.wall_s, 1e-9) for tr, p in zip(traces, paired))
     states = sum(p.states for tr in traces for p in tr.passes) / max(passes, 1)
     mine = [p for tr in traces for p in tr.passes]
-    predicted = ceiling([p for tr in base for p in tr.passes], mine, curve)
-    seen = observed_ceiling(standard_records, mine, standard_runs=2) if drafter != "none" else 1.0
+    if drafter == "none":  # (the standard decoder against itself: exactly 1, whatever the rounding)
+        predicted = seen = 1.0
+    else:
+        predicted = ceiling([p for tr in base for p in tr.passes], mine, curve)
+        seen = observed_ceiling(standard_records, mine, standard_runs=2)
     return BenchRow(mode, t, drafter, budget, passes / max(gen, 1), b_passes / max(passes, 1),
                     b_wall / max(wall, 1e-9), gen / max(wall, 1e-9), commits / max(passes, 1),
                     [round(x, 3) for x in per_depth], same, note, ratios[len(ratios) // 2], ratios[0], states,
-                    predicted if seen is None else seen, 1.0 if drafter == "none" else predicted,
+                    predicted if seen is None else seen, predicted,
                     walk_end_counts(mine))
 
 
@@ -256,10 +259,8 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     cfg = cfg or BenchConfig(**settings)
     model, gen_length, temperatures, threshold = cfg.model, cfg.gen_length, cfg.temperatures, cfg.threshold
     prompts_file, simulate_curve, drafter_dir = cfg.prompts_file, cfg.simulate_curve, cfg.drafter_dir
-    try:  # (a bad file fails first)
-        simulated = load_curve(simulate_curve, model) if simulate_curve else None
-    except ValueError as e:
-        raise ValueError(str(e).replace("cost curve ", "--simulate-curve ", 1)) from None
+    # (a bad file fails first; the bench's settings are the CLI's flags)
+    simulated = load_curve(simulate_curve, model, what="--simulate-curve") if simulate_curve else None
     t_start = time.time()
     prompts = load_prompts(prompts_file) if prompts_file else None  # a bad file fails before the model loads
     target = load_target(model, block_size=cfg.block_size)

@@ -93,24 +93,24 @@ class SimulatedCost(DiffusionTarget):
         return getattr(self.inner, name)
 
 
-def load_curve(path: str | Path, model: str) -> CostCurve:
+def load_curve(path: str | Path, model: str, what: str = "cost curve") -> CostCurve:
     """A cost curve to simulate, from a JSON file: a cached curve (samplers/forward_cost.py's file, CostCurve's
-    fields) or a scripts/gpu_cost_curve.py result (docs/gpu-h200.json), whose curve for `model` is taken. ValueError with the
-    reason if the file holds none."""
+    fields) or a scripts/gpu_cost_curve.py result (docs/gpu-h200.json), whose curve for `model` is taken. ValueError
+    "WHAT PATH: reason" if the file holds none (`what`: how the caller names it, e.g. the CLI's flag)."""
     p = Path(path)
     try:
         data = json.loads(p.read_text())
     except OSError as e:
-        raise ValueError(f"cost curve {path}: cannot be read ({e.strerror or e})") from None
+        raise ValueError(f"{what} {path}: cannot be read ({e.strerror or e})") from None
     except ValueError:
-        raise ValueError(f"cost curve {path}: not JSON") from None
+        raise ValueError(f"{what} {path}: not JSON") from None
     gpu = isinstance(data, dict) and isinstance(data.get("curves"), dict)  # a gpu_cost_curve.py result
     if gpu:
         curves = [c for c in data["curves"].get("curves") or [] if isinstance(c, dict)]
         found = [c for c in curves if c.get("target") == model]
         if not found:
             names = ", ".join(str(c.get("target")) for c in curves)
-            raise ValueError(f"cost curve {path}: no cost curve for {model!r} (it has: {names or 'none'})")
+            raise ValueError(f"{what} {path}: no cost curve for {model!r} (it has: {names or 'none'})")
     try:
         if gpu:  # per size: f(1) x its ratio (the result keys its ratios by size)
             c = found[0]
@@ -128,6 +128,6 @@ def load_curve(path: str | Path, model: str) -> CostCurve:
     except (TypeError, AttributeError, KeyError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(f"cost curve {path}: not a cost curve (it needs sizes from 1 up and positive seconds per size "
+        raise ValueError(f"{what} {path}: not a cost curve (it needs sizes from 1 up and positive seconds per size "
                          "; python -m spotviz cost-curve --json writes one)")
     return curve

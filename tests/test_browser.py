@@ -306,8 +306,15 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     pg.wait_for_timeout(300)  # (the start: the prompt before any pass, said so rather than "pass 0")
     assert pg.inner_text(f"{EXPLAINER} .sve-pos") == f"before pass 1 / {n}"
     assert "the prompt alone" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")
-    # "Run this example yourself": the controls take the example's settings and the run starts live
+    # a prompt of one's own: "Run this example yourself" goes (it would put the example's prompt over it) and comes
+    # back with the example
     pg.fill("#sv-prompt textarea", "something else")
+    pg.wait_for_selector("#sv-run-this", state="hidden")
+    pg.locator("#sv-replay").get_by_text("Examples, replay and share").click()
+    pg.click("#sv-load-example")
+    pg.wait_for_selector("#sv-run-this", state="visible")
+    assert pg.input_value("#sv-prompt textarea") == main.meta.prompt
+    # "Run this example yourself": the controls take the example's settings and the run starts live
     session = ex(pg)["session"]
     pg.click("#sv-run-this")
     pg.wait_for_function(f"() => document.querySelector('{EXPLAINER}').dataset.session !== '{session}'",

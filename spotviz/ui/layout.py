@@ -52,6 +52,13 @@ NARROW_JS = """() => { if (window.innerWidth > 760) return;
 # Gradio's dropdown has no placeholder: the empty menu under the prompt says what it holds
 PICK_JS = """() => { const i = document.querySelector('#sv-prompt-pick input');
   if (i && !i.placeholder) i.placeholder = 'Pick one to fill the prompt box'; }"""
+# a prompt typed or picked: "Run this example yourself" goes until an example or a replay is shown again (it would put
+# the example's prompt in the box, over the visitor's own; Run decodes theirs)
+# (a listener on the page: Gradio's own input event misses a pasted prompt)
+OWN_PROMPT_JS = """() => { window.__svOwnPrompt = () => { const b = document.querySelector('#sv-run-this');
+    if (b) b.style.display = 'none'; };
+  document.addEventListener('input', (e) => { if (e.target.closest && e.target.closest('#sv-prompt')) window.__svOwnPrompt(); },
+                            true); }"""
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
 SHOW_JS = """() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';
   const e = document.querySelector('#sv-status'); if (!e) return;
@@ -339,6 +346,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         prompt_pick.input(lambda p: (p, None) if p else (gr.skip(), gr.skip()), [prompt_pick], [prompt, prompt_pick],
                           api_name=False, queue=False).then(
             h.cap_length, capping, [gen_length], api_name=False, queue=False)
+        prompt_pick.input(None, None, None, js="() => { window.__svOwnPrompt && window.__svOwnPrompt(); }", queue=False,
+                          api_name=False)
         model.input(h.on_model, [model, prompt], [model_banner, prompt, prompt_pick], api_name=False).then(
             h.cap_length, capping, [gen_length], api_name=False, queue=False)
         prompt.blur(h.cap_length, capping, [gen_length], api_name=False, queue=False)
@@ -352,6 +361,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                            preprocess=False)
         demo.load(None, js=NARROW_JS, queue=False)
         demo.load(None, js=PICK_JS, queue=False)
+        demo.load(None, js=OWN_PROMPT_JS, queue=False)
         if ctx.examples:
             demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden")

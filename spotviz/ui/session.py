@@ -160,6 +160,9 @@ class LiveSession:
             most = self.longest is not None and shown.meta.gen_length >= self.longest[0]
             text += (f"; cut at the length limit ({shown.meta.gen_length} tokens) before the text ended: "
                      + (f"{self.longest[1]}" if most else "a longer generation length lets it finish"))
+        if shown.meta.prompt_truncated:  # (next to the totals: the output read without its beginning)
+            text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
+                     f"{len(shown.meta.prompt_tokens)} tokens)")
         text += self.plan_note
         now = self.figures()  # (the comparison first: an offer's reason stays next to the button that ends the line)
         if now is not None:
@@ -169,9 +172,6 @@ class LiveSession:
                      "decoding at once, so SPOT-Sets had nothing left to guess")
         if main is not None and main.meta.budget_auto:
             text += small_trees_note(main)
-        if shown.meta.prompt_truncated:
-            text += (f". The prompt was longer than the context allows: its beginning was dropped (kept its last "
-                     f"{len(shown.meta.prompt_tokens)} tokens)")
         failed = [m for m, k in self.notes if k == "err"]
         if failed:
             text = failed[0] + " " + text

@@ -24,7 +24,13 @@ their forwards (PassRecord.forward_s), the ceiling is priced with those instead:
 
 W the standard run's wall time, F the sums of forward times, P the pass counts: the run's passes at the time of
 their own forwards plus a standard pass's own work each (its decision and bookkeeping, which every pass needs),
-i.e. the run's ratio if drafting cost nothing. It is measured, so it carries the timing noise of one run.
+i.e. the run's ratio if drafting cost nothing. It is measured, so it carries the timing noise of one run. Per pass:
+
+    observed pass cost = (F_run / P_run + (W_std - F_std) / P_std) / (W_std / P_std)
+    observed ceiling   = (P_std / P_run) / observed pass cost
+
+what a pass of the run costs in standard passes, its drafting left out; the ceiling is the pass reduction over it
+(the app's headline says both, so its figures divide into each other).
 """
 from __future__ import annotations
 
@@ -59,6 +65,18 @@ def pass_cost(passes, curve, fused_curve=None) -> float:
 def ceiling(standard_passes, passes, curve, fused_curve=None) -> float:
     """The zero-overhead wall-clock ratio of a run (its pass records) against the standard decoder's run."""
     return pass_cost(standard_passes, curve, fused_curve) / max(pass_cost(passes, curve, fused_curve), 1e-9)
+
+
+def observed_pass_cost(standard_passes, passes) -> float | None:
+    """A pass of the run in standard passes, priced with the runs' own forward times (module docstring): its mean
+    forward plus a standard pass's own work, over a standard pass's mean time; None as observed_ceiling."""
+    std, run = list(standard_passes), list(passes)
+    if not std or not run or any(p.forward_s <= 0 for p in std + run):
+        return None
+    w_all = sum(p.wall_s for p in std)
+    own = max(w_all - sum(p.forward_s for p in std), 0.0) / len(std)
+    spent = sum(p.forward_s for p in run) / len(run) + own
+    return spent / (w_all / len(std)) if w_all > 0 else None
 
 
 def observed_ceiling(standard_passes, passes, standard_runs: int = 1) -> float | None:

@@ -832,6 +832,8 @@ def test_the_offers_of_larger_trees_and_a_stricter_tau_are_buttons_in_the_status
         assert "Against your run before at budget auto: " in pg.inner_text("#sv-status")  # (what it changed)
         # threshold mode at tau 0.9, every pass "filling its window": the offer of tau 0.99
         pg.locator("#sv-mode").get_by_text("threshold", exact=True).click()
+        assert pg.locator("#sv-tau input[type=number]").input_value() == "0.99"  # (the app's start: SPOT-Sets' room)
+        set_number(pg, "sv-tau", 0.9)
         select(pg, "sv-drafter", "training-free")
         pg.click("#sv-run")
         pg.wait_for_function("() => document.querySelector('#sv-status').innerText.includes('nothing left to guess')",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spotviz.cost_model import observed_ceiling
+from spotviz.cost_model import observed_ceiling, observed_pass_cost
 from spotviz.trace import WALK_ENDS, Commit, Counters, PassRecord, RunMeta, Trace, TreeNode
 from spotviz.views import report_html, summary
 
@@ -410,6 +410,17 @@ def test_the_headlines_ceiling_is_the_benchs(real_traces):
     got = cost_of_trees(main, base)
     assert got["ceiling_from"] == "forwards"
     assert got["ceiling"] == round(observed_ceiling(base.passes, main.passes), 2)
+    # the headline's sentence gives a pass's cost from the same forwards, so its figures divide into each other
+    # (a live review read "costs 1.4 plain passes ... 1.72× fewer passes ... at best as fast as standard": the cost
+    # came from the curve, the ceiling from the forwards)
+    assert got["pass_cost"] == round(observed_pass_cost(base.passes, main.passes), 2)
+    from spotviz.views.headline import speed_words, summary, times
+
+    note = summary(main, base)["note"]
+    fewer = len(base.passes) / len(main.passes)
+    assert got["ceiling"] == pytest.approx(fewer / got["pass_cost"], abs=0.01 * got["ceiling"])
+    assert f"a pass of this run cost {got['pass_cost']:.2f} plain passes on average" in note, note
+    assert f"{times(fewer)}× fewer passes, that makes it at best {speed_words(got['ceiling'])}." in note, note
     # traces of an earlier version (no forward times): the curve prices them
     old = copy.deepcopy(main)
     for p in old.passes:
@@ -432,6 +443,10 @@ def test_the_observed_ceiling_prices_a_run_at_its_forwards_and_a_standard_passs_
     assert sum(p.wall_s for p in std) / sum(p.wall_s for p in slower) < observed_ceiling(std, slower)
     assert observed_ceiling(std, run + [P(wall_s=0.01, forward_s=0.0)]) is None  # (a pass not timed)
     assert observed_ceiling([], run) is None
+    # per pass: a run's pass in standard passes (forward + a standard pass's own work), the pass reduction over it
+    assert observed_pass_cost(std, run) == pytest.approx((0.012 + 0.001) / 0.006)
+    assert observed_ceiling(std, slower) == pytest.approx((10 / 4) / observed_pass_cost(std, slower))
+    assert observed_pass_cost(std, run + [P(wall_s=0.01, forward_s=0.0)]) is None
 
 
 def test_runs_at_another_block_size_are_not_compared():

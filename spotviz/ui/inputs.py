@@ -19,6 +19,12 @@ from ..samplers.config import AUTO
 LARGER_TREES = 16
 # the tau of "Run it again at tau 0.99": offered after a threshold run where every pass filled its window by itself
 STRICTER_TAU = 0.99
+# the tau slider's start: at the usual 0.9 math-bd commits about half a block a pass by itself (SPOT-Sets has
+# little to guess, 1.23x fewer passes) and, on problems of its own, more wrong digits; at 0.99 SPOT-Sets cuts the
+# threshold decoder's passes 1.57x (docs/bench-math-bd-tau099.md), the recorded threshold example's tau
+APP_TAU = STRICTER_TAU
+TAU_INFO = ("a pass commits every slot at least this sure; 0.99 here: at 0.9 (a usual setting) math-bd fills about "
+            "half a block a pass by itself, leaving SPOT-Sets little to guess")
 RACE_AT_LARGER = (f". A race gives every drafter tree budget {LARGER_TREES} (auto would size each lane's trees by "
                   "its own timings: not a like-for-like race)")
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]

@@ -20,8 +20,8 @@ from .explainer import Explainer
 from .files import TraceFiles
 from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, PROMPT_INFO, RACE_BASELINES, \
-    STRICTER_TAU, TEMPERATURE_MAX, prompts_for
+from .inputs import APP_TAU, AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, PROMPT_INFO, \
+    RACE_BASELINES, STRICTER_TAU, TAU_INFO, TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, measure_cost_curve_ahead, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
@@ -276,8 +276,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
                                     info="exact: one decision per pass; threshold: every slot with confidence ≥ tau",
                                     elem_id="sv-mode")
-                    tau = gr.Slider(0.05, 1.0, value=0.9, step=0.01, label="tau (threshold)", visible=False,
-                                    elem_id="sv-tau")
+                    tau = gr.Slider(0.05, 1.0, value=APP_TAU, step=0.01, label="tau (threshold)", visible=False,
+                                    info=TAU_INFO, elem_id="sv-tau")
                     temperature = gr.Slider(0.0, TEMPERATURE_MAX, value=0.0, step=0.05, label="Temperature",
                                             elem_id="sv-temperature")
                     seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed",
@@ -330,7 +330,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         larger_ev = then_run(larger, larger_budget, None, [budget])
         stricter_ev = then_run(stricter, stricter_tau, None, [tau])
         # Stop cancels a live run and the page says where it stopped; a finished run's status stays as it is
-        stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop; Run starts over."),
+        stop_btn.click(lambda: status_html("Stopped. The views show the passes decoded before Stop. Press Run to start "
+                                           "again."),
                        None, [stop_note], cancels=[run_ev, run_this_ev, larger_ev, stricter_ev], api_name="stop",
                        queue=False, js="() => { window.__svStop && window.__svStop(); }")
         upload.upload(h.replay, [upload], outs(SHOW_OUTPUTS) + [upload], api_name="replay", concurrency_limit=4,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from ..cost_model import f_at, observed_ceiling, pass_cost
+from ..cost_model import f_at, observed_ceiling, observed_pass_cost, pass_cost
 
 SAME_RUN_FIELDS = ("model", "prompt", "seed", "mode", "temperature", "gen_length", "block_size")
 
@@ -81,7 +81,8 @@ def drafted_passes(trace) -> list:
 def cost_of_trees(main, base) -> dict | None:
     """What the run's tree passes cost in plain passes on its hardware: {"states": typical N, "ratio":
     f(N)/f(1), "ceiling": the wall-clock ratio the forwards allow (None without a curve or timed forwards),
-    "ceiling_from": "forwards" (timed in the runs) or "curve", "source", "trees": the
+    "ceiling_from": "forwards" (timed in the runs) or "curve", "pass_cost": with forwards timed, a pass of the run
+    in standard passes, its drafting left out (the ceiling is the pass reduction over it), "source", "trees": the
     passes that drafted}."""
     trees = drafted_passes(main)
     if not trees:
@@ -89,19 +90,22 @@ def cost_of_trees(main, base) -> dict | None:
     n = max(2, round(sum(p.states for p in trees) / len(trees)))
     curve, wide = _pairs(main.meta.cost_curve), _pairs(main.meta.cost_curve_two_windows)
     seen = observed_ceiling(base.passes, main.passes)
+    paid = observed_pass_cost(base.passes, main.passes)
+    paid = {"pass_cost": round(paid, 2)} if paid is not None and seen is not None else {}
     if len(curve) >= 2 and f_at(curve, 1) > 0:
         spent = pass_cost(main.passes, curve, wide)
         predicted = pass_cost(base.passes, curve, wide) / spent if spent > 0 else None
         top = seen if seen is not None else predicted
         return {"states": n, "trees": len(trees), "ratio": round(f_at(curve, n) / f_at(curve, 1), 2),
                 "ceiling": round(top, 2) if top is not None else None, "source": "measured",
-                "ceiling_from": "forwards" if seen is not None else "curve"}
+                "ceiling_from": "forwards" if seen is not None else "curve", **paid}
     plain = [p.wall_s for p in base.passes if p.wall_s > 0]
     tree_s = [p.wall_s for p in trees if p.wall_s > 0]
     if not plain or not tree_s:
         return None
     return {"states": n, "trees": len(trees), "ratio": round((sum(tree_s) / len(tree_s)) / (sum(plain) / len(plain)), 2),
-            "ceiling": round(seen, 2) if seen is not None else None, "source": "this run", "ceiling_from": "forwards"}
+            "ceiling": round(seen, 2) if seen is not None else None, "source": "this run", "ceiling_from": "forwards",
+            **paid}
 
 
 SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the status says how to see larger trees
@@ -177,7 +181,8 @@ def nothing_to_draft(trace, idle: set[int] | None = None) -> bool:
 
 
 # SPOT's wall-clock where a batch costs one pass, as measured (docs/gpu-h200.md: math-bd, budget 16, T = 0, 4 problems)
-GPU_MEASURED = "SPOT at budget 16 ran 1.73× faster than the standard decoder on 4 math-bd problems"
+GPU_MEASURED = ("SPOT at budget 16 needed 4.59× fewer passes and finished 1.73× faster than the standard decoder "
+                "(4 math-bd problems)")
 
 
 def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
@@ -193,6 +198,15 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     place = "On the machine that recorded this run" if recorded else "Here"
     k = cost.get("trees", 0)
     mean = f"the mean of its {k} drafted passes" if k != 1 else "its one drafted pass"
+    fewer = ("the same number of passes" if times(sum_["ratio"]) == "1.00" else f"{times(sum_['ratio'])}× fewer passes")
+    if cost.get("pass_cost") is not None and cost.get("ceiling") is not None:  # the forwards as the runs timed them
+        drafted = (f"{k} of its passes checked a tree of about {cost['states']} states" if k != 1 else
+                   f"one of its passes checked a tree of {cost['states']} states")
+        lead = (f"{place} a pass of this run cost {cost['pass_cost']:.2f} plain passes on average, its drafting left "
+                f"out ({drafted}; forwards timed in these runs). With {fewer}, that makes it "
+                f"{ceiling_words(cost['ceiling'])}.")
+        return lead + (" On a GPU a batch of states costs about one pass, so passes saved become time saved: measured "
+                       f"on an H200, {GPU_MEASURED}.")
     if cost["source"] == "measured":  # the forwards' cost curve
         where = "measured there" if recorded else "measured on this machine"
         lead = (f"{place} a pass checking {cost['states']} states ({mean}) costs {cost['ratio']:.1f} plain "
@@ -201,11 +215,7 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
         lead = (f"{place} a pass checking {cost['states']} states ({mean}) took {cost['ratio']:.1f} plain "
                 f"passes, its drafting included (timed in this run).")
     if cost.get("ceiling") is not None:
-        fewer = ("the same number of passes" if times(sum_["ratio"]) == "1.00"
-                 else f"{times(sum_['ratio'])}× fewer passes")
-        alone = ("the forwards alone (as these runs timed them)" if cost.get("ceiling_from") == "forwards"
-                 else "the forwards alone")
-        lead += f" With {fewer}, {alone} would make it {ceiling_words(cost['ceiling'])}."
+        lead += f" With {fewer}, the forwards alone would make it {ceiling_words(cost['ceiling'])}."
     if cost["source"] != "measured":
         return lead + (" On a GPU the batch itself costs about one pass (the drafting stays): measured on an H200, "
                        f"{GPU_MEASURED}.")

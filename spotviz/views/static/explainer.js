@@ -742,7 +742,7 @@
       t.appendChild(row('slots committed', 'every filled slot, also those after the end-of-text token', v((c) => c.commits)));
       t.appendChild(row('tokens of text', 'the output up to the end-of-text token', v((c) => c.tokens)));
       t.appendChild(row('commits per pass', 'slots filled per call of the model (the mean accepted length): 1 for the standard decoder in exact mode', v((c) => (c.passes ? c.commits / c.passes : c.mal).toFixed(2))));   // (as the lanes count it)
-      t.appendChild(row('states checked', 'states the model computed, over all passes: a pass checks its tree at once (the standard decoder one state a pass)', v((c) => c.checked == null ? '-' : c.checked)));
+      t.appendChild(row('states checked', 'states the model computed, over all passes: each pass\'s start and drafted states less its known states, its tree at once (the standard decoder one state a pass)', v((c) => c.checked == null ? '-' : c.checked)));
       t.appendChild(row('drafted states', 'every tree node but each pass\'s start, over all passes (known states included)', v((c) => c.drafted)));
       t.appendChild(row('known states', 'tree nodes (a pass\'s start among them) an earlier pass had already computed: decided from its output, not checked again (hollow in the tree)', v((c) => c.reused || 0)));
       t.appendChild(row('drafted slots accepted', 'slots filled by a drafted guess that equalled the model\'s own decision (in threshold mode one decision fills a set of slots)', v((c) => c.accepted)));
@@ -815,7 +815,7 @@
         if (S) S.state = before;
         root.dataset.state = 'stopped';
         releaseHeights();
-        setStatus('Stopped before its first pass arrived: the views still show the previous run. Run starts over.', 'info');
+        setStatus('Stopped before its first pass arrived: the views still show the previous run. Press Run to start again.', 'info');
         return;
       }
       if (following()) {   // the views are following the run (or catching up with it): they stop moving
@@ -844,7 +844,7 @@
         named(R) + ' run' +
         (unrun.length ? ' (' + unrun.map((X) => named(X).replace(/^standard decoder$/, 'the standard decoder')).join(', ') +
           ': not run)' : '') +
-        '. Run starts over.';   // (short: a line more in the status moved the views on a phone; the headline says the rest)
+        '. Press Run to start again.';   // (short: a line more in the status moved the views on a phone; the headline says the rest)
       clearTimeout(paintTimer); paintQueued = false;
       follow = true; K = SV.total(S); drawn = {}; paint(); setStatus(text, 'info');
     };

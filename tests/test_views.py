@@ -421,6 +421,7 @@ def test_the_headlines_ceiling_is_the_benchs(real_traces):
     assert got["ceiling"] == pytest.approx(fewer / got["pass_cost"], abs=0.01 * got["ceiling"])
     assert f"a pass of this run cost {got['pass_cost']:.2f} plain passes on average" in note, note
     assert f"{times(fewer)}× fewer passes, that makes it at best {speed_words(got['ceiling'])}." in note, note
+    assert summary(main, base, recorded=True)["note"].startswith("Where this run was recorded, a pass of it cost ")
     # traces of an earlier version (no forward times): the curve prices them
     old = copy.deepcopy(main)
     for p in old.passes:

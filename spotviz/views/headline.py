@@ -202,7 +202,8 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     if cost.get("pass_cost") is not None and cost.get("ceiling") is not None:  # the forwards as the runs timed them
         drafted = (f"{k} of its passes checked a tree of about {cost['states']} states" if k != 1 else
                    f"one of its passes checked a tree of {cost['states']} states")
-        lead = (f"{place} a pass of this run cost {cost['pass_cost']:.2f} plain passes on average, its drafting left "
+        who = "Where this run was recorded, a pass of it" if recorded else "Here a pass of this run"
+        lead = (f"{who} cost {cost['pass_cost']:.2f} plain passes on average, its drafting left "
                 f"out ({drafted}; forwards timed in these runs). With {fewer}, that makes it "
                 f"{ceiling_words(cost['ceiling'])}.")
         return lead + (" On a GPU a batch of states costs about one pass, so passes saved become time saved: measured "

@@ -171,7 +171,8 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
            "prune": meta.min_path_prob, "race": race,
            "model": meta.model if meta.model in ctx.models else gr.skip(),
            # (an exact run's tau is the command line's default, which it never read: the slider keeps the app's)
-           "tau": gr.update(value=meta.threshold, visible=True) if meta.mode == "threshold" else gr.update(visible=False)}
+           "tau": (gr.update(value=meta.threshold, visible=True) if meta.mode == "threshold"
+                   else gr.update(visible=False))}
     budget = AUTO if meta.budget_auto else meta.budget
     # (a fixed budget taken from the run shown says so: it stays for the visitor's later runs, where auto would size
     # trees for this machine; the note goes when they choose a budget themselves)

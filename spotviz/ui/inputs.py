@@ -51,6 +51,9 @@ DRAFTER_HELP = {
     "none": "the standard decoder (one decision per pass)",
 }
 RACE_BASELINES = [d for d in ("training-free", "calibrated") if d in DRAFTERS]  # raced against SPOT
+# what each baseline is, in the race's few words (a first visitor met the names there before the drafter menu's help)
+BASELINE_GLOSS = {"training-free": "training-free (guesses by the model's own confidence)",
+                  "calibrated": "calibrated (a fixed template of likely orders)"}
 TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, samplers.config.MAX_TEMPERATURE, is higher)
 GEN_STEP = 8
 

@@ -20,7 +20,7 @@ from .explainer import Explainer
 from .files import TraceFiles
 from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
-from .inputs import APP_TAU, AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, PROMPT_INFO, \
+from .inputs import APP_TAU, AUTO, BASELINE_GLOSS, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, PROMPT_INFO, \
     RACE_BASELINES, STRICTER_TAU, TAU_INFO, TEMPERATURE_MAX, prompts_for
 from .runner import ModelStore, has_gpu, measure_cost_curve_ahead, register_store
 
@@ -260,8 +260,10 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                 stricter = gr.Button(f"Run it again at tau {STRICTER_TAU:g}", size="sm", visible=False,
                                      elem_id="sv-stricter")
                 race = gr.Checkbox(value=False, label="Race the drafters on this prompt", elem_id="sv-race",
-                                   info="one lane each: " + ", ".join(["SPOT (SPOT-Sets in threshold mode)"]
-                                                                     + RACE_BASELINES) + " and the standard decoder",
+                                   info="one lane each: " + ", ".join(
+                                       ["SPOT (SPOT-Sets in threshold mode)"]
+                                       + [BASELINE_GLOSS.get(d, d) for d in RACE_BASELINES])
+                                   + " and the standard decoder",
                                    visible=bool(RACE_BASELINES))
                 with gr.Accordion("Settings", open=True, elem_id="sv-settings"):
                     drafter = gr.Dropdown(DRAFTER_ORDER, value="spot" if "spot" in DRAFTER_ORDER else "none",

@@ -198,7 +198,8 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     place = "On the machine that recorded this run" if recorded else "Here"
     k = cost.get("trees", 0)
     mean = f"the mean of its {k} drafted passes" if k != 1 else "its one drafted pass"
-    fewer = ("the same number of passes" if times(sum_["ratio"]) == "1.00" else f"{times(sum_['ratio'])}× fewer passes")
+    fewer = ("the same number of passes" if times(sum_["ratio"]) == "1.00"
+             else f"{times(sum_['ratio'])}× fewer passes")
     if cost.get("pass_cost") is not None and cost.get("ceiling") is not None:  # the forwards as the runs timed them
         drafted = (f"{k} of its passes checked a tree of about {cost['states']} states" if k != 1 else
                    f"one of its passes checked a tree of {cost['states']} states")

@@ -69,7 +69,8 @@ def ceiling(standard_passes, passes, curve, fused_curve=None) -> float:
 
 def observed_pass_cost(standard_passes, passes) -> float | None:
     """A pass of the run in standard passes, priced with the runs' own forward times (module docstring): its mean
-    forward plus a standard pass's own work, over a standard pass's mean time; None as observed_ceiling."""
+    forward plus a standard pass's own work, over a standard pass's mean time; None where a pass has no forward time
+    recorded (a trace of an earlier version) or nothing was timed."""
     std, run = list(standard_passes), list(passes)
     if not std or not run or any(p.forward_s <= 0 for p in std + run):
         return None
@@ -80,13 +81,10 @@ def observed_pass_cost(standard_passes, passes) -> float | None:
 
 
 def observed_ceiling(standard_passes, passes, standard_runs: int = 1) -> float | None:
-    """The zero-overhead ratio priced with the runs' own forward times (module docstring); None where a pass has
-    none recorded (a trace of an earlier version) or nothing was timed. `standard_runs`: how many standard runs
-    of the same prompts `standard_passes` holds (the bench times one before and one after each run: their mean)."""
+    """The zero-overhead ratio priced with the runs' own forward times (module docstring): the pass reduction over
+    observed_pass_cost; None where a pass has none recorded (a trace of an earlier version) or nothing was timed.
+    `standard_runs`: how many standard runs of the same prompts `standard_passes` holds (the bench times one before
+    and one after each run: their mean)."""
     std, run = list(standard_passes), list(passes)
-    if not std or not run or any(p.forward_s <= 0 for p in std + run):
-        return None
-    w_all = sum(p.wall_s for p in std)
-    own = max(w_all - sum(p.forward_s for p in std), 0.0) / len(std)  # a standard pass's work besides its forward
-    spent = sum(p.forward_s for p in run) + own * len(run)
-    return w_all / standard_runs / spent if spent > 0 and w_all > 0 else None
+    cost = observed_pass_cost(std, run)
+    return len(std) / standard_runs / len(run) / cost if cost else None

@@ -268,7 +268,7 @@ def test_an_example_of_another_model_brings_its_banner_and_prompt_menu(app, exam
     assert b["value"] == 8 and b["info"].startswith("8: as the run shown was recorded")
     b = controls_of(replace(main.meta, budget_auto=True), h.ctx)["budget"]
     assert b["value"] == "auto" and b["info"].startswith("auto: sized per pass")
-    # tau comes from a threshold run; an exact run's (the command line's default, never read) leaves the slider's
+    # tau comes from a threshold run; an exact run's (exact mode never reads it) leaves the slider's
     t = controls_of(replace(main.meta, mode="threshold", threshold=0.95), h.ctx)["tau"]
     assert (t["value"], t["visible"]) == (0.95, True)
     t = controls_of(replace(main.meta, mode="exact", threshold=0.9), h.ctx)["tau"]

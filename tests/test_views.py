@@ -256,6 +256,18 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     timed = summary(spot, base)
     assert timed["cost"]["source"] == "this run" and "its drafting included (timed in this run)" in timed["note"]
     assert f"measured on an H200, {GPU_MEASURED}." in timed["note"]
+    # with the forwards timed, a pass's cost and the ceiling both come from them: 3 forwards of 48 ms in all plus a
+    # standard pass's own 2 ms each, over a standard pass's 10 ms = 1.80 plain passes; 8 / 3 passes over that = 1.48
+    for p, f in zip(spot.passes, (0.008, 0.032, 0.008)):
+        p.forward_s = f
+    for p in base.passes:
+        p.forward_s = 0.008
+    timed = summary(spot, base)["note"]
+    assert timed.startswith("Here a pass of this run cost 1.80 plain passes on average, its drafting left out (one "
+                            "of its passes checked a tree of about 6 states; forwards timed in these runs). With "
+                            "2.67× fewer passes, that makes it at best 1.48× faster."), timed
+    for p in spot.passes + base.passes:
+        p.forward_s = 0.0
     spot.meta.cost_curve = curve
     spot.counters.wall_s = 0.005
     assert summary(spot, base)["kpis"][1]["tone"] == "good"

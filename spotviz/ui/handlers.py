@@ -170,7 +170,7 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
            "drafter": meta.drafter if meta.drafter in DRAFTER_ORDER else gr.skip(), "coupled": meta.coupled_noise,
            "prune": meta.min_path_prob, "race": race,
            "model": meta.model if meta.model in ctx.models else gr.skip(),
-           # (an exact run's tau is the command line's default, which it never read: the slider keeps the app's)
+           # (exact mode never reads tau: an exact run's leaves the slider's as it is)
            "tau": (gr.update(value=meta.threshold, visible=True) if meta.mode == "threshold"
                    else gr.update(visible=False))}
     budget = AUTO if meta.budget_auto else meta.budget

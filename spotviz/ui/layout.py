@@ -54,7 +54,8 @@ PICK_JS = """() => { const i = document.querySelector('#sv-prompt-pick input');
   if (i && !i.placeholder) i.placeholder = 'Pick one to fill the prompt box'; }"""
 # a prompt typed or picked: "Run this example yourself" goes until an example or a replay is shown again (it would put
 # the example's prompt in the box, over the visitor's own; Run decodes theirs)
-# (a listener on the page: Gradio's own input event misses a pasted prompt)
+# (a listener on the page: Gradio's own input event missed text inserted without key presses, as an input method or
+# a test's insert_text does)
 OWN_PROMPT_JS = """() => { window.__svOwnPrompt = () => { const b = document.querySelector('#sv-run-this');
     if (b) b.style.display = 'none'; };
   document.addEventListener('input', (e) => { if (e.target.closest && e.target.closest('#sv-prompt')) window.__svOwnPrompt(); },
@@ -347,10 +348,9 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         capping = [prompt, model, gen_length, wanted_length]
         # a prompt picked fills the prompt box, and the menu goes back to empty (it showed the pick, stale once edited)
         prompt_pick.input(lambda p: (p, None) if p else (gr.skip(), gr.skip()), [prompt_pick], [prompt, prompt_pick],
-                          api_name=False, queue=False).then(
+                          api_name=False, queue=False,
+                          js="(...a) => { window.__svOwnPrompt && window.__svOwnPrompt(); return a; }").then(
             h.cap_length, capping, [gen_length], api_name=False, queue=False)
-        prompt_pick.input(None, None, None, js="() => { window.__svOwnPrompt && window.__svOwnPrompt(); }", queue=False,
-                          api_name=False)
         model.input(h.on_model, [model, prompt], [model_banner, prompt, prompt_pick], api_name=False).then(
             h.cap_length, capping, [gen_length], api_name=False, queue=False)
         prompt.blur(h.cap_length, capping, [gen_length], api_name=False, queue=False)
@@ -366,8 +366,12 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         demo.load(None, js=PICK_JS, queue=False)
         demo.load(None, js=OWN_PROMPT_JS, queue=False)
         if ctx.examples:
+            # (the example's prompt fills the box: "Run this example yourself" is shown with it, also where a key
+            # typed while it loaded had hidden it)
             demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
-                      concurrency_id="replay", show_progress="hidden")
+                      concurrency_id="replay", show_progress="hidden").then(
+                None, js="() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = ''; }",
+                queue=False)
     demo.queue(default_concurrency_limit=concurrency or (2 if gpu else 1), max_size=max_queue)
     return demo
 

@@ -90,22 +90,22 @@ def cost_of_trees(main, base) -> dict | None:
     n = max(2, round(sum(p.states for p in trees) / len(trees)))
     curve, wide = _pairs(main.meta.cost_curve), _pairs(main.meta.cost_curve_two_windows)
     seen = observed_ceiling(base.passes, main.passes)
-    paid = observed_pass_cost(base.passes, main.passes)
-    paid = {"pass_cost": round(paid, 2)} if paid is not None and seen is not None else {}
+    paid = observed_pass_cost(base.passes, main.passes)  # (None exactly where seen is)
+    per_pass = {"pass_cost": round(paid, 2)} if paid is not None else {}
     if len(curve) >= 2 and f_at(curve, 1) > 0:
         spent = pass_cost(main.passes, curve, wide)
         predicted = pass_cost(base.passes, curve, wide) / spent if spent > 0 else None
         top = seen if seen is not None else predicted
         return {"states": n, "trees": len(trees), "ratio": round(f_at(curve, n) / f_at(curve, 1), 2),
                 "ceiling": round(top, 2) if top is not None else None, "source": "measured",
-                "ceiling_from": "forwards" if seen is not None else "curve", **paid}
+                "ceiling_from": "forwards" if seen is not None else "curve", **per_pass}
     plain = [p.wall_s for p in base.passes if p.wall_s > 0]
     tree_s = [p.wall_s for p in trees if p.wall_s > 0]
     if not plain or not tree_s:
         return None
     return {"states": n, "trees": len(trees), "ratio": round((sum(tree_s) / len(tree_s)) / (sum(plain) / len(plain)), 2),
             "ceiling": round(seen, 2) if seen is not None else None, "source": "this run", "ceiling_from": "forwards",
-            **paid}
+            **per_pass}
 
 
 SMALL_TREES = 3.0  # mean states of an auto run's drafted passes below which the status says how to see larger trees
@@ -201,8 +201,7 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     fewer = ("the same number of passes" if times(sum_["ratio"]) == "1.00"
              else f"{times(sum_['ratio'])}× fewer passes")
     if cost.get("pass_cost") is not None and cost.get("ceiling") is not None:  # the forwards as the runs timed them
-        drafted = (f"{k} of its passes checked a tree of about {cost['states']} states" if k != 1 else
-                   f"one of its passes checked a tree of {cost['states']} states")
+        drafted = f"{k if k != 1 else 'one'} of its passes checked a tree of about {cost['states']} states"
         who = "Where this run was recorded, a pass of it" if recorded else "Here a pass of this run"
         lead = (f"{who} cost {cost['pass_cost']:.2f} plain passes on average, its drafting left "
                 f"out ({drafted}; forwards timed in these runs). With {fewer}, that makes it "

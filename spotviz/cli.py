@@ -165,7 +165,7 @@ def cmd_decode(a) -> int:
         raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
     if not a.prompt.strip():
         raise ValueError("--prompt is empty: give some text to continue")
-    _writable(a.trace_out, "--trace-out")
+    _writable(a.trace_out, "--trace-out", mkdir=True)  # (Trace.save makes its folder)
     try:
         cfg = DecodeConfig(mode=a.mode, threshold=a.threshold, temperature=a.temperature, seed=a.seed,
                            gen_length=a.gen_length, drafter=a.drafter, budget=a.budget,
@@ -222,10 +222,11 @@ def cmd_decode(a) -> int:
                   "and shows the passes it saves; `python -m spotviz cost-curve` prints what a pass costs here)",
                   file=sys.stderr)
         tokens = f"{c.generated_tokens} token{'' if c.generated_tokens == 1 else 's'} of text"
+        marks = (", counting the end-of-text marks that fill the last block" if c.commits > c.generated_tokens
+                 else "")  # (a run stopped by the length has none)
         print(f"\n[{trace.meta.model} | {cfg.mode} | drafter {cfg.drafter} | {tokens} | "
               f"{c.commits} positions committed in {c.target_passes} target passes ({c.mean_accepted_length:.2f} per "
-              f"pass, counting the end-of-text marks that fill the last block) | {c.tokens_per_s:.1f} tokens/s]",
-              file=sys.stderr)
+              f"pass{marks}) | {c.tokens_per_s:.1f} tokens/s]", file=sys.stderr)
     return 0
 
 
@@ -287,7 +288,7 @@ def cmd_trace(a) -> int:
 
     from .trace import TraceError
 
-    _writable(a.html, "--html")
+    _writable(a.html, "--html", mkdir=True)
     if Path(a.file).is_dir():
         raise ValueError(f"{a.file} is a folder: give a trace file (decode --trace-out, or the app's download)")
     try:
@@ -318,6 +319,7 @@ def cmd_trace(a) -> int:
                 raise ValueError(f"--baseline {a.baseline} decoded another run than {a.file} (model, prompt, seed, "
                                  "block size, mode, temperature, generation length and, in threshold mode, tau must "
                                  "match): nothing to compare")
+        Path(a.html).parent.mkdir(parents=True, exist_ok=True)
         Path(a.html).write_text(report_html(trace, baseline), encoding="utf-8")
         print(f"wrote {a.html}", file=sys.stderr)
     if a.json:

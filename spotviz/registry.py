@@ -146,4 +146,8 @@ def load_target(name_or_path: str | None = None, device: str | None = None, bloc
         # a path that is not a folder, or a Hub repo id ("org/name"): load_published says which (a file, a folder
         # that does not exist, a repository not in the local cache)
         return load_published(name, device=device, block_size=block_size)
-    raise ModelLoadError(f"unknown model {name!r}; known models: {', '.join(known_models())}, or a local folder")
+    import difflib
+
+    near = difflib.get_close_matches(name, known_models(), n=1)  # (a typo: math-db)
+    raise ModelLoadError(f"unknown model {name!r}{f' (did you mean {near[0]!r}?)' if near else ''}; known models: "
+                         f"{', '.join(known_models())}, or a local folder")

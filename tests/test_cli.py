@@ -127,11 +127,19 @@ def test_train_drafter_says_what_a_small_prompt_file_lowers_and_checks_calibrate
         assert not (tmp_path / "c").exists()
 
 
-def test_unwritable_trace_out(capsys, tiny_block_dir, tmp_path):
+def test_trace_out_makes_its_folder_and_a_file_in_the_way_is_an_error(capsys, tiny_block_dir, tmp_path):
+    """--trace-out runs/x.json in a fresh clone (as the assets/ refusal suggests) makes runs/, as Trace.save does; a
+    file where a folder should be is refused before any work."""
+    path = tmp_path / "no" / "such" / "dir" / "t.json"
     code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.",
-                              "--gen-length", "4", "--trace-out", str(tmp_path / "no" / "such" / "dir" / "t.json"))
-    assert code == 2
-    assert "t.json" in error_line(err)
+                              "--gen-length", "4", "--trace-out", str(path))
+    assert code == 0 and path.is_file(), err
+    if "stopped at --gen-length" in err:  # (no end-of-text marks to count in the summary then)
+        assert "counting the end-of-text marks" not in err
+    (tmp_path / "f").write_text("x")
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.",
+                              "--gen-length", "4", "--trace-out", str(tmp_path / "f" / "t.json"))
+    assert code == 2 and "t.json" in error_line(err) and "is a file, not a folder" in error_line(err)
 
 
 @pytest.mark.parametrize("argv", [

@@ -633,7 +633,8 @@ def test_load_target_says_what_is_wrong_with_a_path(tmp_path, monkeypatch):
     for name, match in (("./missing", f"model folder '{tmp_path / 'missing'}' does not exist"),
                         (str(tmp_path / "a" / "b"), "does not exist"),
                         (str(tmp_path / "weights.safetensors"), "is a file, not a model folder"),
-                        ("no-such-model", "unknown model 'no-such-model'; known models: .*math-bd")):
+                        ("no-such-model", "unknown model 'no-such-model'; known models: .*math-bd"),
+                        ("math-db", r"unknown model 'math-db' \(did you mean 'math-bd'\?\); known models")):
         with pytest.raises(ModelLoadError, match=match):
             load_target(name)
 

@@ -204,7 +204,7 @@ class BenchConfig:
             raise ValueError(f"--modes {', '.join(self.modes) or '(none)'}: choose exact, threshold or both")
         if not self.drafters or any(d not in BENCH_DRAFTERS for d in self.drafters):
             raise ValueError(f"--drafters {', '.join(self.drafters) or '(none)'}: choose from "
-                             f"{', '.join(BENCH_DRAFTERS)}")
+                             f"{', '.join(BENCH_DRAFTERS)} (spot is SPOT-Sets in threshold mode)")
         if self.drafter_dir is not None and not Path(self.drafter_dir).expanduser().is_dir():
             raise ValueError(f"--drafter-dir: {self.drafter_dir!r} is not a folder of trained drafters "
                              "(train-drafter --out)")

@@ -459,6 +459,7 @@ def test_cost_curve_command_prints_the_curve_and_says_whether_it_was_cached(caps
         monkeypatch.setattr(forward_cost, "machine_busy", lambda since, busy=busy: busy)
         code, out, err = run_main(capsys, "cost-curve", "--model", str(tiny_block_dir))
         assert code == 0 and "f(N)/f(1)" in out and said in err
+        assert "measured in " in err  # (a decode's first pass waits for it: the time it took is said)
 
 
 

@@ -350,10 +350,13 @@ def _measure_and_keep(target, key: str, log) -> CostCurve:
                 "process")
         (log or NOTICE)(f"measuring {target.info.name}'s cost curve f(N) on {target.device} with "
                         f"{torch.get_num_threads()} thread(s), what --budget auto prices a pass with ({kept}) ...")
-    since = cpu_snapshot()
+    since, t0 = cpu_snapshot(), time.perf_counter()
     curve = measure(target, log=log)
     _MEMO.setdefault(target, {})[key] = curve
+    took = f"  measured in {time.perf_counter() - t0:.1f} s"  # (the run's first pass comes only now)
     if not cacheable(target):
+        if log or NOTICE:
+            (log or NOTICE)(took)
         return curve
     why = ""
     path = _cache_path(key)
@@ -366,6 +369,6 @@ def _measure_and_keep(target, key: str, log) -> CostCurve:
             curve.cached = str(path)
         except OSError as e:  # a read-only home: keep it in memory
             why = f"{path.parent} could not be written ({e.strerror or e})"
-    if why and (log or NOTICE):
-        (log or NOTICE)("  not cached: " + why)
+    if log or NOTICE:
+        (log or NOTICE)(took + ("; not cached: " + why if why else "; kept for later runs"))
     return curve

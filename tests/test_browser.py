@@ -308,11 +308,14 @@ def test_example_plays_and_one_scrubber_moves_every_plotly_view_served_locally(p
     assert "the prompt alone" in pg.inner_text(f"{EXPLAINER} .sve-run[data-role=main]")
     # a prompt of one's own: "Run this example yourself" goes (it would put the example's prompt over it) and comes
     # back with the example
+    assert pg.is_visible("#sv-status .sv-run-this-note")  # (the status line's sentence on the button)
     pg.fill("#sv-prompt textarea", "something else")
     pg.wait_for_selector("#sv-run-this", state="hidden")
+    assert not pg.is_visible("#sv-status .sv-run-this-note")  # (it goes with the button)
     pg.locator("#sv-replay").get_by_text("Examples, replay and share").click()
     pg.click("#sv-load-example")
     pg.wait_for_selector("#sv-run-this", state="visible")
+    pg.wait_for_selector("#sv-status .sv-run-this-note", state="visible")
     assert pg.input_value("#sv-prompt textarea") == main.meta.prompt
     # "Run this example yourself": the controls take the example's settings and the run starts live
     session = ex(pg)["session"]

@@ -241,7 +241,7 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     spot.meta.cost_curve_two_windows = [[1, 0.02], [8, 0.09]]
     base.passes[4].two_windows = spot.passes[1].two_windows = True
     # standard 7 f(1) + f2(1) = 0.09; SPOT f(1) + f2(6) + f(1) = 0.01 + 0.07 + 0.01 (f2 interpolated)
-    assert summary(spot, base)["cost"]["ceiling"] == round(0.09 / (0.01 + 0.02 + 0.07 * 5 / 7 + 0.01), 2)
+    assert summary(spot, base)["cost"]["ceiling"] == round(0.09 / (0.01 + 0.02 + 0.07 * 5 / 7 + 0.01), 4)
     assert "costs 3.0 plain passes (measured on this machine)" in s["note"] and "GPU" in s["note"]
     from spotviz.views.headline import GPU_MEASURED  # (what a GPU made of it, as measured there)
 
@@ -263,9 +263,9 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     for p in base.passes:
         p.forward_s = 0.008
     timed = summary(spot, base)["note"]
-    assert timed.startswith("Here a pass of this run cost 1.80 plain passes on average, its drafting left out (one "
-                            "of its passes checked a tree of about 6 states; forwards timed in these runs). With "
-                            "2.67× fewer passes, that makes it at best 1.48× faster."), timed
+    assert timed.startswith("Here a pass of this run cost 1.80 plain passes on average, not counting the drafter's "
+                            "own work (one of its passes checked a tree of about 6 states). With 2.67× fewer passes, "
+                            "that makes it at best 1.48× faster."), timed
     for p in spot.passes + base.passes:
         p.forward_s = 0.0
     spot.meta.cost_curve = curve
@@ -421,7 +421,7 @@ def test_the_headlines_ceiling_is_the_benchs(real_traces):
     assert all(0 < p.forward_s <= p.wall_s for p in main.passes + base.passes)
     got = cost_of_trees(main, base)
     assert got["ceiling_from"] == "forwards"
-    assert got["ceiling"] == round(observed_ceiling(base.passes, main.passes), 2)
+    assert got["ceiling"] == round(observed_ceiling(base.passes, main.passes), 4)
     # the headline's sentence gives a pass's cost from the same forwards, so its figures divide into each other
     # (a live review read "costs 1.4 plain passes ... 1.72× fewer passes ... at best as fast as standard": the cost
     # came from the curve, the ceiling from the forwards)
@@ -440,7 +440,7 @@ def test_the_headlines_ceiling_is_the_benchs(real_traces):
         p.forward_s = 0.0
     got = cost_of_trees(old, base)
     assert got["ceiling_from"] == "curve"
-    assert got["ceiling"] == round(ceiling(base.passes, old.passes, curve), 2)
+    assert got["ceiling"] == round(ceiling(base.passes, old.passes, curve), 4)
 
 
 def test_the_observed_ceiling_prices_a_run_at_its_forwards_and_a_standard_passs_own_work():

@@ -40,13 +40,16 @@ BUDGET_INFO = ("auto: sized per pass from this machine's measured cost per state
                "differ a little between runs (the text never)")
 
 
-def status_html(message: str, kind: str = "info", action: str = "", target: str = "#sv-larger") -> str:
+def status_html(message: str, kind: str = "info", action: str = "", target: str = "#sv-larger",
+                run_this: str = "") -> str:
     """The status line; action: the label of a button at its end that presses a hidden button (target: the
     larger-trees or the stricter-tau one), so the offer and the button to take it are one line, wherever the page
-    has put the controls (PAGE_HEAD's click)."""
+    has put the controls (PAGE_HEAD's click). run_this: a sentence about "Run this example yourself", which goes
+    with the button when the visitor types a prompt of their own (layout.OWN_PROMPT_JS)."""
     act = (f' <button type="button" class="sv-act" data-sv-click="{esc(target)}">{esc(action)}</button>'
            if action else "")
-    return f'<div class="sv-status {kind}">{esc(message)}{act}</div>'
+    own = f' <span class="sv-run-this-note">{esc(run_this)}</span>' if run_this else ""
+    return f'<div class="sv-status {kind}">{esc(message)}{own}{act}</div>'
 
 
 def measuring_text(model: str, decoding: str) -> str:
@@ -271,9 +274,9 @@ class Handlers:
 
     # ------------------------------------------------------------------------------------ example / replay
     def show(self, main: Trace, base: Trace | None, message: str, source: str, play: bool = False,
-             race: list | None = None) -> list:
+             race: list | None = None, run_this: str = "") -> list:
         ctx = self.ctx
-        return Outputs(status=status_html(message, "ok"),
+        return Outputs(status=status_html(message, "ok", run_this=run_this),
                        explainer=timeline(main, base, race=race, session=uuid.uuid4().hex[:10], play=play,
                                           source=source),
                        files=ctx.files.write([t for t in (main, *(race or []), base) if t is not None], page=True),
@@ -308,9 +311,9 @@ class Handlers:
         # (the title's run, not its figure or prompt: the prompt is in the prompt box, the figure in the headline below,
         # and on a phone every line here pushes the views down)
         run = title.split(" — ")[0].rsplit(": ", 1)[0]
-        out = self.show(main, base, f"Recorded example (replayed without a model): {sentence(run)} “Run this example "
-                                    f"yourself” decodes it live as recorded (tree budget {budget}); Run uses the "
-                                    "settings.", "example", play=True)
+        out = self.show(main, base, f"Recorded example (replayed without a model): {sentence(run)}", "example",
+                        play=True, run_this=f"“Run this example yourself” decodes it live as recorded (tree budget "
+                                            f"{budget}); Run uses the settings.")
         # an example leaves the tree budget as it is (auto, sized for this machine): the examples were recorded at a
         # fixed budget for their trees, which on a CPU makes a live run slower than the standard decoder ("Run this
         # example yourself" still takes the example's, as the status says)
@@ -353,8 +356,8 @@ class Handlers:
                                                               info=GEN_INFO)
             out[SHOW_OUTPUTS.index("status")] = status_html(
                 f"Recorded example of another model ({main.meta.model}), replayed without a model: {sentence(title)} Run "
-                f"decodes the prompt box on {ctx.default_model}; “Run this example yourself” decodes the example "
-                "live.", "info")
+                f"decodes the prompt box on {ctx.default_model}.", "info",
+                run_this="“Run this example yourself” decodes the example live.")
             out[SHOW_OUTPUTS.index("budget")] = gr.skip()  # (as example() leaves it)
         return out
 

@@ -23,8 +23,8 @@ STRICTER_TAU = 0.99
 # little to guess, 1.23x fewer passes) and, on problems of its own, more wrong digits; at 0.99 SPOT-Sets cuts the
 # threshold decoder's passes 1.57x (docs/bench-math-bd-tau099.md), the recorded threshold example's tau
 APP_TAU = STRICTER_TAU
-TAU_INFO = ("a pass commits every slot at least this sure; 0.99 here: at 0.9 (a usual setting) math-bd fills about "
-            "half a block a pass by itself, leaving SPOT-Sets little to guess")
+TAU_INFO = ("a pass commits every slot at least this sure; starts at 0.99: at 0.9 (a common setting) math-bd already "
+            "fills about half of each block of slots a pass by itself, leaving SPOT-Sets little to guess")
 RACE_AT_LARGER = (f". A race gives every drafter tree budget {LARGER_TREES} (auto would size each lane's trees by "
                   "its own timings: not a like-for-like race)")
 PROMPT_EXAMPLES = ["ROMEO.\n", "HAMLET.\nTo be", "KING LEAR.\n", "JULIET.\nO Romeo,", "MACBETH.\nIs this a"]
@@ -32,11 +32,11 @@ CODE_PROMPTS = ["def fibonacci(n):\n", "def is_prime(n):\n    \"\"\"", "class St
                 "import os\n\n\ndef main():\n"]
 # word problems the default model answers right (GSM8K's first problem, the marbles, and four of the generator's
 # training families: a three-step chain, two goods, eating and giving, saving up); its held-out families it mostly
-# does not (README, Results)
+# does not (README, Results). (The chain's third person is Owen: with Ella the model wrote "Owen has 38 x 2 = 76".)
 MATH_PROMPTS = ["Natalia sold 48 clips in April and half as many clips in May. How many clips did Natalia sell in all?",
                 "Sam has 8 marbles. He finds 5 more. How many marbles does Sam have now?",
-                "Sofia has 26 toy cars. Priya has 12 more toy cars than Sofia. Ella has twice as many toy cars as "
-                "Priya. How many toy cars does Ella have?",
+                "Sofia has 26 toy cars. Priya has 12 more toy cars than Sofia. Owen has twice as many toy cars as "
+                "Priya. How many toy cars does Owen have?",
                 "One cake costs $20 and one hat costs $14. Jack buys 4 cakes and 6 hats. How much does Jack spend in "
                 "total?",
                 "Layla has 34 apples. She eats 19 and gives 7 to a friend. How many apples does Layla have left?",

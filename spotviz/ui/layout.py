@@ -53,11 +53,12 @@ NARROW_JS = """() => { if (window.innerWidth > 760) return;
 PICK_JS = """() => { const i = document.querySelector('#sv-prompt-pick input');
   if (i && !i.placeholder) i.placeholder = 'Pick one to fill the prompt box'; }"""
 # a prompt typed or picked: "Run this example yourself" goes until an example or a replay is shown again (it would put
-# the example's prompt in the box, over the visitor's own; Run decodes theirs)
+# the example's prompt in the box, over the visitor's own; Run decodes theirs), and the status line's sentence on it
 # (a listener on the page: Gradio's own input event missed text inserted without key presses, as an input method or
 # a test's insert_text does)
 OWN_PROMPT_JS = """() => { window.__svOwnPrompt = () => { const b = document.querySelector('#sv-run-this');
-    if (b) b.style.display = 'none'; };
+    if (b) b.style.display = 'none';
+    for (const n of document.querySelectorAll('#sv-status .sv-run-this-note')) n.style.display = 'none'; };
   document.addEventListener('input', (e) => { if (e.target.closest && e.target.closest('#sv-prompt')) window.__svOwnPrompt(); },
                             true); }"""
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view

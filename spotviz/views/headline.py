@@ -97,14 +97,14 @@ def cost_of_trees(main, base) -> dict | None:
         predicted = pass_cost(base.passes, curve, wide) / spent if spent > 0 else None
         top = seen if seen is not None else predicted
         return {"states": n, "trees": len(trees), "ratio": round(f_at(curve, n) / f_at(curve, 1), 2),
-                "ceiling": round(top, 2) if top is not None else None, "source": "measured",
+                "ceiling": round(top, 4) if top is not None else None, "source": "measured",
                 "ceiling_from": "forwards" if seen is not None else "curve", **per_pass}
     plain = [p.wall_s for p in base.passes if p.wall_s > 0]
     tree_s = [p.wall_s for p in trees if p.wall_s > 0]
     if not plain or not tree_s:
         return None
     return {"states": n, "trees": len(trees), "ratio": round((sum(tree_s) / len(tree_s)) / (sum(plain) / len(plain)), 2),
-            "ceiling": round(seen, 2) if seen is not None else None, "source": "this run", "ceiling_from": "forwards",
+            "ceiling": round(seen, 4) if seen is not None else None, "source": "this run", "ceiling_from": "forwards",
             **per_pass}
 
 
@@ -181,8 +181,8 @@ def nothing_to_draft(trace, idle: set[int] | None = None) -> bool:
 
 
 # SPOT's wall-clock where a batch costs one pass, as measured (docs/gpu-h200.md: math-bd, budget 16, T = 0, 4 problems)
-GPU_MEASURED = ("SPOT at budget 16 needed 4.59× fewer passes and finished 1.73× faster than the standard decoder "
-                "(4 math-bd problems)")
+GPU_MEASURED = ("SPOT at budget 16 (exact mode) needed 4.59× fewer passes and finished 1.73× faster than the standard "
+                "decoder (4 math-bd problems)")
 
 
 def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
@@ -203,11 +203,9 @@ def wall_sentence(sum_: dict, device: str, recorded: bool = False) -> str:
     if cost.get("pass_cost") is not None and cost.get("ceiling") is not None:  # the forwards as the runs timed them
         drafted = f"{k if k != 1 else 'one'} of its passes checked a tree of about {cost['states']} states"
         who = "Where this run was recorded, a pass of it" if recorded else "Here a pass of this run"
-        lead = (f"{who} cost {cost['pass_cost']:.2f} plain passes on average, its drafting left "
-                f"out ({drafted}; forwards timed in these runs). With {fewer}, that makes it "
-                f"{ceiling_words(cost['ceiling'])}.")
-        return lead + (" On a GPU a batch of states costs about one pass, so passes saved become time saved: measured "
-                       f"on an H200, {GPU_MEASURED}.")
+        lead = (f"{who} cost {cost['pass_cost']:.2f} plain passes on average, not counting the drafter's own work "
+                f"({drafted}). With {fewer}, that makes it {ceiling_words(cost['ceiling'])}.")
+        return lead + f" On a GPU a batch of states costs about one pass: on an H200, {GPU_MEASURED}."
     if cost["source"] == "measured":  # the forwards' cost curve
         where = "measured there" if recorded else "measured on this machine"
         lead = (f"{place} a pass checking {cost['states']} states ({mean}) costs {cost['ratio']:.1f} plain "

@@ -234,7 +234,6 @@ def _losses(model: SpotDrafter, b: dict, mode: str) -> dict:
     return {"loss": ls, "set": ls}
 
 
-@torch.no_grad()
 def figures(d: dict) -> str:
     """A validation record for the log: "pos_acc@1 0.775 · keep_acc 0.981 · mix T=0 0.8, T=1 0.95" (no dicts)."""
     def one(v):
@@ -245,6 +244,7 @@ def figures(d: dict) -> str:
     return " · ".join(f"{k} {one(v)}" for k, v in d.items() if k != "mix_passes")  # (its own log line said those)
 
 
+@torch.no_grad()
 def evaluate_drafter(model: SpotDrafter, data: dict, mode: str) -> dict:
     """Exact: top-1 accuracy of the drafted position at depth 1 and k (teacher forcing), keep accuracy.
     Threshold: exact-set accuracy at depth 1 and 2. A depth no trajectory reaches (a block shorter than it) has no

@@ -61,8 +61,10 @@ OWN_PROMPT_JS = """() => { window.__svOwnPrompt = () => { const b = document.que
     for (const n of document.querySelectorAll('#sv-status .sv-run-this-note')) n.style.display = 'none'; };
   document.addEventListener('input', (e) => { if (e.target.closest && e.target.closest('#sv-prompt')) window.__svOwnPrompt(); },
                             true); }"""
+# an example or a replay on screen: "Run this example yourself" shown with it
+RUN_THIS_BACK = "const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';"
 # after an example or a replay, chosen far down the page: bring the status line (and the views under it) into view
-SHOW_JS = """() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = '';
+SHOW_JS = "() => { " + RUN_THIS_BACK + """
   const e = document.querySelector('#sv-status'); if (!e) return;
   const top = e.getBoundingClientRect().top;
   const how = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
@@ -371,8 +373,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
             # typed while it loaded had hidden it)
             demo.load(h.first_example, None, outs(SHOW_OUTPUTS), api_name=False, concurrency_limit=4,
                       concurrency_id="replay", show_progress="hidden").then(
-                None, js="() => { const b = document.querySelector('#sv-run-this'); if (b) b.style.display = ''; }",
-                queue=False)
+                None, js="() => { " + RUN_THIS_BACK + " }", queue=False)
     demo.queue(default_concurrency_limit=concurrency or (2 if gpu else 1), max_size=max_queue)
     return demo
 

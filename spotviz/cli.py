@@ -10,7 +10,7 @@
     python -m spotviz accuracy                     # answer accuracy of math-bd on held-out word problems
 
 Every command but trace runs torch on --threads N threads (else $SPOTVIZ_THREADS, else 1; 0 = all cores). Errors are one
-`error: ...` line, exit code 2.
+`error: ...` line, exit code 2 (Ctrl-C: one line, exit code 130; an interrupted bench keeps its finished rows).
 """
 from __future__ import annotations
 
@@ -275,6 +275,8 @@ def ignored_settings(cfg) -> list[str]:
         notes.append(f"--drafter-dir {cfg.drafter_dir} has no effect with --drafter training-free: it reads no files")
     if cfg.mode == "exact" and cfg.threshold != DecodeConfig.threshold:
         notes.append(f"--threshold {cfg.threshold:g} is read in threshold mode only (--mode threshold)")
+    if cfg.temperature == 0 and not cfg.coupled_noise and cfg.drafter != "none":
+        notes.append("--no-coupled-noise has no effect at --temperature 0: greedy decoding draws no noise")
     if cfg.mode == "threshold" and not cfg.cross_window and cfg.drafter != "none":
         notes.append("--no-cross-window has no effect in threshold mode: its trees always stop at their window's end")
     return notes
@@ -445,7 +447,7 @@ def cmd_train_drafter(a) -> int:
 def cmd_bench(a) -> int:
     from dataclasses import asdict
 
-    from .eval.bench import BenchConfig, run_bench, save, to_markdown
+    from .eval.bench import BenchConfig, BenchInterrupted, run_bench, save, to_markdown
 
     def budget_list(s):  # budgets separated by commas: whole numbers and "auto" (BenchConfig checks them); a
         return tuple(dict.fromkeys(_budget(x.strip()) for x in s.split(",") if x.strip()))  # repeat runs once
@@ -471,7 +473,14 @@ def cmd_bench(a) -> int:
                       drafters=tuple(dict.fromkeys(d.strip() for d in a.drafters.split(",") if d.strip())),
                       simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size)
     _writable(a.out, "--out", folder=True, hint=False)
-    res = run_bench(cfg, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
+    try:
+        res = run_bench(cfg, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))
+    except BenchInterrupted as stop:  # (Ctrl-C: the rows finished so far are kept, marked as such)
+        if not stop.result.rows:
+            raise KeyboardInterrupt("no bench row had finished; nothing written") from None
+        written = save(stop.result, a.out)
+        raise KeyboardInterrupt(f"the {len(stop.result.rows)} row(s) finished by then are in {written} and its "
+                                ".json") from None
     written = save(res, a.out)
     print(json.dumps(asdict(res)) if a.json else to_markdown(res))
     print(f"wrote {written} and its .json", file=sys.stderr)
@@ -485,6 +494,13 @@ def cmd_accuracy(a) -> int:
 
     if a.per_family < 1:
         raise ValueError(f"--per-family must be at least 1, got {a.per_family}")
+    from .errors import worded_with_flags
+    from .samplers.config import DecodeConfig, DecodeError
+
+    try:  # (checked before the model loads and the run starts)
+        DecodeConfig(gen_length=a.gen_length)
+    except DecodeError as e:
+        raise worded_with_flags(e, FLAGS) from None
     _writable(a.out, "--out", mkdir=True)
     target = load_target(a.model)
     from .embedded.prompts import trained_corpus
@@ -751,8 +767,9 @@ def main(argv=None) -> int:
 
 def reporting_errors(command) -> int:
     """command() (an exit status) with the command line's one shape of error: bad input, a model that cannot be
-    loaded, a bad trace or file, or running out of memory print one line `error: ...` and give status 2
-    (SPOTVIZ_DEBUG=1: the whole traceback). scripts/gpu_cost_curve.py and scripts/profile_pass.py report theirs
+    loaded, a bad trace or file, or running out of memory print one line `error: ...` and give status 2; Ctrl-C prints
+    one line too (with what was kept, where a command keeps something) and gives 130 (SPOTVIZ_DEBUG=1: the whole
+    traceback). scripts/gpu_cost_curve.py and scripts/profile_pass.py report theirs
     through it too."""
     from .registry import ModelLoadError
     from .samplers.config import DecodeError
@@ -765,6 +782,11 @@ def reporting_errors(command) -> int:
             raise
         print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, even if e spans several
         return 2
+    except KeyboardInterrupt as e:  # (Ctrl-C: one line, and what was kept, not a traceback; status 130 as a shell's)
+        if os.environ.get("SPOTVIZ_DEBUG"):
+            raise
+        print("error: interrupted (Ctrl-C)" + (f": {e}" if str(e) else ""), file=sys.stderr)
+        return 130
     except (MemoryError, RuntimeError) as e:  # (torch.OutOfMemoryError is a RuntimeError)
         if not isinstance(e, MemoryError) and type(e).__name__ != "OutOfMemoryError" or os.environ.get("SPOTVIZ_DEBUG"):
             raise

@@ -131,6 +131,7 @@ def test_replay_upload_sets_the_controls_and_bad_files_get_plain_messages(client
     # outputs: status, explainer, files (the shown-run state is not part of the API), then the controls of /run
     prompt, model, mode, tau, temperature, seed, gen_length, drafter = out[3:11]
     gen_length = gen_length["value"] if isinstance(gen_length, dict) else gen_length
+    prompt = prompt["value"] if isinstance(prompt, dict) else prompt  # (with its note: the model's)
     assert (prompt, seed, gen_length, drafter, mode) == (tiny_prompt, 3, 16, "none", "exact")
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something-else"}')
@@ -235,14 +236,32 @@ def test_switching_the_model_updates_banner_prompt_and_menu(app):
     assert "not available" in banner and "broken-model" in banner
     banner, prompt, menu = on_model(TINY, "my own prompt")
     assert "Model ready" in banner and TINY in banner
-    assert not isinstance(prompt, str)  # the visitor's own prompt stays (gr.skip)
+    assert "value" not in prompt  # the visitor's own prompt stays (no value sent)
+    # the note under the prompt box follows the model (it went on describing math-bd's word problems)
+    assert on_model("python-bd", "my own prompt")[1]["info"].startswith("python-bd continues Python code")
+    assert on_model(TINY, "my own prompt")[1]["info"] == ""
     ctx = on_model.__self__.ctx
     ctx.models.append("python-code")
     try:
         _, prompt, menu = on_model("python-code", PROMPT_EXAMPLES[0])
-        assert prompt == CODE_PROMPTS[0] and menu["choices"] == CODE_PROMPTS
+        assert prompt["value"] == CODE_PROMPTS[0] and menu["choices"] == CODE_PROMPTS
     finally:
         ctx.models.remove("python-code")
+
+
+def test_a_number_typed_outside_a_sliders_range_is_put_back_with_a_note(app):
+    """Temperature 5 typed in its box: the page ran T = 2 while the box still said 5. Let go, it becomes 2 and the
+    note says why; in range, the usual note comes back and no value is sent (a drag is never moved back)."""
+    from spotviz.ui.inputs import TEMPERATURE_INFO, TEMPERATURE_MAX
+
+    h = next(fn for fn in app[0].fns.values() if getattr(fn.fn, "__name__", "") == "on_model").fn.__self__
+    up = h.typed_in_range(5, 0.0, TEMPERATURE_MAX, TEMPERATURE_INFO)
+    assert up["value"] == 2.0 and up["info"] == "lowered to 2, the most it offers (you chose 5)"
+    up = h.typed_in_range(-1, 0.0, TEMPERATURE_MAX, TEMPERATURE_INFO)
+    assert up["value"] == 0.0 and up["info"] == "raised to 0, the least it offers (you chose -1)"
+    assert h.typed_in_range(0.7, 0.0, TEMPERATURE_MAX, TEMPERATURE_INFO) == {"__type__": "update", "info": TEMPERATURE_INFO}
+    for junk in ("5", None, True, float("nan")):
+        assert h.typed_in_range(junk, 0.0, TEMPERATURE_MAX, TEMPERATURE_INFO) == {"__type__": "update"}  # (skip)
 
 
 def test_an_example_of_another_model_brings_its_banner_and_prompt_menu(app, example_dir):
@@ -344,9 +363,9 @@ def test_switching_the_model_replaces_a_recorded_examples_prompt_and_keeps_the_v
     ctx.models.append("python-code")
     try:
         _, prompt, _ = on_model("python-code", tiny_prompt)
-        assert prompt == CODE_PROMPTS[0]
+        assert prompt["value"] == CODE_PROMPTS[0]
         _, prompt, _ = on_model("python-code", tiny_prompt + " and more")
-        assert not isinstance(prompt, str)  # (gr.skip: the visitor's own text)
+        assert "value" not in prompt  # (the visitor's own text stays)
     finally:
         ctx.models.remove("python-code")
 

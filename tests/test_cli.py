@@ -197,6 +197,48 @@ def test_running_out_of_memory_is_one_error_line_and_other_crashes_stay_tracebac
         main(["decode", "--model", str(tiny_block_dir), "--prompt", "x"])
 
 
+def test_ctrl_c_is_one_line_with_status_130(capsys, monkeypatch, tiny_block_dir):
+    """Ctrl-C printed a traceback of 40 lines and exit status 1, read as a crash."""
+    from spotviz import cli
+
+    def interrupted(a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "decode", cli.COMMANDS["decode"][:2] + (interrupted,))
+    code, out, err = run_main(capsys, "decode", "--model", str(tiny_block_dir), "--prompt", "x")
+    assert code == 130 and out == "" and error_line(err) == "error: interrupted (Ctrl-C)"
+
+
+def test_a_bench_stopped_by_ctrl_c_keeps_the_rows_it_finished(capsys, monkeypatch, tiny_block_dir, tmp_path):
+    """An interrupted bench wrote nothing: ten minutes of finished rows were lost. They are now written, marked."""
+    from spotviz.eval import bench
+
+    made = []
+    real_row = bench._row
+
+    def row(*args, **kw):  # (Ctrl-C while the third row is measured)
+        if len(made) == 2:
+            raise KeyboardInterrupt
+        made.append(1)
+        return real_row(*args, **kw)
+
+    monkeypatch.setattr(bench, "_row", row)
+    code, out, err = run_main(capsys, "bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length",
+                              "8", "--budgets", "2,4", "--temperatures", "0", "--no-transfer", "--out",
+                              str(tmp_path / "b"))
+    md = tmp_path / "b" / f"bench-{bench.file_stem(str(tiny_block_dir))}.md"
+    assert code == 130 and error_line(err) == f"error: interrupted (Ctrl-C): the 2 row(s) finished by then are in {md} and its .json"
+    data = json.loads(md.with_suffix(".json").read_text())
+    assert data["interrupted"] is True and len(data["rows"]) == 2
+    assert "**Interrupted** (Ctrl-C) after 2 rows" in md.read_text()
+    made[:] = [1, 1]  # (Ctrl-C during the first row: nothing written, and it says so)
+    code, out, err = run_main(capsys, "bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length",
+                              "8", "--budgets", "2", "--temperatures", "0", "--no-transfer", "--out",
+                              str(tmp_path / "c"))
+    assert code == 130 and error_line(err).endswith("no bench row had finished; nothing written")
+    assert not (tmp_path / "c").exists()
+
+
 @pytest.mark.parametrize("command, defaults", [
     ("decode", ["(default: 128)", "(default: exact)", "(default: 0.9)", "(default: none)", "(default: auto)",
                 "(default: math-bd)"]),
@@ -312,7 +354,10 @@ def test_decode_says_which_settings_the_run_does_not_read(capsys, tiny_block_dir
              (("--no-coupled-noise", "--min-path-prob", "0.5"),
               ["--no-coupled-noise, --min-path-prob 0.5 have no effect with --drafter none"]),
              (("--mode", "threshold", "--drafter", "training-free", "--budget", "4", "--no-cross-window"),
-              ["--no-cross-window has no effect in threshold mode"])]
+              ["--no-cross-window has no effect in threshold mode"]),
+             (("--drafter", "training-free", "--budget", "4", "--no-coupled-noise"),
+              ["--no-coupled-noise has no effect at --temperature 0"]),
+             (("--drafter", "training-free", "--budget", "4", "--no-coupled-noise", "--temperature", "1"), [])]
     for extra, said in cases:
         code, _, err = run_main(capsys, *base, *extra)
         notes = [ln.removeprefix("note: ") for ln in err.splitlines() if ln.startswith("note: --")]

@@ -232,6 +232,22 @@ def test_random_full_attention_model(mode, tau, targets, random_drafter):
                                    c.budget)
 
 
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_an_exact_decode_is_the_same_run_at_every_tau(T, tiny_block_target, random_drafter):
+    """tau is read in threshold mode only: the SPOT drafter reads tau among its inputs, so an exact run at tau 0.99
+    that fed it 0.99 drafted other trees than at 0.9 (the app's 'Run this example yourself' of an example recorded at
+    0.9 took 11 passes instead of 10). Every pass's tree and commits are the same at every tau."""
+    def run(tau):
+        c = cfg("exact", tau, T, seed=3, gen=32, budget=8, drafter="spot")
+        return decode_spot(tiny_block_target, PROMPTS[1], c, make_proposer("spot", random_drafter))
+    base = run(0.9)
+    assert base.meta.threshold == 0.9
+    for tau in (0.3, 0.99, 1.0):
+        other = run(tau)
+        assert other.meta.threshold == tau  # (the config as given is recorded)
+        assert [(p.tree, p.commits) for p in other.passes] == [(p.tree, p.commits) for p in base.passes]
+
+
 def test_threshold_mode_commits_sets(targets, random_drafter):
     """The peaked random model at tau 0.3 really commits multi-position sets, drafted and accepted as sets."""
     target = targets["random"]

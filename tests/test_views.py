@@ -223,6 +223,12 @@ def test_headline_passes_saved_first_then_wall_clock_with_the_measured_ceiling()
     assert s["kpis"][1]["small"].startswith("SPOT 20 ms vs standard 10 ms (")  # (0.03 s vs 0.03 s beside 1.22×)
     spot.counters.wall_s, base.counters.wall_s = 2.4, 1.2
     assert summary(spot, base)["kpis"][1]["small"].startswith("SPOT 2.40 s vs standard 1.20 s (")
+    # one timing under a second: both in ms (2.03 s vs 0.21 s is 9.67, not the 9.52 beside it); the slowdown is
+    # inverted before it is rounded (760 / 261 = 2.912: not 2.92 from a ratio rounded to 0.343 first)
+    spot.counters.wall_s, base.counters.wall_s = 2.03, 0.2133
+    assert summary(spot, base)["kpis"][1]["small"].startswith("SPOT 2030 ms vs standard 213 ms (")
+    spot.counters.wall_s, base.counters.wall_s = 0.760, 0.261
+    assert summary(spot, base)["kpis"][1]["big"] == "2.91× slower (wall-clock)"
     spot.counters.wall_s, base.counters.wall_s = 0.02, 0.01
     spot.counters.wall_s = 0.005  # 2.00x measured against a ceiling of 1.60x: the timing's noise, and it says so
     assert "more than that is the machine's timing noise" in summary(spot, base)["kpis"][1]["small"]

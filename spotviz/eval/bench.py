@@ -81,6 +81,15 @@ class BenchResult:
     window_bound: dict = field(default_factory=dict)
     drafters: str = ""  # where the drafters came from (drafter/store.drafters_used)
     config: dict = field(default_factory=dict)  # the BenchConfig it ran (to run it again)
+    interrupted: bool = False  # stopped (Ctrl-C) before its plan was done: the rows finished by then
+
+
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during run_bench, carrying the result so far (`result`: its finished rows) for the caller to keep."""
+
+    def __init__(self, result: BenchResult):
+        super().__init__(f"{len(result.rows)} row(s) finished")
+        self.result = result
 
 
 def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: None, spec_units: float = 1.0):
@@ -312,6 +321,22 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
         res.rows.append(row)
         log(f"{_fmt(row)}  [{progress.eta()}]")
 
+    try:
+        _measure(cfg, target, prompts, plan, res, curve, spec_units, row_done, progress, log)
+    except KeyboardInterrupt:
+        res.interrupted = True
+        res.seconds = time.time() - t_start
+        raise BenchInterrupted(res) from None
+    progress.close()
+    res.seconds = time.time() - t_start
+    return res
+
+
+def _measure(cfg, target, prompts, plan, res, curve, spec_units, row_done, progress, log) -> None:
+    """run_bench's measurements, into `res`: greedy quality, the previous pass's agreement, then the plan's rows
+    (each handed to row_done when finished)."""
+    gen_length, temperatures, threshold, drafter_dir = cfg.gen_length, cfg.temperatures, cfg.threshold, cfg.drafter_dir
+    P = len(prompts)
     res.quality = greedy_quality(target, prompts, gen_length)
     progress.tick(P)
     q = res.quality.get("summary") or {}
@@ -343,9 +368,6 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
                         drafter_dir=str(folder) if folder is not None else None)  # (auto's memory is per folder)
             row_done(_row(mode, t, r.drafter, r.budget, _run(target, prompts, c, proposers[key], progress.tick,
                                                              spec_units(r.budget)), base, curve, note=r.note))
-    progress.close()
-    res.seconds = time.time() - t_start
-    return res
 
 
 def _fmt(r: BenchRow) -> str:
@@ -371,6 +393,9 @@ def to_markdown(res: BenchResult) -> str:
              f"({res.device}, {res.threads} thread{'s' * (res.threads != 1)}"
              + (f", tau={res.threshold}" if any(r.mode == "threshold" for r in res.rows) else "")
              + f", {res.seconds / 60:.1f} min)", ""]
+    if res.interrupted:
+        lines += [f"**Interrupted** (Ctrl-C) after {len(res.rows)} row{'s' * (len(res.rows) != 1)}: the rows below are "
+                  "the ones finished by then.", ""]
     if res.simulated:
         lines += [f"**Simulated wall-clock**: every target forward was charged at the cost curve of {res.simulated} "
                   "(a virtual clock: this CPU's thread time outside the forwards, the curve's f(N) for each "

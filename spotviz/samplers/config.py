@@ -120,7 +120,12 @@ class DecodeConfig:
 
     @property
     def rule(self) -> DecisionRule:
-        return DecisionRule(self.mode, float(self.temperature), float(self.threshold))
+        """The decision rule. tau belongs to threshold mode: an exact run's rule holds the rule's default tau, whatever
+        the config says, so an exact decode is the same run at every tau (the drafters read tau among their inputs,
+        and their exact-mode trajectories were collected at the default)."""
+        if self.mode == "threshold":
+            return DecisionRule(self.mode, float(self.temperature), float(self.threshold))
+        return DecisionRule(self.mode, float(self.temperature))
 
 
 def trees_may_cross(cfg: DecodeConfig, info) -> bool:

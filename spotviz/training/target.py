@@ -239,51 +239,59 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         if ckpt.exists():
             shutil.rmtree(ckpt)
         os.replace(tmp, ckpt)
+        saved["step"] = state["step"]
 
+    saved = {"step": state["step"] if (ckpt / "model.safetensors").exists() else None}  # (the checkpoint on disk)
     model.train()
     t_last = time.time()
     from tqdm import tqdm
 
     bar = tqdm(total=1000, desc=f"train {cfg.attention}", unit="‰", mininterval=5, disable=None)
     ema = None
-    while progress() < 1.0:
-        for g in opt.param_groups:
-            g["lr"] = lr_at(cfg, state["step"], progress())
-        x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size, cfg.batch_tokens)
-        noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
-        if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
-            tmask = block_training_mask(x.shape[1], cfg.block_size, device)
-        runs = None if results is None else results.runs(x)  # (one scan of the rows serves focus and weights)
-        if cfg.result_focus:
-            focus = results.focus(x, cfg.result_focus, gen, runs)
-            m = torch.where(focus.any(1, keepdim=True), focus, m)
-            noised = torch.where(m, torch.full_like(x, mcfg.mask_token_id), x)
-        weight = None if cfg.result_weight == 1.0 else 1.0 + (cfg.result_weight - 1.0) * runs[0].float()
-        loss = masked_loss(model, x, noised, m, tmask, amp, weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        now = time.time()
-        state["elapsed"] += now - t_last
-        t_last = now
-        state["step"] += 1
-        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
-        bar.n = int(1000 * min(progress(), 1.0))
-        bar.set_postfix(step=state["step"], loss=f"{ema:.3f}", refresh=False)
-        bar.update(0)
-        if state["step"] % cfg.eval_every == 0:
-            vl = evaluate(model, val, cfg, amp=amp)
-            state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
-                                     "val_loss": vl})
-            done = max(progress(), 1e-9)
-            log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"
-                f"  ({vl / math.log(2):.2f} bits/token)  [{100 * min(done, 1):.0f}% done, ETA "
-                f"{state['elapsed'] * (1 - min(done, 1)) / done / 60:.1f} min]")
-            t_last = time.time()
-        if state["step"] % cfg.checkpoint_every == 0:
-            save_checkpoint()
-            t_last = time.time()
+    try:
+        while progress() < 1.0:
+            for g in opt.param_groups:
+                g["lr"] = lr_at(cfg, state["step"], progress())
+            x, maskable = sample_windows(train, cfg.batch_size, cfg.seq_len, gen, cfg.block_size, cfg.batch_tokens)
+            noised, m = noise_batch(cfg, x, mcfg.mask_token_id, gen, None if cfg.noise_questions else maskable)
+            if tmask is not None and tmask.shape[-1] != 2 * x.shape[1]:  # rows of another length bucket
+                tmask = block_training_mask(x.shape[1], cfg.block_size, device)
+            runs = None if results is None else results.runs(x)  # (one scan of the rows serves focus and weights)
+            if cfg.result_focus:
+                focus = results.focus(x, cfg.result_focus, gen, runs)
+                m = torch.where(focus.any(1, keepdim=True), focus, m)
+                noised = torch.where(m, torch.full_like(x, mcfg.mask_token_id), x)
+            weight = None if cfg.result_weight == 1.0 else 1.0 + (cfg.result_weight - 1.0) * runs[0].float()
+            loss = masked_loss(model, x, noised, m, tmask, amp, weight)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            now = time.time()
+            state["elapsed"] += now - t_last
+            t_last = now
+            state["step"] += 1
+            ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
+            bar.n = int(1000 * min(progress(), 1.0))
+            bar.set_postfix(step=state["step"], loss=f"{ema:.3f}", refresh=False)
+            bar.update(0)
+            if state["step"] % cfg.eval_every == 0:
+                vl = evaluate(model, val, cfg, amp=amp)
+                state["history"].append({"step": state["step"], "minutes": state["elapsed"] / 60, "train_loss": ema,
+                                         "val_loss": vl})
+                done = max(progress(), 1e-9)
+                log(f"step {state['step']}  {state['elapsed'] / 60:.1f} min  train {ema:.3f}  val {vl:.3f}"
+                    f"  ({vl / math.log(2):.2f} bits/token)  [{100 * min(done, 1):.0f}% done, ETA "
+                    f"{state['elapsed'] * (1 - min(done, 1)) / done / 60:.1f} min]")
+                t_last = time.time()
+            if state["step"] % cfg.checkpoint_every == 0:
+                save_checkpoint()
+                t_last = time.time()
+    except KeyboardInterrupt:  # (Ctrl-C: not saved now, mid-step; the last checkpoint is what is kept)
+        bar.close()
+        raise KeyboardInterrupt(f"the checkpoint of step {saved['step']} in {ckpt} resumes it (the same command)"
+                                if saved["step"] is not None else
+                                f"before the first checkpoint (every {cfg.checkpoint_every} steps): nothing kept") from None
     bar.close()
     save_checkpoint()
     vl = evaluate(model, val, cfg, n=256)

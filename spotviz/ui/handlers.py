@@ -21,7 +21,7 @@ from ..views.timeline import timeline
 from .examples import load_example
 from .files import TraceFiles, load_uploads
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, \
-    TEMPERATURE_MAX, parse_run_inputs, plan_run, prompts_for
+    TEMPERATURE_MAX, parse_run_inputs, plan_run, prompt_info, prompts_for
 from .comparison import RunsBefore
 from .runner import ModelStore, decode_events
 from .session import LiveSession
@@ -167,7 +167,7 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
     """The control values that reproduce the run of `meta` (models or budgets the menus lack are left as they are)."""
     model = meta.model if meta.model in ctx.models else ctx.default_model
     top = ctx.gen_top(model, meta.prompt)  # the recorded length, if the model that will run has room for it
-    out = {"prompt": meta.prompt, "mode": meta.mode, "temperature": min(meta.temperature, TEMPERATURE_MAX),
+    out = {"prompt": gr.update(value=meta.prompt, info=prompt_info(model)), "mode": meta.mode, "temperature": min(meta.temperature, TEMPERATURE_MAX),
            "seed": meta.seed, "gen_length": gr.update(value=min(meta.gen_length, top), maximum=top, info=GEN_INFO),
            "wanted_length": meta.gen_length,
            "drafter": meta.drafter if meta.drafter in DRAFTER_ORDER else gr.skip(), "coupled": meta.coupled_noise,
@@ -377,6 +377,20 @@ class Handlers:
         c = controls_of(run_meta, self.ctx, bool(shown.get("race")))
         return [c.get(n, gr.skip()) for n in FILL_OUTPUTS]
 
+    @staticmethod
+    def typed_in_range(value, lo: float, hi: float, info: str):
+        """A slider let go (its box left, the slider released) with a raw value: a number typed outside the range
+        [lo, hi] is put back in it and the note says so (the page sent the clamped number while the box still showed
+        the typed one: 5 typed, T = 2 run); in range, the slider's usual note (no value: a drag is never moved back)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            return gr.skip()
+        if lo <= value <= hi:
+            return gr.update(info=info)
+        low = value < lo
+        to = lo if low else hi
+        return gr.update(value=to, info=f"{'raised' if low else 'lowered'} to {to:g}, the {'least' if low else 'most'} "
+                                        f"it offers (you chose {value:g})")
+
     def chosen_length(self, value):
         """The generation length the visitor chose (a raw slider value; typed, it may be outside the slider's range:
         cap_length then says what it became), kept for cap_length; anything else: no change."""
@@ -430,8 +444,9 @@ class Handlers:
         prompts = prompts_for(model)
         others = ({p for m in self.ctx.models for p in prompts_for(m)}
                   | {p for p, m in self.ctx.example_prompts().items() if m != model}) - set(prompts)
-        new_prompt = prompts[0] if (not isinstance(prompt, str) or not prompt.strip() or prompt in others) \
-            else gr.skip()
+        replace_it = not isinstance(prompt, str) or not prompt.strip() or prompt in others
+        new_prompt = gr.update(value=prompts[0], info=prompt_info(model)) if replace_it \
+            else gr.update(info=prompt_info(model))  # (the visitor's own prompt stays: no value sent)
         return (banner_for(self.ctx.store, model), new_prompt, gr.update(choices=prompts, value=None))
 
     @staticmethod
@@ -454,12 +469,14 @@ class Handlers:
         return info, gr.skip(), budget
 
 
-def startup_banner(store: ModelStore, models: list[str], default_model: str, check_model: bool) -> tuple[str, str]:
-    """The model banner and the default model (the first other model that loads if the default does not)."""
+def startup_banner(store: ModelStore, models: list[str], default_model: str,
+                   check_model: bool) -> tuple[str, str, str | None]:
+    """The model banner, the default model (the first other model that loads if the default does not) and, where
+    the default did not load, why (else None)."""
     if not check_model:
-        return status_html(f"Model {default_model} loads on the first run.", "info"), default_model
+        return status_html(f"Model {default_model} loads on the first run.", "info"), default_model, None
     try:
-        return status_html("Model ready: " + store.describe(default_model), "ok"), default_model
+        return status_html("Model ready: " + store.describe(default_model), "ok"), default_model, None
     except Exception as e:  # noqa: BLE001 - any load problem is shown, the app still starts
         problem = f"The model {default_model!r} is not available: {e}."
         banner = status_html(problem + " You can still replay the example traces and trace files below.", "err")
@@ -472,8 +489,8 @@ def startup_banner(store: ModelStore, models: list[str], default_model: str, che
                 ready = store.describe(fb)
             except Exception:  # noqa: BLE001 - try the next one
                 continue
-            return statuses_html([(problem, "err"), (f"Using {fb} instead. Model ready: {ready}", "ok")]), fb
-        return banner, default_model
+            return statuses_html([(problem, "err"), (f"Using {fb} instead. Model ready: {ready}", "ok")]), fb, problem
+        return banner, default_model, problem
 
 
 __all__ = ["AUTO", "AppContext", "CONTROLS", "Handlers", "Outputs", "RUN_OUTPUTS", "SHOW_OUTPUTS", "compact_session",

@@ -54,6 +54,7 @@ RACE_BASELINES = [d for d in ("training-free", "calibrated") if d in DRAFTERS]  
 # what each baseline is, in the race's few words (a first visitor met the names there before the drafter menu's help)
 BASELINE_GLOSS = {"training-free": "training-free (guesses by the model's own confidence)",
                   "calibrated": "calibrated (a fixed template of likely orders)"}
+TEMPERATURE_INFO = "0: greedy (the likeliest token every time); above 0: sampled, more freely the higher it is"
 TEMPERATURE_MAX = 2.0  # the temperature slider's range (the library's limit, samplers.config.MAX_TEMPERATURE, is higher)
 GEN_STEP = 8
 
@@ -74,9 +75,19 @@ MODEL_ABOUT = {
 }
 
 
-# under the prompt box (the app's default model; the Model box in Settings describes each model)
+# under the prompt box: what to type for the model chosen (the Model box in Settings describes each model)
 PROMPT_INFO = {"math-bd": "math-bd knows grade-school word problems; other text gets a confident wrong answer "
-                          "(SPOT's is the standard decoder's, word for word)"}
+                          "(SPOT's is the standard decoder's, word for word)",
+               "python-bd": "python-bd continues Python code: start a function, a class or a statement",
+               "shakespeare-bd": "shakespeare-bd continues play text: a speaker's name in capitals, a full stop, a new "
+                                 "line, then the first words of a line if you like",
+               "shakespeare-mdlm": "shakespeare-mdlm continues play text: a speaker's name in capitals, a full stop, a "
+                                   "new line, then the first words of a line if you like"}
+
+
+def prompt_info(model: str) -> str:
+    """The note under the prompt box for `model` (none for a published model or a folder: its own card says)."""
+    return PROMPT_INFO.get(str(model), "")
 
 
 def prompts_for(model: str) -> list[str]:

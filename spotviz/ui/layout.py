@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -20,8 +21,8 @@ from .explainer import Explainer
 from .files import TraceFiles
 from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
-from .inputs import APP_TAU, AUTO, BASELINE_GLOSS, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, PROMPT_INFO, \
-    RACE_BASELINES, STRICTER_TAU, TAU_INFO, TEMPERATURE_MAX, prompts_for
+from .inputs import APP_TAU, AUTO, BASELINE_GLOSS, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, \
+    RACE_BASELINES, STRICTER_TAU, TAU_INFO, TEMPERATURE_INFO, TEMPERATURE_MAX, prompt_info, prompts_for
 from .runner import ModelStore, has_gpu, measure_cost_curve_ahead, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
@@ -230,7 +231,14 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     store = ModelStore(loader, drafter_dirs)  # (its banner says whose drafters run; runs use them)
     gen_default, gen_max = (128, 512) if gpu else (64, 256)
     budgets = [AUTO] + [b for b in BUDGETS if b >= 2]
-    banner, default_model = startup_banner(store, models, default_model, check_model)
+    asked = default_model
+    banner, default_model, problem = startup_banner(store, models, default_model, check_model)
+    if problem:  # (said on the terminal too: there a deployment of a model that does not load looked fine)
+        served = f"the app serves {default_model} instead" if default_model != asked else "no other model loads either"
+        print(f"warning: {' '.join(problem.split()).rstrip('.')}; {served} (the page's banner says so too)",
+              file=sys.stderr, flush=True)
+        if default_model != asked:
+            models.remove(asked)  # (the menu offers what loads)
     if curve_ahead:
         measure_cost_curve_ahead(store, default_model)
     ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
@@ -248,7 +256,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         with gr.Row(equal_height=False, elem_id="sv-main-row"):
             with gr.Column(scale=1, min_width=290, elem_id="sv-controls"):
                 prompt = gr.Textbox(label="Prompt", value=first_prompt, lines=3, max_lines=12, elem_id="sv-prompt",
-                                    info=PROMPT_INFO.get(default_model, ""))
+                                    info=prompt_info(default_model))
                 prompt_pick = gr.Dropdown(prompts_for(default_model), value=None, label="Prompts to try",
                                           elem_id="sv-prompt-pick")
                 with gr.Row(elem_id="sv-run-row"):
@@ -285,7 +293,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     tau = gr.Slider(0.05, 1.0, value=APP_TAU, step=0.01, label="tau (threshold)", visible=False,
                                     info=TAU_INFO, elem_id="sv-tau")
                     temperature = gr.Slider(0.0, TEMPERATURE_MAX, value=0.0, step=0.05, label="Temperature",
-                                            elem_id="sv-temperature")
+                                            info=TEMPERATURE_INFO, elem_id="sv-temperature")
                     seed = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="sv-seed",
                                      info="at T > 0 the seed fixes the sampling noise; SPOT and the standard decoder "
                                           "share it, so each seed gives one text, the same for both")
@@ -365,6 +373,11 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                          preprocess=False)
         gen_length.release(h.typed_length, capping, [gen_length, wanted_length], api_name=False, queue=False,
                            preprocess=False)
+        # (a number typed outside a slider's range: put back in it, and its note says so)
+        temperature.release(lambda v: h.typed_in_range(v, 0.0, TEMPERATURE_MAX, TEMPERATURE_INFO), [temperature],
+                            [temperature], api_name=False, queue=False, preprocess=False)
+        tau.release(lambda v: h.typed_in_range(v, 0.05, 1.0, TAU_INFO), [tau], [tau], api_name=False, queue=False,
+                    preprocess=False)
         demo.load(None, js=NARROW_JS, queue=False)
         demo.load(None, js=PICK_JS, queue=False)
         demo.load(None, js=OWN_PROMPT_JS, queue=False)

@@ -58,9 +58,10 @@ def speed_words(r: float) -> str:
 
 
 def two_timings(a: float, b: float) -> tuple[str, str]:
-    """Two wall-clock timings in one unit, precise enough that their ratio shows: milliseconds where both are under
-    a second ("28 ms" and "34 ms", not "0.03 s" and "0.03 s" beside "1.22× slower"), else seconds."""
-    if max(a, b) < 1:
+    """Two wall-clock timings in one unit, precise enough that their ratio shows: milliseconds where either is under
+    a second ("28 ms" and "34 ms", not "0.03 s" and "0.03 s" beside "1.22× slower"; "2030 ms" and "213 ms", not
+    "2.03 s" and "0.21 s" beside "9.52× slower"), else seconds."""
+    if min(a, b) < 1:
         return f"{1000 * a:.0f} ms", f"{1000 * b:.0f} ms"
     return f"{a:.2f} s", f"{b:.2f} s"
 
@@ -243,7 +244,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
         drafted = drafted_passes(main)
         out.update({"base_passes": b.target_passes, "saved": b.target_passes - c.target_passes,
                     "ratio": round(b.target_passes / max(c.target_passes, 1), 4), "base_wall": round(b.wall_s, 4),
-                    "wall_ratio": round(b.wall_s / c.wall_s, 3) if c.wall_s > 0 else None,
+                    "wall_ratio": round(b.wall_s / c.wall_s, 4) if c.wall_s > 0 else None,  # (4 decimals: said inverted)
                     "identical": identical_output(main, base), "cost": cost_of_trees(main, base)})
         kpis.append({"big": f"{out['saved']} target pass{'' if out['saved'] == 1 else 'es'} saved",
                      "small": f"{c.target_passes} instead of {b.target_passes} ({times(out['ratio'])}× fewer)"

@@ -422,8 +422,10 @@
                                : SV.plural(R.end, 'token') + ' of text, then end-of-text; ') +
           n + ' slots committed' + rate;
       } else {
-        L.foot.textContent = kk ? n + ' of ' + R.meta.gen + ' slots committed after ' +
-          SV.plural(kk, 'target pass', 'target passes') + rate : 'the prompt alone: ' + R.meta.gen + ' slots to fill';
+        // (up to: a run ends with the block where its text ends, often well before the length asked for)
+        L.foot.textContent = kk ? n + ' slots committed after ' + SV.plural(kk, 'target pass', 'target passes') + rate +
+          ' (of up to ' + R.meta.gen + ')' : 'the prompt alone: up to ' + R.meta.gen + ' slots to fill (a run ends ' +
+          'with the block where its text ends)';
       }
       if (L.srAt === L.foot.textContent) return;   // (the sentence follows the lane's pass, not every paint)
       L.srAt = L.foot.textContent;
@@ -435,8 +437,8 @@
         said += sl.textContent;
       }
       L.sr.textContent = SV.runTitle(S, R)[0] + (kk ? ', after pass ' + kk : ', before pass 1') + ': ' +
-        L.foot.textContent + '; ' + drafted +
-        ' drafted and accepted, ' + own + " the model's own decisions. Text so far: " +
+        L.foot.textContent + '; ' + SV.plural(drafted, 'slot') + ' drafted and accepted, ' +
+        own + ' decided by the model itself. Text so far: ' +
         said.replace(/∎+/g, ' (end of text) ');
     }
     function highlight(slots, on) {

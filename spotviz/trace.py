@@ -242,6 +242,12 @@ class Trace:
         for v in (c.mean_accepted_length, c.wall_s, c.tokens_per_s):
             if not math.isfinite(v) or v < 0:
                 raise TraceError("inconsistent counters: negative or non-finite value")
+        if self.token_text:  # (a trace lists the text of every id it holds: an id without one was not decoded)
+            stray = next((t for t in [*self.tokens, *(cm.token for p in self.passes for cm in p.commits)]
+                          if str(t) not in self.token_text), None)
+            if stray is not None:
+                raise TraceError(f"token id {stray} is not among the trace's token_text ids: not a token this run "
+                                 "decoded")
 
     # ----------------------------------------------------------- helpers
     def label(self, token: int) -> str:

@@ -152,6 +152,26 @@ def test_narrow_windows_are_bit_identical_in_a_batch(tiny_targets):
                 assert torch.equal(target.forward(states[i: i + 1], lo, n, cache).logits[0], batched[i]), (width, i)
 
 
+def test_whole_sequences_of_a_few_tokens_are_bit_identical_in_a_batch(tiny_targets, monkeypatch):
+    """A prompt of one token and a generation of 1-2 under full attention: the whole sequence is 2-3 positions, and
+    a one-row pass multiplied matrices of 2-3 rows (shakespeare-mdlm, T = 1, gen_length 2: SPOT wrote another token
+    than the standard decoder). The forward keeps enough rows (targets/base.enough_rows); the load-time probe tries
+    such a sequence."""
+    for target in tiny_targets.values():
+        g = torch.Generator().manual_seed(2)
+        for n in (2, 3):
+            states = torch.randint(3, target.info.vocab_size, (6, n), generator=g)
+            batched = target.forward(states, 1, n, target.empty_cache()).logits
+            for i in range(6):
+                assert torch.equal(target.forward(states[i: i + 1], 1, n, target.empty_cache()).logits[0], batched[i])
+        lengths = []
+        real = type(target).forward
+        monkeypatch.setattr(type(target), "forward", lambda self, s, *a: lengths.append(s.shape[1]) or real(self, s, *a))
+        batch_invariance(target)
+        monkeypatch.undo()
+        assert 2 in lengths
+
+
 def test_one_time_checks_and_set_up_are_kept_out_of_the_run_s_wall_time(fp32_unchecked, tiny_prompt, monkeypatch):
     """A first run in a process checks each new pass shape (and loads its drafter): one-time work, which the
     headline's wall-clock ratio must not charge to the run. It is counted in RunMeta.outside_s instead."""

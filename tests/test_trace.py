@@ -192,6 +192,13 @@ def test_inconsistent_commit_count(d):
     expect(d, "inconsistent counters: commits")
 
 
+def test_a_token_id_the_run_did_not_decode(d):
+    """A tampered id (999999, in no vocabulary) was replayed and rendered without a word."""
+    assert d["token_text"]
+    d["tokens"][0] = 999999
+    expect(d, "token id 999999 is not among the trace's token_text ids")
+
+
 def test_position_committed_twice(d):
     first = d["passes"][0]["commits"][0]
     d["passes"][-1]["commits"].append(dict(first))

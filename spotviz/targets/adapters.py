@@ -11,7 +11,7 @@ import inspect
 
 import torch
 
-from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo, apply_chat_template
+from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo, apply_chat_template, enough_rows
 
 class _PrefixView:
     """Stands in for a transformers cache during one forward: each attention layer's `update(k, v, layer)`
@@ -172,11 +172,11 @@ class FullAttentionTarget(PublishedTarget):
     def forward(self, states: torch.Tensor, lo: int, hi: int, cache: PrefixCache) -> ForwardOutput:
         states = states.to(self.device)
         self._check_window(states, lo, hi)
-        n = states.shape[1]
+        rows, n = states.shape
         mask = torch.zeros(1, 1, n, n, dtype=self.dtype, device=self.device)  # everyone sees everyone
         pos = torch.arange(n, device=self.device)[None]
-        hidden = self.backbone(input_ids=states, attention_mask=mask, position_ids=pos,
-                               use_cache=False).last_hidden_state
+        hidden = self.backbone(input_ids=enough_rows(states), attention_mask=mask, position_ids=pos,
+                               use_cache=False).last_hidden_state[:rows]  # (a sequence of a few tokens: base.py)
         # the head only on the window, widened to a block's width: a one-row pass of a narrow window would
         # otherwise multiply a matrix of one or two rows, not bit-identical to a batch's (targets/invariance.py)
         width = max(hi - lo, min(self.info.block_size, n))
@@ -196,5 +196,5 @@ class MaskedLMTarget(PublishedTarget):
     def forward(self, states: torch.Tensor, lo: int, hi: int, cache: PrefixCache) -> ForwardOutput:
         states = states.to(self.device)
         self._check_window(states, lo, hi)
-        logits = self.model(input_ids=states).logits
+        logits = self.model(input_ids=enough_rows(states)).logits[:states.shape[0]]  # (a few tokens: base.py)
         return ForwardOutput(logits[:, self._source_positions(lo, hi)].float(), start=0)

@@ -20,7 +20,7 @@ import warnings
 import torch
 
 from ..embedded.modeling import SpotDLMForMaskedLM, block_causal_mask
-from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo, apply_chat_template
+from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo, apply_chat_template, enough_rows
 
 
 class _BlockForward(torch.nn.Module):
@@ -130,8 +130,9 @@ class EmbeddedTarget(DiffusionTarget):
     def forward(self, states: torch.Tensor, lo: int, hi: int, cache: PrefixCache) -> ForwardOutput:
         states = states.to(self.device)
         if self.info.attention == "full":
+            rows = states.shape[0]
             pos = torch.arange(states.shape[1], device=self.device).unsqueeze(0)
-            logits = self._run((states, pos))[:, lo:hi]  # every pass sees the whole sequence
+            logits = self._run((enough_rows(states), pos))[:rows, lo:hi]  # every pass: the whole sequence
             return ForwardOutput(logits.float(), start=0)
         start = cache.length
         if not (start <= lo and start % self.info.block_size == 0):
@@ -160,13 +161,11 @@ class EmbeddedTarget(DiffusionTarget):
         positions [0, a) (shared [1, ...] or per row): (logits [rows, b - a, V], their keys/values per layer, flat)."""
         rows = ids.shape[0]
         pos, mask = self._inputs(a, b)
-        if rows * (b - a) < self.info.block_size:  # a ragged last block of a few positions: BLAS multiplies a matrix
-            # of 1-3 rows differently from a batch's (not bit-identical, targets/invariance.py), so the rows are
-            # repeated up to a block's worth and the first `rows` kept (the same computation per row)
-            reps = -(-self.info.block_size // (rows * (b - a)))
-            ids = ids.repeat(reps, 1)
+        more = enough_rows(ids)  # (a ragged last block of a few positions: repeated rows, base.enough_rows)
+        if more.shape[0] > rows:  # (per-row keys/values are repeated with their rows)
+            reps = more.shape[0] // rows
             past = tuple(x.repeat(reps, 1, 1, 1) if x.shape[0] > 1 else x for x in past)
-        logits, flat = self._run((ids, pos, mask, past))
+        logits, flat = self._run((more, pos, mask, past))
         return logits[:rows], tuple(x[:rows] for x in flat)
 
     def extend_cache(self, cache: PrefixCache, out: ForwardOutput, row: int, upto: int) -> PrefixCache:

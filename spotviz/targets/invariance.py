@@ -10,8 +10,8 @@ batch size, bfloat16 ones are not (a batch of 32 differs in every row).
 
 1. probe: random states (half of the window masked), batched passes of `PROBE_BATCHES` rows vs one-row passes
    of the first, second, middle and last rows, for a full window and for a row that ends one position into the
-   window (a ragged last block), without a cache and, for block targets, against a shared prefix cache;
-   `torch.equal` per row;
+   window (a ragged last block), without a cache and, for block targets, against a shared prefix cache, and for a
+   whole sequence of two tokens; `torch.equal` per row;
 2. a low-precision model (whatever its probe found: only float32 is guaranteed) is rebuilt upcast to float32
    (a batch-invariant computation on the CPU) and probed again;
 3. if it still fails, keep it and mark the target: `info.batch_invariant = False`, and the runs carry "identity
@@ -81,12 +81,15 @@ def batch_invariance(target: DiffusionTarget, batches=PROBE_BATCHES, seed: int =
     if target.info.attention == "block" and lo > 0:
         first = target.forward(states[:1], 0, lo, target.empty_cache())
         caches.append(target.extend_cache(target.empty_cache(), first, 0, lo))
-    # a full window, and a row that ends one position into the window (a ragged last block, a narrow window)
-    probes = [(states, cache, hi) for cache in caches] + [(states[:, : lo + 1], cache, lo + 1) for cache in caches]
+    # a full window, a row that ends one position into the window (a ragged last block, a narrow window), and a
+    # whole sequence of two tokens (a prompt of one token and one to generate: a few positions per call)
+    probes = ([(states, cache, lo, hi) for cache in caches]
+              + [(states[:, : lo + 1], cache, lo, lo + 1) for cache in caches]
+              + [(states[:, :2], target.empty_cache(), 1, 2)])
     worst, differing, probed = 0.0, 0, 0
     checked = {b: sorted({0, 1, b // 2, b - 1} & set(range(b))) for b in batches}  # a batch kernel that differs
     needed = sorted(set().union(*checked.values()))  # differs in (nearly) every row: a few rows per batch suffice
-    for rows_of, cache, hi in probes:
+    for rows_of, cache, lo, hi in probes:
         single = {i: target.forward(rows_of[i: i + 1], lo, hi, cache).logits[0] for i in needed}
         for b in batches:
             batched = target.forward(rows_of[:b], lo, hi, cache).logits

@@ -466,6 +466,10 @@ def test_the_observed_ceiling_prices_a_run_at_its_forwards_and_a_standard_passs_
     assert observed_pass_cost(std, run) == pytest.approx((0.012 + 0.001) / 0.006)
     assert observed_ceiling(std, slower) == pytest.approx((10 / 4) / observed_pass_cost(std, slower))
     assert observed_pass_cost(std, run + [P(wall_s=0.01, forward_s=0.0)]) is None
+    # a pass never costs less than a standard pass: forwards timed faster than the standard decoder's are noise
+    # (a run that saved no pass had a ceiling of 1.57x)
+    quick = [P(wall_s=0.004, forward_s=0.003)] * 10
+    assert observed_pass_cost(std, quick) == 1.0 and observed_ceiling(std, quick) == 1.0
 
 
 def test_runs_at_another_block_size_are_not_compared():

@@ -72,8 +72,10 @@ SHOW_JS = "() => { " + RUN_THIS_BACK + """
   if (top < 0 || top > window.innerHeight * 0.6) e.scrollIntoView({behavior: how, block: 'start'}); }"""
 
 HEADER = """
-<div class="sv-header"><h1 class="sv-title">spotviz</h1> <span>lossless speculative decoding for diffusion language models: a small
-drafter guesses which slots the model will fill next, and one model pass checks all the guesses at once.</span></div>
+<div class="sv-header"><h1 class="sv-title">spotviz</h1> <span>watch <b>SPOT</b> (Speculating Positions Order Trajectory,
+<a href="https://arxiv.org/abs/2610.22543" target="_blank" rel="noopener">the paper</a>), lossless speculative decoding for
+diffusion language models: a small drafter guesses which slots the model will fill next, and one model pass checks all
+the guesses at once.</span></div>
 """
 
 APP_CSS = """

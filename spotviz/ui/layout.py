@@ -72,14 +72,15 @@ SHOW_JS = "() => { " + RUN_THIS_BACK + """
   if (top < 0 || top > window.innerHeight * 0.6) e.scrollIntoView({behavior: how, block: 'start'}); }"""
 
 HEADER = """
-<div class="sv-header"><h1 class="sv-title">spotviz</h1> <span>watch <b>SPOT</b> (Speculating Positions Order Trajectory,
-<a href="https://arxiv.org/abs/2610.22543" target="_blank" rel="noopener">the paper</a>), lossless speculative decoding for
-diffusion language models: a small drafter guesses which slots the model will fill next, and one model pass checks all
-the guesses at once.</span></div>
+<div class="sv-header"><h1 class="sv-title">spotviz</h1> <span>watch <b>SPOT</b> (<a href="https://arxiv.org/abs/2610.22543"
+target="_blank" rel="noopener" title="the paper, on arXiv">Speculating Positions Order Trajectory</a>), lossless speculative
+decoding for diffusion language models: a small drafter guesses which slots the model will fill next, and one model
+pass checks all the guesses at once.</span></div>
 """
 
 APP_CSS = """
 .sv-header { font-size: 14px; color: var(--body-text-color-subdued, #52525b); }
+.sv-header a { padding: 0 !important; margin: 0 !important; color: inherit; text-decoration: underline dotted; }
 .sv-header .sv-title { display: inline; font-size: 22px; font-weight: 700; margin: 0 8px 0 0; padding: 0; border: 0;
   color: var(--body-text-color, #222); }
 .sv-status { font-size: 14px; padding: 6px 10px; border-radius: 8px; }

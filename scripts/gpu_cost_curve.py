@@ -155,6 +155,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from spotviz.cli import reporting_errors  # (bad input, a device or model that cannot be used: one line)
+    from spotviz.cli import exit_with, reporting_errors  # (bad input, a device or model that cannot be used: one line)
 
-    raise SystemExit(reporting_errors(main))
+    exit_with(reporting_errors(main))

@@ -282,6 +282,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    from spotviz.cli import reporting_errors  # (bad input, a model that cannot be loaded: one line)
+    from spotviz.cli import exit_with, reporting_errors  # (bad input, a model that cannot be loaded: one line)
 
-    raise SystemExit(reporting_errors(lambda: main() or 0))
+    exit_with(reporting_errors(lambda: main() or 0))

@@ -1,4 +1,4 @@
-from .cli import main
+from .cli import exit_with, main
 
 if __name__ == "__main__":  # (worker processes that import this module run nothing)
-    raise SystemExit(main())
+    exit_with(main())

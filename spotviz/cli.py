@@ -765,6 +765,21 @@ def main(argv=None) -> int:
     return reporting_errors(command)
 
 
+INTERRUPTED = 130  # the status after Ctrl-C (128 + SIGINT, as a shell reports a process that SIGINT ended)
+
+
+def exit_with(status: int):
+    """End the process with `status` (a command's, from main or reporting_errors); after Ctrl-C (INTERRUPTED) by
+    SIGINT itself, as Python ends on an interrupt it does not catch, so that a shell loop around the command stops
+    too (bash goes on after a child that merely exited 130). The one-line message was printed already."""
+    if status == INTERRUPTED and os.name == "posix":
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    raise SystemExit(status)
+
+
 def reporting_errors(command) -> int:
     """command() (an exit status) with the command line's one shape of error: bad input, a model that cannot be
     loaded, a bad trace or file, or running out of memory print one line `error: ...` and give status 2; Ctrl-C prints
@@ -785,8 +800,8 @@ def reporting_errors(command) -> int:
     except KeyboardInterrupt as e:  # (Ctrl-C: one line, and what was kept, not a traceback; status 130 as a shell's)
         if os.environ.get("SPOTVIZ_DEBUG"):
             raise
-        print("error: interrupted (Ctrl-C)" + (f": {e}" if str(e) else ""), file=sys.stderr)
-        return 130
+        print("error: interrupted (Ctrl-C)" + (f": {e}" if str(e) else ""), file=sys.stderr, flush=True)
+        return INTERRUPTED
     except (MemoryError, RuntimeError) as e:  # (torch.OutOfMemoryError is a RuntimeError)
         if not isinstance(e, MemoryError) and type(e).__name__ != "OutOfMemoryError" or os.environ.get("SPOTVIZ_DEBUG"):
             raise

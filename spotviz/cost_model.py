@@ -26,7 +26,7 @@ W the standard run's wall time, F the sums of forward times, P the pass counts: 
 their own forwards plus a standard pass's own work each (its decision and bookkeeping, which every pass needs),
 i.e. the run's ratio if drafting cost nothing. It is measured, so it carries the timing noise of one run. Per pass:
 
-    observed pass cost = (F_run / P_run + (W_std - F_std) / P_std) / (W_std / P_std)
+    observed pass cost = max(1, (F_run / P_run + (W_std - F_std) / P_std) / (W_std / P_std))
     observed ceiling   = (P_std / P_run) / observed pass cost
 
 what a pass of the run costs in standard passes, its drafting left out, and never less than one (a pass computes

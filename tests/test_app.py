@@ -646,7 +646,7 @@ def test_the_comparison_with_the_run_before_says_each_runs_speed_as_its_headline
     now = RunFigures(("same",), "auto", 0.99, 4, 6, 1 / 1.30)
     text = now.against(before)
     assert text.startswith(". Against your run before at tau 0.9: the same 4 passes (1.50× fewer than the "
-                           "standard decoder instead of 1.00×: the standard decoder took 6 now, 4 then)"), text
+                           "standard decoder instead of 1.00×: the standard decoder took 6 passes now, 4 then)"), text
     assert "1.30× slower where the run before drafted nothing (wall-clock, one timing each)" in text
     assert "1.94" not in text
     # (what did not change is said once: "4 passes instead of 4" read as if something had)

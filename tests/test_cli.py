@@ -209,6 +209,15 @@ def test_ctrl_c_is_one_line_with_status_130(capsys, monkeypatch, tiny_block_dir)
     assert code == 130 and out == "" and error_line(err) == "error: interrupted (Ctrl-C)"
 
 
+def test_accuracy_checks_its_length_before_it_loads_the_model(capsys, monkeypatch):
+    """It printed 'decoding 90 held-out problems ... up to 0 tokens each', then failed."""
+    import spotviz.registry
+
+    monkeypatch.setattr(spotviz.registry, "load_target", lambda *a, **k: pytest.fail("loaded a model"))
+    code, out, err = run_main(capsys, "accuracy", "--per-family", "1", "--gen-length", "0")
+    assert code == 2 and out == "" and error_line(err) == "error: --gen-length must be between 1 and 1024, got 0"
+
+
 def test_a_bench_stopped_by_ctrl_c_keeps_the_rows_it_finished(capsys, monkeypatch, tiny_block_dir, tmp_path):
     """An interrupted bench wrote nothing: ten minutes of finished rows were lost. They are now written, marked."""
     from spotviz.eval import bench
@@ -226,7 +235,7 @@ def test_a_bench_stopped_by_ctrl_c_keeps_the_rows_it_finished(capsys, monkeypatc
     code, out, err = run_main(capsys, "bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length",
                               "8", "--budgets", "2,4", "--temperatures", "0", "--no-transfer", "--out",
                               str(tmp_path / "b"))
-    md = tmp_path / "b" / f"bench-{bench.file_stem(str(tiny_block_dir))}.md"
+    md = tmp_path / "b" / f"bench-{bench.file_stem(str(tiny_block_dir))}.interrupted.md"  # (a finished one stays)
     assert code == 130 and error_line(err) == f"error: interrupted (Ctrl-C): the 2 row(s) finished by then are in {md} and its .json"
     data = json.loads(md.with_suffix(".json").read_text())
     assert data["interrupted"] is True and len(data["rows"]) == 2

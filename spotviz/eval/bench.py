@@ -324,6 +324,7 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     try:
         _measure(cfg, target, prompts, plan, res, curve, spec_units, row_done, progress, log)
     except KeyboardInterrupt:
+        progress.close()  # (the error line then starts a line of its own)
         res.interrupted = True
         res.seconds = time.time() - t_start
         raise BenchInterrupted(res) from None
@@ -460,10 +461,11 @@ def file_stem(model: str) -> str:
 
 
 def save(res: BenchResult, out: str | Path) -> Path:
-    """Write bench-<model>.json and .md into `out`; returns the .md's path."""
+    """Write bench-<model>.json and .md into `out` (an interrupted run: bench-<model>.interrupted.*, so that it
+    never overwrites a finished run's); returns the .md's path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"bench-{file_stem(res.model)}"
+    stem = f"bench-{file_stem(res.model)}" + (".interrupted" if res.interrupted else "")
     (out / f"{stem}.json").write_text(json.dumps(asdict(res), indent=1))
     (out / f"{stem}.md").write_text(to_markdown(res))
     return out / f"{stem}.md"

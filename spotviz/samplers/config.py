@@ -125,7 +125,7 @@ class DecodeConfig:
         and their exact-mode trajectories were collected at the default)."""
         if self.mode == "threshold":
             return DecisionRule(self.mode, float(self.temperature), float(self.threshold))
-        return DecisionRule(self.mode, float(self.temperature))
+        return DecisionRule(self.mode, float(self.temperature), DecodeConfig.threshold)
 
 
 def trees_may_cross(cfg: DecodeConfig, info) -> bool:

@@ -46,7 +46,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
     proposer = proposer or load_proposer(cfg.drafter, target, cfg.mode, cfg.drafter_dir)
     # auto's memory: runs alike, of these drafters (a folder named, else the shipped ones: the key of earlier
     # releases); in the process, of this drafter object alone
-    memory = (cfg.drafter, type(proposer).__name__, cfg.mode, cfg.temperature, cfg.threshold, cfg.coupled_noise,
+    memory = (cfg.drafter, type(proposer).__name__, cfg.mode, cfg.temperature, cfg.rule.threshold, cfg.coupled_noise,
               cfg.cross_window) + ((str(Path(cfg.drafter_dir).expanduser().resolve()),) if cfg.drafter_dir else ())
     instance = id(getattr(proposer, "drafter", None))
     crossing = trees_may_cross(cfg, target.info)  # (trees may go on past a window's end)

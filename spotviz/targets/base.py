@@ -15,16 +15,16 @@ import torch
 MIN_MATMUL_ROWS = 16  # the fewest positions (rows x length) a forward call multiplies at once (enough_rows)
 
 
-def enough_rows(ids: torch.Tensor) -> torch.Tensor:
-    """`ids` [rows, n], its rows repeated until they hold MIN_MATMUL_ROWS positions where they hold fewer; the
+def enough_rows(ids: torch.Tensor, at_least: int = MIN_MATMUL_ROWS) -> torch.Tensor:
+    """`ids` [rows, n], its rows repeated until they hold `at_least` positions where they hold fewer; the
     caller keeps the first `rows` of the output (the same computation per row). BLAS multiplies a matrix of 1-3 rows
     by other kernels than a larger one, so a one-row pass of a few positions (a ragged last block; a whole sequence
     of 2-3 tokens under full attention) was not bit-identical to the same row in a batch (targets/invariance.py;
     shakespeare-mdlm at gen_length 2 gave SPOT another token than the standard decoder)."""
     rows, n = ids.shape
-    if rows * n >= MIN_MATMUL_ROWS:
+    if rows * n >= at_least or rows * n == 0:
         return ids
-    return ids.repeat(-(-MIN_MATMUL_ROWS // (rows * n)), 1)
+    return ids.repeat(-(-at_least // (rows * n)), 1)
 
 
 class ModelLoadError(ValueError):

@@ -20,7 +20,8 @@ import warnings
 import torch
 
 from ..embedded.modeling import SpotDLMForMaskedLM, block_causal_mask
-from .base import DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo, apply_chat_template, enough_rows
+from .base import MIN_MATMUL_ROWS, DiffusionTarget, ForwardOutput, PrefixCache, TargetInfo, apply_chat_template, \
+    enough_rows
 
 
 class _BlockForward(torch.nn.Module):
@@ -161,7 +162,9 @@ class EmbeddedTarget(DiffusionTarget):
         positions [0, a) (shared [1, ...] or per row): (logits [rows, b - a, V], their keys/values per layer, flat)."""
         rows = ids.shape[0]
         pos, mask = self._inputs(a, b)
-        more = enough_rows(ids)  # (a ragged last block of a few positions: repeated rows, base.enough_rows)
+        # (a ragged last block of a few positions: repeated rows, base.enough_rows; at least a block's worth, as
+        # before, for a model of blocks wider than 16)
+        more = enough_rows(ids, max(MIN_MATMUL_ROWS, self.info.block_size))
         if more.shape[0] > rows:  # (per-row keys/values are repeated with their rows)
             reps = more.shape[0] // rows
             past = tuple(x.repeat(reps, 1, 1, 1) if x.shape[0] > 1 else x for x in past)

@@ -239,9 +239,9 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
         if ckpt.exists():
             shutil.rmtree(ckpt)
         os.replace(tmp, ckpt)
-        saved["step"] = state["step"]
+        on_disk["step"] = state["step"]
 
-    saved = {"step": state["step"] if (ckpt / "model.safetensors").exists() else None}  # (the checkpoint on disk)
+    on_disk = {"step": state["step"] if (ckpt / "model.safetensors").exists() else None}  # (the last checkpoint)
     model.train()
     t_last = time.time()
     from tqdm import tqdm
@@ -289,9 +289,10 @@ def train_target(cfg: TrainTargetConfig, log=print) -> dict:
                 t_last = time.time()
     except KeyboardInterrupt:  # (Ctrl-C: not saved now, mid-step; the last checkpoint is what is kept)
         bar.close()
-        raise KeyboardInterrupt(f"the checkpoint of step {saved['step']} in {ckpt} resumes it (the same command)"
-                                if saved["step"] is not None else
-                                f"before the first checkpoint (every {cfg.checkpoint_every} steps): nothing kept") from None
+        if on_disk["step"] is not None and (ckpt / "model.safetensors").exists():
+            raise KeyboardInterrupt(f"the checkpoint of step {on_disk['step']} in {ckpt} resumes it (the same "
+                                    "command)") from None
+        raise KeyboardInterrupt(f"no checkpoint kept (one is written every {cfg.checkpoint_every} steps)") from None
     bar.close()
     save_checkpoint()
     vl = evaluate(model, val, cfg, n=256)

@@ -44,7 +44,7 @@ class RunFigures:
                             + ([f"tau {before.tau:g}"] if before.tau != self.tau else []))
         if not changed:
             return ""
-        base = (f": the standard decoder took {self.base_passes} now, {before.base_passes} then"
+        base = (f": the standard decoder took {self.base_passes} passes now, {before.base_passes} then"
                 if self.base_passes != before.base_passes else "")
         passes = (f"the same {self.passes} passes" if self.passes == before.passes else
                   f"{self.passes} passes instead of {before.passes}")

@@ -21,7 +21,7 @@ from ..views.timeline import timeline
 from .examples import load_example
 from .files import TraceFiles, load_uploads
 from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, \
-    TEMPERATURE_MAX, parse_run_inputs, plan_run, prompt_info, prompts_for
+    TAU_INFO, TEMPERATURE_INFO, TEMPERATURE_MAX, parse_run_inputs, plan_run, prompt_info, prompts_for
 from .comparison import RunsBefore
 from .runner import ModelStore, decode_events
 from .session import LiveSession
@@ -167,14 +167,17 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
     """The control values that reproduce the run of `meta` (models or budgets the menus lack are left as they are)."""
     model = meta.model if meta.model in ctx.models else ctx.default_model
     top = ctx.gen_top(model, meta.prompt)  # the recorded length, if the model that will run has room for it
-    out = {"prompt": gr.update(value=meta.prompt, info=prompt_info(model)), "mode": meta.mode, "temperature": min(meta.temperature, TEMPERATURE_MAX),
+    # (the prompt's note: the model the menu will show; the slider notes: their usual ones, not a "lowered to")
+    out = {"prompt": gr.update(value=meta.prompt, info=prompt_info(meta.model)) if meta.model in ctx.models
+           else gr.update(value=meta.prompt), "mode": meta.mode,
+           "temperature": gr.update(value=min(meta.temperature, TEMPERATURE_MAX), info=TEMPERATURE_INFO),
            "seed": meta.seed, "gen_length": gr.update(value=min(meta.gen_length, top), maximum=top, info=GEN_INFO),
            "wanted_length": meta.gen_length,
            "drafter": meta.drafter if meta.drafter in DRAFTER_ORDER else gr.skip(), "coupled": meta.coupled_noise,
            "prune": meta.min_path_prob, "race": race,
            "model": meta.model if meta.model in ctx.models else gr.skip(),
            # (exact mode never reads tau: an exact run's leaves the slider's as it is)
-           "tau": (gr.update(value=meta.threshold, visible=True) if meta.mode == "threshold"
+           "tau": (gr.update(value=meta.threshold, visible=True, info=TAU_INFO) if meta.mode == "threshold"
                    else gr.update(visible=False))}
     budget = AUTO if meta.budget_auto else meta.budget
     # (a fixed budget taken from the run shown says so: it stays for the visitor's later runs, where auto would size

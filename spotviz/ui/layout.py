@@ -72,10 +72,10 @@ SHOW_JS = "() => { " + RUN_THIS_BACK + """
   if (top < 0 || top > window.innerHeight * 0.6) e.scrollIntoView({behavior: how, block: 'start'}); }"""
 
 HEADER = """
-<div class="sv-header"><h1 class="sv-title">spotviz</h1> <span>watch <b>SPOT</b> (<a href="https://arxiv.org/abs/2610.22543"
-target="_blank" rel="noopener" title="the paper, on arXiv">Speculating Positions Order Trajectory</a>), lossless speculative
-decoding for diffusion language models: a small drafter guesses which slots the model will fill next, and one model
-pass checks all the guesses at once.</span></div>
+<div class="sv-header"><h1 class="sv-title">spotviz</h1> <span>watch <b>SPOT</b>
+(<a href="https://arxiv.org/abs/2610.22543" target="_blank" rel="noopener" title="the paper, on arXiv">Speculating
+Positions Order Trajectory</a>), lossless speculative decoding for diffusion language models: a small drafter
+guesses which slots the model will fill next, and one model pass checks all the guesses at once.</span></div>
 """
 
 APP_CSS = """
@@ -198,9 +198,12 @@ def larger_budget():
     return gr.update(value=LARGER_TREES, info=f"{LARGER_TREES}: set by the larger-trees button. {BUDGET_INFO}")
 
 
+TAU_RANGE = (0.05, 1.0)  # the tau slider's
+
+
 def stricter_tau():
     """The tau the stricter-tau button sets (a new update each click, as larger_budget)."""
-    return gr.update(value=STRICTER_TAU)
+    return gr.update(value=STRICTER_TAU, info=TAU_INFO)
 
 
 def build_app(loader: Callable[[str], object] | None = None, models: list[str] | None = None,
@@ -239,9 +242,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
     if problem:  # (said on the terminal too: there a deployment of a model that does not load looked fine)
         served = f"the app serves {default_model} instead" if default_model != asked else "no other model loads either"
         print(f"warning: {' '.join(problem.split()).rstrip('.')}; {served} (the page's banner says so too)",
-              file=sys.stderr, flush=True)
-        if default_model != asked:
-            models.remove(asked)  # (the menu offers what loads)
+              file=sys.stderr, flush=True)  # (it stays in the menu: a model that appears later, e.g. when its
+        # training ends, loads when chosen; ModelStore does not remember failures)
     if curve_ahead:
         measure_cost_curve_ahead(store, default_model)
     ctx = AppContext(store=store, store_key=register_store(store), models=models, default_model=default_model,
@@ -293,7 +295,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                     mode = gr.Radio(["exact", "threshold"], value="exact", label="Decoding mode",
                                     info="exact: one decision per pass; threshold: every slot with confidence ≥ tau",
                                     elem_id="sv-mode")
-                    tau = gr.Slider(0.05, 1.0, value=APP_TAU, step=0.01, label="tau (threshold)", visible=False,
+                    tau = gr.Slider(*TAU_RANGE, value=APP_TAU, step=0.01, label="tau (threshold)", visible=False,
                                     info=TAU_INFO, elem_id="sv-tau")
                     temperature = gr.Slider(0.0, TEMPERATURE_MAX, value=0.0, step=0.05, label="Temperature",
                                             info=TEMPERATURE_INFO, elem_id="sv-temperature")
@@ -379,7 +381,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
         # (a number typed outside a slider's range: put back in it, and its note says so)
         temperature.release(lambda v: h.typed_in_range(v, 0.0, TEMPERATURE_MAX, TEMPERATURE_INFO), [temperature],
                             [temperature], api_name=False, queue=False, preprocess=False)
-        tau.release(lambda v: h.typed_in_range(v, 0.05, 1.0, TAU_INFO), [tau], [tau], api_name=False, queue=False,
+        tau.release(lambda v: h.typed_in_range(v, *TAU_RANGE, TAU_INFO), [tau], [tau], api_name=False, queue=False,
                     preprocess=False)
         demo.load(None, js=NARROW_JS, queue=False)
         demo.load(None, js=PICK_JS, queue=False)

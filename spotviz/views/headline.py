@@ -244,7 +244,7 @@ def summary(main, base=None, race: list | None = None, recorded: bool = False) -
         drafted = drafted_passes(main)
         out.update({"base_passes": b.target_passes, "saved": b.target_passes - c.target_passes,
                     "ratio": round(b.target_passes / max(c.target_passes, 1), 4), "base_wall": round(b.wall_s, 4),
-                    "wall_ratio": round(b.wall_s / c.wall_s, 4) if c.wall_s > 0 else None,  # (4 decimals: said inverted)
+                    "wall_ratio": round(b.wall_s / c.wall_s, 4) if c.wall_s > 0 else None,  # (said inverted)
                     "identical": identical_output(main, base), "cost": cost_of_trees(main, base)})
         kpis.append({"big": f"{out['saved']} target pass{'' if out['saved'] == 1 else 'es'} saved",
                      "small": f"{c.target_passes} instead of {b.target_passes} ({times(out['ratio'])}× fewer)"

@@ -423,9 +423,9 @@
           n + ' slots committed' + rate;
       } else {
         // (up to: a run ends with the block where its text ends, often well before the length asked for)
-        L.foot.textContent = kk ? n + ' slots committed after ' + SV.plural(kk, 'target pass', 'target passes') + rate +
-          ' (of up to ' + R.meta.gen + ')' : 'the prompt alone: up to ' + R.meta.gen + ' slots to fill (a run ends ' +
-          'with the block where its text ends)';
+        L.foot.textContent = kk ? n + ' of up to ' + R.meta.gen + ' slots committed after ' +
+          SV.plural(kk, 'target pass', 'target passes') + rate : 'the prompt alone: up to ' + R.meta.gen +
+          ' slots to fill (a run ends with the block where its text ends)';
       }
       if (L.srAt === L.foot.textContent) return;   // (the sentence follows the lane's pass, not every paint)
       L.srAt = L.foot.textContent;

@@ -478,6 +478,25 @@ def test_load_probes_batch_invariance_and_runs_say_what_it_found(adapter, reques
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
+def test_a_one_row_pass_of_a_two_token_sequence_multiplies_at_least_16_rows(adapter, request):
+    """BLAS multiplies a matrix of 1-3 rows by other kernels than a batch's (targets/base.enough_rows): every linear
+    layer of a one-row pass over a whole sequence of 2 tokens (a one-token prompt, one to generate) sees at least 16
+    rows, the output head included (session 51: the full-attention head got the 2 rows of one sequence back)."""
+    target = request.getfixturevalue(adapter)
+    seen = []
+    hooks = [m.register_forward_pre_hook(lambda mod, args: seen.append((type(mod).__name__, args[0].shape)))
+             for m in target.model.modules() if isinstance(m, torch.nn.Linear)]
+    try:
+        v = vocab_of(target)
+        states = torch.tensor([[v["the"], target.info.mask_id]])
+        target.forward(states, 1, 2, target.empty_cache())
+    finally:
+        for h in hooks:
+            h.remove()
+    assert seen and all(shape[:-1].numel() >= 16 for _, shape in seen), seen
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
 def test_a_bf16_published_target_is_made_invariant_or_flagged(adapter, request):
     folder = request.getfixturevalue(f"{adapter}_dir")
     target = load_published(str(folder), device="cpu", dtype=torch.bfloat16)

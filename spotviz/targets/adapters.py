@@ -130,13 +130,16 @@ class BlockCausalTarget(PublishedTarget):
         k_pos = torch.arange(0, end, device=self.device)
         mask = _additive_mask((k_pos[None, :] // b) <= (q_pos[:, None] // b), self.dtype)
         view = self._PrefixView(cache.kv)
-        hidden = self.backbone(input_ids=ids, attention_mask=mask, position_ids=q_pos[None],
+        rows = ids.shape[0]
+        hidden = self.backbone(input_ids=enough_rows(ids), attention_mask=mask, position_ids=q_pos[None],
                                use_cache=True, **{self._cache_arg: view}).last_hidden_state
         # the head over whole blocks: a one-row pass of a narrow window would otherwise multiply a matrix of one
-        # or two rows, which BLAS computes differently from a batch's (not bit-identical: targets/invariance.py)
+        # or two rows, which BLAS computes differently from a batch's (not bit-identical: targets/invariance.py);
+        # a block narrower than 16 positions, over repeated rows (base.enough_rows; the first `rows` kept)
         first = (lo // b) * b
-        logits = self.lm_head(hidden[:, first - start:])[:, lo - first: hi - first]
-        return ForwardOutput(logits.float(), start=start, present=view.present_kv())
+        logits = self.lm_head(hidden[:, first - start:])[:rows, lo - first: hi - first]
+        present = tuple((k[:rows], v[:rows]) for k, v in view.present_kv())
+        return ForwardOutput(logits.float(), start=start, present=present)
 
     def extend_cache(self, cache: PrefixCache, out: ForwardOutput, row: int, upto: int) -> PrefixCache:
         if upto <= cache.length:
@@ -176,12 +179,13 @@ class FullAttentionTarget(PublishedTarget):
         mask = torch.zeros(1, 1, n, n, dtype=self.dtype, device=self.device)  # everyone sees everyone
         pos = torch.arange(n, device=self.device)[None]
         hidden = self.backbone(input_ids=enough_rows(states), attention_mask=mask, position_ids=pos,
-                               use_cache=False).last_hidden_state[:rows]  # (a sequence of a few tokens: base.py)
+                               use_cache=False).last_hidden_state  # (a sequence of a few tokens: rows repeated)
         # the head only on the window, widened to a block's width: a one-row pass of a narrow window would
-        # otherwise multiply a matrix of one or two rows, not bit-identical to a batch's (targets/invariance.py)
+        # otherwise multiply a matrix of one or two rows, not bit-identical to a batch's (targets/invariance.py);
+        # over the repeated rows too, where a sequence is shorter than that (base.enough_rows)
         width = max(hi - lo, min(self.info.block_size, n))
         first = max(0, min(lo, n - width))
-        logits = self.lm_head(hidden[:, self._source_positions(first, first + width)])[:, lo - first: hi - first]
+        logits = self.lm_head(hidden[:, self._source_positions(first, first + width)])[:rows, lo - first: hi - first]
         return ForwardOutput(logits.float(), start=0)
 
 

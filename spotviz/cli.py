@@ -784,8 +784,7 @@ def reporting_errors(command) -> int:
     """command() (an exit status) with the command line's one shape of error: bad input, a model that cannot be
     loaded, a bad trace or file, or running out of memory print one line `error: ...` and give status 2; Ctrl-C prints
     one line too (with what was kept, where a command keeps something) and gives 130 (SPOTVIZ_DEBUG=1: the whole
-    traceback). scripts/gpu_cost_curve.py and scripts/profile_pass.py report theirs
-    through it too."""
+    traceback). scripts/gpu_cost_curve.py and scripts/profile_pass.py report theirs through it too."""
     from .registry import ModelLoadError
     from .samplers.config import DecodeError
     from .trace import TraceError

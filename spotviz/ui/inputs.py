@@ -75,19 +75,19 @@ MODEL_ABOUT = {
 }
 
 
-# under the prompt box: what to type for the model chosen (the Model box in Settings describes each model)
-PROMPT_INFO = {"math-bd": "math-bd knows grade-school word problems; other text gets a confident wrong answer "
-                          "(SPOT's is the standard decoder's, word for word)",
-               "python-bd": "python-bd continues Python code: start a function, a class or a statement",
-               "shakespeare-bd": "shakespeare-bd continues play text: a speaker's name in capitals, a full stop, a new "
-                                 "line, then the first words of a line if you like",
-               "shakespeare-mdlm": "shakespeare-mdlm continues play text: a speaker's name in capitals, a full stop, a "
-                                   "new line, then the first words of a line if you like"}
+# under the prompt box, after the model's name: what to type for it (the Model box in Settings describes each model)
+_PLAY_TEXT = ("continues play text: a speaker's name in capitals, a full stop, a new line, then the first words of a "
+              "line if you like")
+PROMPT_INFO = {"math-bd": "knows grade-school word problems; other text gets a confident wrong answer (SPOT's is the "
+                          "standard decoder's, word for word)",
+               "python-bd": "continues Python code: start a function, a class or a statement",
+               "shakespeare-bd": _PLAY_TEXT, "shakespeare-mdlm": _PLAY_TEXT}
 
 
 def prompt_info(model: str) -> str:
     """The note under the prompt box for `model` (none for a published model or a folder: its own card says)."""
-    return PROMPT_INFO.get(str(model), "")
+    about = PROMPT_INFO.get(str(model))
+    return f"{model} {about}" if about else ""
 
 
 def prompts_for(model: str) -> list[str]:

@@ -20,7 +20,7 @@ import os
 import sys
 import warnings
 
-from .errors import IdentityWarning, worded_with_flags
+from .errors import IdentityWarning, PromptTruncatedWarning, worded_with_flags
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -177,6 +177,7 @@ def cmd_decode(a) -> int:
         asked, cfg = cfg.gen_length, _fit_gen_length(target, a.prompt, cfg)
         with warnings.catch_warnings():  # (the command says it below, in its own words, once)
             warnings.simplefilter("ignore", IdentityWarning)
+            warnings.simplefilter("ignore", PromptTruncatedWarning)
             trace = decode(target, a.prompt, cfg)
     except DecodeError as e:
         raise worded_with_flags(e, FLAGS) from None

@@ -38,6 +38,8 @@ def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig 
     if not isinstance(cfg, DecodeConfig):
         raise TypeError(f"cfg must be a DecodeConfig (spotviz.samplers.config), got {type(cfg).__name__}")
     ensure_threads()
+    if isinstance(getattr(prompt, "info", None), TargetInfo):
+        raise TypeError("decode(target, prompt, cfg): the model comes first, the prompt second")
     if target is None or isinstance(target, (str, os.PathLike)):
         target = _named_target(target)
     if not isinstance(getattr(target, "info", None), TargetInfo):

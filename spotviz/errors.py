@@ -6,6 +6,16 @@ class DecodeError(ValueError):
     """Bad input to a decode, with a message meant for the user."""
 
 
+class ProposerError(DecodeError):
+    """A proposer registered from outside the library returned candidates the tree builder cannot use
+    (drafter/proposers/checked.py says what it must return)."""
+
+
+class PromptTruncatedWarning(UserWarning):
+    """The prompt and the generation length together exceed the model's context: the prompt's beginning was dropped
+    (the model saw its end). The command line and the app say so in their own words; a library caller gets this."""
+
+
 class IdentityWarning(RuntimeWarning):
     """A speculative run on a target whose batched passes are not proven bit-identical to one-row passes: its output
     may differ from the standard decoder's (targets/invariance.py). Front ends that say so their own way filter it."""

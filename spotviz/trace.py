@@ -35,7 +35,7 @@ class RunMeta:
     tokenizer: str
     attention: str
     mode: str
-    threshold: float
+    threshold: float  # the tau the run's rule held (an exact run: the default, whatever its config said)
     temperature: float
     seed: int
     drafter: str

@@ -3,6 +3,13 @@
 One table replaces the lists and if-chains that front ends would otherwise repeat (the CLI's --drafter choices,
 the app's menu, the bench's choice of the learned drafter per mode, the store's loader). Importing it is cheap:
 loaders import their modules when called.
+
+A drafter of your own joins the table with register_proposer (then DecodeConfig(drafter=name) runs it through
+engine.decode like a built-in one, and the trace names it); its candidates are checked at every node
+(proposers/checked.py), since a wrong candidate would otherwise make a wrong tree silently:
+
+    from spotviz.drafter.registry import register_proposer
+    register_proposer("left-to-right", lambda target, mode, folder: LeftToRight(), modes=("exact",))
 """
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ class ProposerSpec:
     load: Callable  # (target, mode, folder or None) -> Proposer
     learned: bool = False  # a trained drafter shipped per target (assets/drafters/<model>/<name>/)
     fitted: bool = False  # reads files fitted to a target (a learned drafter's weights, the calibrated template)
+    checked: bool = False  # registered from outside the library: its candidates are checked (proposers/checked.py)
 
 
 def _training_free(target, mode, folder):
@@ -55,6 +63,36 @@ PROPOSERS: dict[str, ProposerSpec] = {p.name: p for p in (
 )}
 
 
+BUILT_IN = tuple(PROPOSERS)
+MODES = ("exact", "threshold")
+
+
+def register_proposer(name: str, load: Callable, modes: tuple = ("exact",), help: str = "") -> ProposerSpec:
+    """Make a drafter of your own known by `name`: `load(target, mode, folder)` returns a ready Proposer
+    (drafter/tree.Proposer: prepare and children; folder is DecodeConfig.drafter_dir, None by default), for the
+    decision-rule `modes` it drafts for. Registering a name again replaces it; the built-in names and "none" are
+    refused. Returns its spec."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise DecodeError(f"a drafter's name must be a non-empty string without surrounding spaces, got {name!r}")
+    if name == "none" or name in BUILT_IN:
+        raise DecodeError(f"{name!r} is a built-in drafter's name; register yours under another")
+    if not callable(load):
+        raise DecodeError(f"load must be a function (target, mode, folder) -> Proposer, got {type(load).__name__}")
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    if not modes or any(m not in MODES for m in modes):
+        raise DecodeError(f"modes must name some of {', '.join(MODES)}, got {modes!r}")
+    spec = ProposerSpec(name, modes, help or f"{name} (registered)", load, checked=True)
+    PROPOSERS[name] = spec
+    return spec
+
+
+def unregister_proposer(name: str) -> None:
+    """Forget a drafter that register_proposer added (the built-in ones stay)."""
+    if name in BUILT_IN:
+        raise DecodeError(f"{name!r} is a built-in drafter; it cannot be unregistered")
+    PROPOSERS.pop(name, None)
+
+
 def check_drafter(name: str, mode: str) -> ProposerSpec:
     """The spec of `name`, or a DecodeError saying which drafter serves `mode`."""
     spec = PROPOSERS.get(name)
@@ -73,5 +111,12 @@ def learned_drafter(mode: str) -> str:
 
 
 def load_proposer(name: str, target, mode: str, folder=None):
-    """A ready proposer for `target` in `mode` (folder: a drafter folder other than the shipped one)."""
-    return check_drafter(name, mode).load(target, mode, folder)
+    """A ready proposer for `target` in `mode` (folder: a drafter folder other than the shipped one); a registered
+    one wrapped in its checks."""
+    spec = check_drafter(name, mode)
+    proposer = spec.load(target, mode, folder)
+    if not spec.checked:
+        return proposer
+    from .proposers.checked import CheckedProposer
+
+    return CheckedProposer(proposer, name, target.info.vocab_size, target.info.mask_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -11,6 +12,7 @@ import torch
 from .. import __version__
 from ..drafter.registry import PROPOSERS
 from ..drafter.store import drafters_used
+from ..errors import PromptTruncatedWarning
 from ..noise import GumbelNoise
 from ..targets.base import DiffusionTarget
 from ..trace import Commit, Counters, PassRecord, RunMeta, Trace
@@ -53,8 +55,15 @@ class DecodeState:
 
     @classmethod
     def begin(cls, target: DiffusionTarget, prompt: str, cfg: DecodeConfig) -> "DecodeState":
-        """Encode the prompt (once per run; the configuration was checked when it was made)."""
+        """Encode the prompt (once per run; the configuration was checked when it was made). A prompt that does not
+        fit the context with the generation loses its beginning, with a PromptTruncatedWarning."""
         prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
+        if truncated:
+            info, whole = target.info, len(target.encode(prompt))
+            warnings.warn(f"{info.name}: a prompt of {whole} tokens and gen_length {cfg.gen_length} exceed the "
+                          f"context of {info.max_length} tokens: the prompt's first {whole - len(prompt_ids)} tokens "
+                          f"were dropped (the model saw its last {len(prompt_ids)}); a gen_length of at most "
+                          f"{max(info.max_length - whole, 0)} keeps it whole", PromptTruncatedWarning, stacklevel=2)
         return cls(target, prompt_ids, cfg, prompt, truncated)
 
     def __init__(self, target: DiffusionTarget, prompt_ids: list[int], cfg: DecodeConfig, prompt: str = "",
@@ -181,7 +190,7 @@ class DecodeState:
         drafter = cfg.drafter if drafter is None else drafter
         spec = drafter != "none"
         return RunMeta(model=info.name, tokenizer=info.name, attention=info.attention, mode=cfg.mode,
-                       threshold=float(cfg.threshold), temperature=float(cfg.temperature), seed=int(cfg.seed),
+                       threshold=float(cfg.rule.threshold), temperature=float(cfg.temperature), seed=int(cfg.seed),
                        drafter=drafter, budget=(0 if self.budget_auto else int(cfg.budget)) if spec else 0,
                        block_size=info.block_size, gen_length=cfg.gen_length, prompt=self.prompt,
                        prompt_tokens=self.tokens[: self.prompt_len].tolist(), coupled_noise=bool(cfg.coupled_noise),

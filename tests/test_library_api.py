@@ -1,0 +1,155 @@
+"""The library as a researcher's own code meets it. A drafter of one's own: registered by name, run through
+engine.decode like a built-in one, named in the trace, and checked at every node (drafter/proposers/checked.py); the
+standard decoder is the ground truth: a registered proposer, good or bad, never changes the output, and a bad one
+stops the decode with an error that names it. A prompt cut to fit the context warns; arguments in the wrong order
+are named."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from spotviz.drafter.proposers.common import Context
+from spotviz.drafter.registry import PROPOSERS, register_proposer, unregister_proposer
+from spotviz.drafter.tree import Proposer
+from spotviz.engine import decode
+from spotviz.errors import DecodeError, PromptTruncatedWarning, ProposerError
+from spotviz.samplers.config import DecodeConfig
+
+
+class LeftToRight(Proposer):
+    """The leftmost masked position next, with the root's (coupled-noise) token there: one candidate per node."""
+
+    def prepare(self, view, max_depth):
+        return Context(view, max_depth)
+
+    def children(self, ctx, view, node, remaining):
+        d = ctx.d(node)  # (first: it grows the context's arrays to the node's depth)
+        o = int(np.flatnonzero(remaining)[0])
+        return [((o,), (int(ctx.tok1[d, o]),), 0.9)]
+
+
+class Broken(LeftToRight):
+    """LeftToRight with one fault injected into every candidate list."""
+
+    def __init__(self, fault):
+        self.fault = fault
+
+    def children(self, ctx, view, node, remaining):
+        (o,), (t,), p = super().children(ctx, view, node, remaining)[0]
+        committed = int(np.flatnonzero(~remaining)[0]) if (~remaining).any() else -1
+        return {
+            "offset past the window": [((len(remaining) + 5,), (t,), p)],
+            "negative offset": [((-1,), (t,), p)],
+            "committed offset": [((committed,), (t,), p)],
+            "mask token": [((o,), (self.mask,), p)],
+            "token past the vocabulary": [((o,), (10 ** 6,), p)],
+            "nan probability": [((o,), (t,), float("nan"))],
+            "probability above one": [((o,), (t,), 7.0)],
+            "probabilities summing past one": [((o,), (t,), 0.8), ((o,), (t + 1,), 0.8)],
+            "two offsets in exact mode": [((o, o + 1), (t, t), p)],
+            "offsets and tokens of different lengths": [((o,), (t, t), p)],
+            "not a list": None,
+            "not a triple": [(o, t)],
+        }[self.fault]
+
+
+@pytest.fixture
+def registered():
+    names = []
+
+    def reg(name, proposer_factory, modes=("exact",)):
+        register_proposer(name, lambda target, mode, folder: proposer_factory(), modes=modes)
+        names.append(name)
+
+    yield reg
+    for n in names:
+        unregister_proposer(n)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_a_registered_proposer_runs_like_a_built_in_one(tiny_block_target, tiny_prompt, registered, temperature):
+    registered("left-to-right", LeftToRight)
+    base = DecodeConfig(temperature=temperature, seed=3, gen_length=32)
+    standard = decode(tiny_block_target, tiny_prompt, base)
+    for budget in (2, 4, 8):
+        cfg = DecodeConfig(temperature=temperature, seed=3, gen_length=32, drafter="left-to-right", budget=budget)
+        run = decode(tiny_block_target, tiny_prompt, cfg)
+        assert run.tokens == standard.tokens
+        assert run.meta.drafter == "left-to-right"  # (the trace names the drafter that drafted)
+        assert run.counters.target_passes <= standard.counters.target_passes
+        drafted = [n for p in run.passes for n in p.tree if n.depth > 0 and not n.known]
+        assert drafted and all(len(n.positions) == 1 for n in drafted)
+
+
+def test_registration_refuses_what_it_cannot_run(registered):
+    with pytest.raises(DecodeError, match="built-in"):
+        register_proposer("spot", lambda t, m, f: LeftToRight())
+    with pytest.raises(DecodeError, match="built-in"):
+        register_proposer("none", lambda t, m, f: LeftToRight())
+    with pytest.raises(DecodeError, match="function"):
+        register_proposer("mine", LeftToRight())
+    with pytest.raises(DecodeError, match="modes"):
+        register_proposer("mine", lambda t, m, f: LeftToRight(), modes=("greedy",))
+    with pytest.raises(DecodeError, match="built-in"):
+        unregister_proposer("calibrated")
+    registered("mine", LeftToRight)
+    with pytest.raises(DecodeError, match="exact mode"):  # (registered for exact mode only)
+        DecodeConfig(mode="threshold", drafter="mine")
+    assert "spot" in PROPOSERS and "calibrated" in PROPOSERS
+
+
+def test_a_loader_that_returns_no_proposer_is_named(tiny_block_target, tiny_prompt, registered):
+    registered("not-a-proposer", lambda: "left to right")
+    with pytest.raises(ProposerError, match="'not-a-proposer'.*not a Proposer"):
+        decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16, drafter="not-a-proposer", budget=4))
+
+
+@pytest.mark.parametrize("fault", ["offset past the window", "negative offset", "committed offset", "mask token",
+                                   "token past the vocabulary", "nan probability", "probability above one",
+                                   "probabilities summing past one", "two offsets in exact mode",
+                                   "offsets and tokens of different lengths", "not a list", "not a triple"])
+def test_a_bad_candidate_stops_the_decode_with_its_name(tiny_block_target, tiny_prompt, registered, fault):
+    def broken():
+        b = Broken(fault)
+        b.mask = int(tiny_block_target.info.mask_id)
+        return b
+
+    registered("broken", broken)
+    cfg = DecodeConfig(gen_length=32, drafter="broken", budget=4, seed=1)
+    with pytest.raises(ProposerError, match=r"drafter 'broken' \(Broken\.children\)"):
+        decode(tiny_block_target, tiny_prompt, cfg)
+
+
+def test_a_threshold_proposer_may_commit_sets(tiny_block_target, tiny_prompt, registered):
+    class FirstTwo(LeftToRight):
+        def children(self, ctx, view, node, remaining):
+            free = np.flatnonzero(remaining)[:2]
+            d = ctx.d(node)
+            return [(tuple(int(o) for o in free), tuple(int(ctx.tok1[d, o]) for o in free), 0.5),
+                    ((int(free[0]),), (int(ctx.tok1[d, free[0]]),), 0.5)]
+
+    registered("first-two", FirstTwo, modes=("threshold",))
+    kw = dict(mode="threshold", threshold=0.05, temperature=1.0, seed=2, gen_length=32)
+    standard = decode(tiny_block_target, tiny_prompt, DecodeConfig(**kw))
+    run = decode(tiny_block_target, tiny_prompt, DecodeConfig(**kw, drafter="first-two", budget=8))
+    assert run.tokens == standard.tokens and run.meta.drafter == "first-two"
+
+
+def test_a_prompt_cut_to_fit_warns_the_library_caller(tiny_block_target):
+    info = tiny_block_target.info
+    long_prompt = "ROMEO. O, she doth teach the torches to burn bright! " * 8
+    whole = len(tiny_block_target.encode(long_prompt))
+    assert whole > info.max_length - 32
+    with pytest.warns(PromptTruncatedWarning, match=f"{whole} tokens.*at most {max(info.max_length - whole, 0)}"):
+        run = decode(tiny_block_target, long_prompt, DecodeConfig(gen_length=32))
+    assert run.meta.prompt_truncated
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PromptTruncatedWarning)  # (a prompt that fits: no warning)
+        decode(tiny_block_target, "ROMEO.", DecodeConfig(gen_length=16))
+
+
+def test_arguments_in_the_wrong_order_are_named(tiny_block_target, tiny_prompt):
+    with pytest.raises(TypeError, match="the model comes first"):
+        decode(tiny_prompt, tiny_block_target)

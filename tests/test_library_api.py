@@ -153,3 +153,10 @@ def test_a_prompt_cut_to_fit_warns_the_library_caller(tiny_block_target):
 def test_arguments_in_the_wrong_order_are_named(tiny_block_target, tiny_prompt):
     with pytest.raises(TypeError, match="the model comes first"):
         decode(tiny_prompt, tiny_block_target)
+
+
+def test_a_page_of_something_else_than_a_trace_is_named():
+    from spotviz.views import report_html
+
+    with pytest.raises(TypeError, match="trace must be a Trace"):
+        report_html({})

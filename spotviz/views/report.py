@@ -30,8 +30,13 @@ def _json_in_script(text: str) -> str:
 def report_html(trace, baseline=None, race: list | None = None) -> str:
     """The page for `trace` (with the standard run `baseline` of the same prompt and seed and, for a race, the
     other drafters' traces `race`)."""
+    from ..trace import Trace
     from .static_files import SCRIPTS, static_text
 
+    for what, t in (("trace", trace), ("baseline", baseline), *((f"race[{i}]", r) for i, r in enumerate(race or []))):
+        if t is not None and not isinstance(t, Trace):
+            raise TypeError(f"report_html: {what} must be a Trace (spotviz.trace.Trace.load reads a file), got "
+                            f"{type(t).__name__}")
     m = trace.meta
     same = identical_output(trace, baseline)
     verdict = ("" if same is None else " · output identical to the standard decoder" if same else

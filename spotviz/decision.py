@@ -45,6 +45,7 @@ class Decision:
     mask_id: int | None = field(default=None, repr=False, compare=False)
     masked_offsets: list[int] = field(default_factory=list, repr=False, compare=False)  # the state's masked offsets
     masked_logp: torch.Tensor | None = field(default=None, repr=False, compare=False)  # [m, V]: their log p (decide's)
+    masked_tokens: list[int] = field(default_factory=list, repr=False, compare=False)  # the candidate at each of them
     _logp: torch.Tensor | None = field(default=None, init=False, repr=False, compare=False)  # (logp, once computed)
 
     @property
@@ -137,8 +138,8 @@ def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: Dec
     complete their window, and in threshold mode often the whole batch: a free decision that commits the window's
     last set). Each row's decision depends on its own row alone. A decision keeps its state's logits (a view of
     the batch's), from which its log-probabilities come when asked (the next pass's root distributions when it is a
-    bonus), and the log-probabilities at its masked offsets, which the rule computed (a one-guess tree needs no
-    more)."""
+    bonus), and the log-probabilities and candidate tokens at its masked offsets, which the rule computed (a one-guess
+    tree needs no more; a store of evaluated states takes the candidates from them: known_states.KnownStates.add)."""
     n, w = masked.shape
     kept: list = []
     rows, offs, toks, confs = candidates(logits, steps, lo, rule, noise, mask_id, masked, kept)
@@ -156,6 +157,6 @@ def decide(logits: torch.Tensor, masked: torch.Tensor, steps, lo: int, rule: Dec
         for o, c in zip(offs[a:b], confs[a:b]):
             window[o] = c
         d.window_conf, d.logits, d.mask_id = window, logits[r], mask_id
-        d.masked_offsets, d.masked_logp = offs[a:b], kept[0][a:b]
+        d.masked_offsets, d.masked_logp, d.masked_tokens = offs[a:b], kept[0][a:b], toks[a:b]
         decisions.append(d)
     return decisions

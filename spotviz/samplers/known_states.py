@@ -41,14 +41,22 @@ class KnownStates:
         self._open_rows: np.ndarray | None = None  # where _rows holds MASK (built with it)
         self._cands: dict = {}  # (key, step) -> {offset: (token, confidence)} at the state's masked positions
 
-    def add(self, key: bytes, logits: torch.Tensor, masked: torch.Tensor | None = None) -> None:
+    def add(self, key: bytes, logits: torch.Tensor, masked: torch.Tensor | None = None,
+            decided: Decision | None = None, step: int = 0) -> None:
         """key: the conditioning tokens as int64 bytes; logits [hi - lo, V] of the window at that state; masked: its
-        masked window positions (default: where the key holds MASK, as for the window's own tokens)."""
+        masked window positions (default: where the key holds MASK, as for the window's own tokens). decided: the
+        decision the storing pass made from these logits at decision index `step` (decide's, over the key's masked
+        positions): its candidates at every masked position are the ones `decision` would compute (the same numbers:
+        each row's log-probabilities do not depend on the rows computed with it), so they are kept, not recomputed."""
         if key not in self.logits:
             self.logits[key] = logits
             self.open[key] = (np.frombuffer(key, dtype=np.int64) == self.mask_id).tolist() if masked is None \
                 else masked.tolist()
             self._rows = None
+            if decided is not None and decided.masked_tokens:
+                confs = [decided.window_conf[o] for o in decided.masked_offsets]
+                self._cands[(key, step if self.rule.temperature > 0 else 0)] = \
+                    dict(zip(decided.masked_offsets, zip(decided.masked_tokens, confs)))
 
     @property
     def reuse(self) -> bool:
@@ -67,9 +75,10 @@ class KnownStates:
 
         A tree asks this for many nodes and passes of a window, so the candidates at a stored state (token and
         confidence per position: decision.candidates, with noise at its masked positions) are computed once per
-        step (once in all at T = 0) and the rule's choice is made from them here: the same numbers as `decide`
-        at every position a node may commit (its masked positions are the stored state's, or fewer). The
-        decision carries offsets, tokens and confidences, not the window's confidences or log-probabilities."""
+        step (once in all at T = 0; not at all at the step of the pass that stored the state: its decision brought
+        them, `add`) and the rule's choice is made from them here: the same numbers as `decide` at every position a
+        node may commit (its masked positions are the stored state's, or fewer). The decision carries offsets,
+        tokens and confidences, not the window's confidences or log-probabilities."""
         lg = self.logits.get(key)
         if lg is None:
             return None
@@ -131,7 +140,8 @@ def remember(st, v: Verified, rows: torch.Tensor, walk: list[int], lo: int, hi: 
         if i in on_walk or r is None:
             continue
         if open_[i]:
-            if here is not None:
-                here.add(keys[i].tobytes(), v.out.logits[r, :w])
+            if here is not None:  # (its decision, made in this window, comes with the row: its candidates)
+                here.add(keys[i].tobytes(), v.out.logits[r, :w], decided=v.decisions[i] if v.steps else None,
+                         step=v.steps[i] if v.steps else 0)
         elif nxt is not None and v.fused and fresh[i]:
             nxt.add(keys[i].tobytes(), v.out.logits[r, w:], nmasked[i])

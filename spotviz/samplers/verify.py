@@ -48,6 +48,7 @@ class Verified:
     complete: list[bool] | None = None  # per node: it completes the window (fused passes only)
     rows: list[int | None] | None = None  # per node: its row of `out` (None: a known state, left out of the batch);
     # None: node i is row i
+    steps: list[int] | None = None  # per node: the decision index of its decision (step(s1) + depth)
 
     def low(self, node_id: int, lo: int) -> int:
         return lo if self.lows is None else self.lows[node_id]
@@ -95,7 +96,7 @@ def verify(st, rows: torch.Tensor, nodes: list[DraftNode], lo: int, hi: int, nex
                 decisions[i] = d
     else:
         decisions = decide(out.logits[:, : hi - lo], masked, steps, lo, st.rule, st.noise, st.mask_id)
-    v = Verified(out, decisions, fused, t1 - t0, check_s, None, done.tolist() if fused else None, where)
+    v = Verified(out, decisions, fused, t1 - t0, check_s, None, done.tolist() if fused else None, where, steps)
     if fused:  # nodes that complete the window and have children in the next one decide there (the walk may go on;
         # a stop node's first decision there is the bonus's business)
         ahead = [i for i in done.nonzero().flatten().tolist()

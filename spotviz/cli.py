@@ -148,6 +148,7 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     _add_block_size(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace-out", default=None, help="write the trace (JSON) to this file")
+    _add_plugin(p)
     _add_threads(p)
 
 
@@ -156,13 +157,34 @@ FLAGS = {"gen_length": "--gen-length", "min_path_prob": "--min-path-prob", "temp
          "drafter_dir": "--drafter-dir"}  # DecodeConfig's fields as flags
 
 
+def _import_plugins(a) -> None:
+    """--plugin FILE (repeatable): Python files that register drafters of one's own, run before any name is checked."""
+    from .drafter.registry import import_drafters
+    from .errors import DecodeError
+
+    for path in a.plugin or []:
+        try:
+            import_drafters(path)
+        except DecodeError as e:
+            raise ValueError(f"--plugin {e}") from None
+
+
+def _add_plugin(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", metavar="FILE.py",
+                   help="a Python file that registers drafters of your own (spotviz.drafter.registry."
+                        "register_proposer; docs/INSTALL.md), named then like the built-in ones; repeatable")
+
+
 def cmd_decode(a) -> int:
-    from .engine import DRAFTERS, decode
+    from .drafter.registry import PROPOSERS
+    from .engine import decode
     from .registry import load_target
     from .samplers.config import AUTO, DecodeConfig, DecodeError
 
-    if a.drafter not in DRAFTERS:
-        raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(DRAFTERS)}")
+    _import_plugins(a)
+    drafters = ("none", *PROPOSERS)
+    if a.drafter not in drafters:
+        raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(drafters)}")
     if not a.prompt.strip():
         raise ValueError("--prompt is empty: give some text to continue")
     _writable(a.trace_out, "--trace-out", mkdir=True)  # (Trace.save makes its folder)
@@ -459,6 +481,7 @@ def cmd_bench(a) -> int:
         except ValueError:
             raise ValueError(f"--temperatures: give numbers separated by commas, got {s}") from None
 
+    _import_plugins(a)
     budgets, temperatures = budget_list(a.budgets), temperature_list(a.temperatures)
     other = budget_list(a.other_budgets) if a.other_budgets else None
     if a.prompts:  # read before the model loads: a bad file fails at once
@@ -688,7 +711,9 @@ def _add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", default="exact,threshold",
                    help="decoding modes benchmarked, separated by commas (exact, threshold)")
     p.add_argument("--drafters", default="spot,training-free,calibrated",  # (eval/bench.BENCH_DRAFTERS)
-                   help="drafters benchmarked, separated by commas (spot, training-free, calibrated)")
+                   help="drafters benchmarked, separated by commas (spot, training-free, calibrated, and those a "
+                        "--plugin registers)")
+    _add_plugin(p)
     _add_block_size(p)
     p.add_argument("--drafter-dir", default=None, metavar="DIR",
                    help="drafters trained by train-drafter (its --out) for this model (default: the model's shipped "

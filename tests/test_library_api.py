@@ -160,3 +160,77 @@ def test_a_page_of_something_else_than_a_trace_is_named():
 
     with pytest.raises(TypeError, match="trace must be a Trace"):
         report_html({})
+
+
+PLUGIN = '''
+import numpy as np
+from spotviz.drafter.proposers.common import Context
+from spotviz.drafter.registry import register_proposer
+from spotviz.drafter.tree import Proposer
+
+
+class LeftToRight(Proposer):
+    def prepare(self, view, max_depth):
+        return Context(view, max_depth)
+
+    def children(self, ctx, view, node, remaining):
+        d = ctx.d(node)
+        o = int(np.flatnonzero(remaining)[0])
+        return [((o,), (int(ctx.tok1[d, o]),), 0.9)]
+
+
+register_proposer("plugin-l2r", lambda target, mode, folder: LeftToRight(), modes=("exact",))
+'''
+
+
+@pytest.fixture
+def plugin_file(tmp_path):
+    f = tmp_path / "my_drafters.py"
+    f.write_text(PLUGIN)
+    yield f
+    if "plugin-l2r" in PROPOSERS:
+        unregister_proposer("plugin-l2r")
+
+
+def test_the_command_line_runs_a_drafter_a_plugin_registers(tiny_block_dir, tiny_prompt, plugin_file, capsys):
+    import json
+
+    from spotviz.cli import main
+
+    common = ["decode", "--model", str(tiny_block_dir), "--prompt", tiny_prompt, "--gen-length", "24", "--json"]
+    assert main(common) == 0
+    standard = json.loads(capsys.readouterr().out)
+    assert main(common + ["--plugin", str(plugin_file), "--drafter", "plugin-l2r", "--budget", "4"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["drafter"] == "plugin-l2r" and run["tokens"] == standard["tokens"]
+    assert run["target_passes"] <= standard["target_passes"]
+
+
+def test_the_bench_compares_a_drafter_a_plugin_registers(tiny_block_dir, plugin_file, tmp_path, capsys):
+    import json
+
+    from spotviz.cli import main
+
+    rc = main(["bench", "--model", str(tiny_block_dir), "--n-prompts", "1", "--gen-length", "16", "--budgets", "4",
+               "--temperatures", "0", "--no-transfer", "--drafters", "training-free,plugin-l2r",
+               "--plugin", str(plugin_file), "--out", str(tmp_path / "bench"), "--json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    ours = [r for r in rows if r["drafter"] == "plugin-l2r"]
+    assert [r["mode"] for r in ours] == ["exact"]  # (it drafts in exact mode only: no threshold row)
+    assert {r["drafter"] for r in rows if r["mode"] == "threshold"} == {"none", "training-free"}
+    assert all(r["identical"] == 1.0 for r in rows)
+
+
+@pytest.mark.parametrize("content, match", [(None, "not a Python file"), ("raise RuntimeError('boom')",
+                                                                             "failed: RuntimeError: boom"),
+                                            ("x = 1", "registered no drafter")])
+def test_a_plugin_that_cannot_register_is_one_error_line(tmp_path, tiny_block_dir, capsys, content, match):
+    from spotviz.cli import main
+
+    f = tmp_path / "p.py"
+    if content is not None:
+        f.write_text(content)
+    rc = main(["decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", "--plugin", str(f)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and err.startswith(f"error: --plugin {f}") and match in err

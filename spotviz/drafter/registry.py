@@ -93,6 +93,27 @@ def unregister_proposer(name: str) -> None:
     PROPOSERS.pop(name, None)
 
 
+def import_drafters(path) -> list[str]:
+    """Run the Python file `path`, which registers drafters of its own (register_proposer): the command line's
+    --plugin. Returns the names it registered; a file that is missing, fails or registers none raises DecodeError."""
+    import importlib.util
+    from pathlib import Path
+
+    file = Path(path).expanduser()
+    if not file.is_file() or file.suffix != ".py":
+        raise DecodeError(f"{path}: not a Python file (a .py file that calls register_proposer)")
+    before = dict(PROPOSERS)
+    spec = importlib.util.spec_from_file_location(f"spotviz_plugin_{file.stem}", file)
+    try:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    except Exception as e:  # (the file's own error, said in one line: it is the user's code)
+        raise DecodeError(f"{path} failed: {type(e).__name__}: {e}") from None
+    added = [n for n, p in PROPOSERS.items() if before.get(n) is not p]
+    if not added:
+        raise DecodeError(f"{path} registered no drafter (call spotviz.drafter.registry.register_proposer in it)")
+    return added
+
+
 def check_drafter(name: str, mode: str) -> ProposerSpec:
     """The spec of `name`, or a DecodeError saying which drafter serves `mode`."""
     spec = PROPOSERS.get(name)

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ..cost_model import observed_ceiling
-from ..drafter.registry import learned_drafter, load_proposer
+from ..drafter.registry import PROPOSERS, learned_drafter, load_proposer
 from ..drafter.store import DRAFTER_DIR, drafters_used
 from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import DEFAULT_MODEL, EMBEDDED, load_target
@@ -169,7 +169,9 @@ class BenchConfig:
     then say what the decoders would take where a forward costs that (the drafter and the bookkeeping at this
     machine's cost). `drafter_dir`: drafters trained by train-drafter (default: the model's shipped ones, else the
     fallback's: drafter/store.py). `block_size`: a published model's block or window size instead of its config's
-    (registry.load_target). `prompts_file`: one's own prompts (default: the model's held-out set)."""
+    (registry.load_target). `prompts_file`: one's own prompts (default: the model's held-out set). `drafters`: the
+    built-in ones (spot: SPOT-Sets in threshold mode) and any registered with drafter/registry.register_proposer (the
+    command line's --plugin), each in the modes it drafts for."""
 
     model: str = DEFAULT_MODEL
     prompts_file: str | None = None
@@ -211,9 +213,14 @@ class BenchConfig:
             raise worded_with_flags(e, BENCH_FLAGS) from None
         if not self.modes or any(m not in ("exact", "threshold") for m in self.modes):
             raise ValueError(f"--modes {', '.join(self.modes) or '(none)'}: choose exact, threshold or both")
-        if not self.drafters or any(d not in BENCH_DRAFTERS for d in self.drafters):
+        registered = [n for n, p in PROPOSERS.items() if p.checked]  # (drafters of one's own: register_proposer)
+        if not self.drafters or any(d not in BENCH_DRAFTERS + tuple(registered) for d in self.drafters):
             raise ValueError(f"--drafters {', '.join(self.drafters) or '(none)'}: choose from "
-                             f"{', '.join(BENCH_DRAFTERS)} (spot is SPOT-Sets in threshold mode)")
+                             f"{', '.join(BENCH_DRAFTERS + tuple(registered))} (spot is SPOT-Sets in threshold mode)")
+        for d in self.drafters:
+            if d in registered and not set(PROPOSERS[d].modes) & set(self.modes):
+                raise ValueError(f"--drafters {d}: it drafts in {' and '.join(PROPOSERS[d].modes)} mode, which "
+                                 f"--modes {','.join(self.modes)} leaves out")
         if self.drafter_dir is not None and not Path(self.drafter_dir).expanduser().is_dir():
             raise ValueError(f"--drafter-dir: {self.drafter_dir!r} is not a folder of trained drafters "
                              "(train-drafter --out)")
@@ -247,6 +254,8 @@ def bench_plan(cfg: BenchConfig, transfers: list) -> list[tuple[str, float, list
             rows = []
             for name in cfg.drafters:
                 dname = learned if name == "spot" else name
+                if mode not in PROPOSERS[dname].modes:  # (a drafter of one's own may draft in one mode only)
+                    continue
                 for b in sweep:
                     rows.append(PlannedRow(dname, b))
                     if cfg.prune > 0 and name == "spot" and b != AUTO and b > 2:

@@ -1,7 +1,8 @@
 """spotviz app: `python app.py` (Gradio; also the Hugging Face Space entry point). It takes no options.
 
 Environment: SPOTVIZ_MODEL (a model name or folder to use as the default model), SPOTVIZ_DRAFTER_DIR (drafters
-trained for that model by train-drafter), SPOTVIZ_THREADS (torch CPU threads: default 1, 0 = all cores; the same
+trained for that model by train-drafter), SPOTVIZ_PLUGINS (Python files, separated by ":", that register drafters
+of your own: they join the Drafter menu; docs/INSTALL.md, "A drafter of your own"), SPOTVIZ_THREADS (torch CPU threads: default 1, 0 = all cores; the same
 policy as the command line, spotviz/threads.py), GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Gradio's own). Gradio's
 usage analytics are off (no network calls)."""
 import os
@@ -21,6 +22,15 @@ try:
 except DecodeError as e:  # a bad $SPOTVIZ_THREADS: one line, before anything loads
     print(f"error: {e}", file=sys.stderr)
     raise SystemExit(2) from None
+
+from spotviz.drafter.registry import import_drafters  # noqa: E402
+
+for _plugin in filter(None, os.environ.get("SPOTVIZ_PLUGINS", "").split(os.pathsep)):  # (before the menus are built)
+    try:
+        import_drafters(_plugin)
+    except DecodeError as e:
+        print(f"error: SPOTVIZ_PLUGINS: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 from spotviz.ui.app import build_app, launch  # noqa: E402
 

@@ -726,3 +726,62 @@ def test_a_run_pressed_while_the_curve_is_measured_ahead_waits_for_it(tiny_block
         last = out
     assert order == ["released", "measured"] and "Done" in last[status]
     assert waiting >= 2  # (a yield every HEARTBEAT_S while it waited about a second)
+
+
+def test_a_drafter_of_ones_own_joins_the_menu_and_runs(tiny_block_target, tiny_prompt, tmp_path):
+    """A drafter registered before the app is built (app.py: $SPOTVIZ_PLUGINS) is in the Drafter menu with its own
+    note, choosing it moves the mode to one it drafts in, and a run with it is checked against the standard decoder."""
+    import numpy as np
+
+    from spotviz.drafter.proposers.common import Context
+    from spotviz.drafter.registry import register_proposer, unregister_proposer
+    from spotviz.drafter.tree import Proposer
+    from spotviz.ui.app import build_app, launch
+    from spotviz.ui.handlers import Handlers
+
+    class RightToLeft(Proposer):
+        def prepare(self, view, max_depth):
+            return Context(view, max_depth)
+
+        def children(self, ctx, view, node, remaining):
+            d = ctx.d(node)
+            o = int(np.flatnonzero(remaining)[-1])
+            return [((o,), (int(ctx.tok1[d, o]),), 0.8)]
+
+    register_proposer("right-to-left", lambda target, mode, folder: RightToLeft(), help="the last masked slot next")
+    try:
+        demo = build_app(loader=lambda name: tiny_block_target, models=[TINY], default_model=TINY, trace_dir=tmp_path,
+                         gpu=False)
+        menu = next(c for c in demo.get_config_file()["components"]
+                    if c.get("props", {}).get("elem_id") == "sv-drafter")
+        assert [c[0] if isinstance(c, (list, tuple)) else c for c in menu["props"]["choices"]][-1] == "right-to-left"
+        info, mode, _ = Handlers.on_drafter("right-to-left", "threshold")
+        assert mode["value"] == "exact" and info["info"] == "the last masked slot next · a drafter of your own (exact mode)"
+        _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                           quiet=True)
+        try:
+            c = Client(url, verbose=False)
+            out = c.predict(**_run_args(tiny_prompt, "right-to-left", gen=16, budget=4))
+            c.close()
+        finally:
+            demo.close()
+        assert "Done" in out[0] and "output identical" in out[0], out[0]
+        runs = [x for x in _timeline(out[1]) if x["t"] == "run"]
+        assert {x["meta"]["drafter"] for x in runs} == {"right-to-left", "none"}, runs
+    finally:
+        unregister_proposer("right-to-left")
+
+
+def test_a_plugin_file_that_fails_stops_the_app_at_its_start_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bad = tmp_path / "my_drafters.py"
+    bad.write_text("raise ImportError('no module named mylib')\n")
+    env = {**os.environ, "SPOTVIZ_PLUGINS": str(bad), "GRADIO_SERVER_PORT": str(free_port())}
+    run = subprocess.run([sys.executable, "app.py"], cwd=Path(__file__).resolve().parent.parent, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        f"error: SPOTVIZ_PLUGINS: {bad} failed: ImportError: no module named mylib"], run.stderr

@@ -81,7 +81,7 @@ def register_proposer(name: str, load: Callable, modes: tuple = ("exact",), help
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     if not modes or any(m not in MODES for m in modes):
         raise DecodeError(f"modes must name some of {', '.join(MODES)}, got {modes!r}")
-    spec = ProposerSpec(name, modes, help or f"{name} (registered)", load, checked=True)
+    spec = ProposerSpec(name, modes, help, load, checked=True)
     PROPOSERS[name] = spec
     return spec
 

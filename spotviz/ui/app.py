@@ -16,13 +16,13 @@ from __future__ import annotations
 from .explainer import Explainer
 from .files import TraceFiles
 from .handlers import AppContext, Handlers, controls_of
-from .inputs import DRAFTER_ORDER, TEMPERATURE_MAX, parse_run_inputs, plan_run, prompts_for
+from .inputs import TEMPERATURE_MAX, drafter_order, parse_run_inputs, plan_run, prompts_for
 from .layout import APP_CSS, CACHE_CLEANUP, LAYOUT_CSS, MAX_QUEUE, MAX_UPLOAD_BYTES, PAGE_HEAD, STATE_SESSIONS, \
     STATE_TTL_S, app_theme, build_app, default_models
 
-__all__ = ["APP_CSS", "AppContext", "CACHE_CLEANUP", "DRAFTER_ORDER", "Explainer", "Handlers", "LAYOUT_CSS",
-           "MAX_QUEUE", "MAX_UPLOAD_BYTES", "STATE_SESSIONS", "STATE_TTL_S", "TEMPERATURE_MAX", "TraceFiles",
-           "build_app", "controls_of", "default_models", "launch", "parse_run_inputs", "plan_run", "prompts_for"]
+__all__ = ["APP_CSS", "AppContext", "CACHE_CLEANUP", "Explainer", "Handlers", "LAYOUT_CSS", "MAX_QUEUE",
+           "MAX_UPLOAD_BYTES", "STATE_SESSIONS", "STATE_TTL_S", "TEMPERATURE_MAX", "TraceFiles", "build_app",
+           "controls_of", "default_models", "drafter_order", "launch", "parse_run_inputs", "plan_run", "prompts_for"]
 
 
 def launch(demo, **kwargs):

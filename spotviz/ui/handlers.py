@@ -12,6 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from ..drafter.registry import PROPOSERS
 from ..registry import DEFAULT_MODEL, EMBEDDED
 from ..samplers.config import DecodeError, longest_generation
 from ..trace import Trace, TraceError
@@ -20,8 +21,8 @@ from ..views.headline import drafter_name
 from ..views.timeline import timeline
 from .examples import load_example
 from .files import TraceFiles, load_uploads
-from .inputs import AUTO, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, \
-    TAU_INFO, TEMPERATURE_INFO, TEMPERATURE_MAX, parse_run_inputs, plan_run, prompt_info, prompts_for
+from .inputs import AUTO, GEN_STEP, LARGER_TREES, MODEL_ABOUT, STRICTER_TAU, TAU_INFO, TEMPERATURE_INFO, \
+    TEMPERATURE_MAX, drafter_help, drafter_order, parse_run_inputs, plan_run, prompt_info, prompts_for
 from .comparison import RunsBefore
 from .runner import ModelStore, decode_events
 from .session import LiveSession
@@ -173,7 +174,7 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
            "temperature": gr.update(value=min(meta.temperature, TEMPERATURE_MAX), info=TEMPERATURE_INFO),
            "seed": meta.seed, "gen_length": gr.update(value=min(meta.gen_length, top), maximum=top, info=GEN_INFO),
            "wanted_length": meta.gen_length,
-           "drafter": meta.drafter if meta.drafter in DRAFTER_ORDER else gr.skip(), "coupled": meta.coupled_noise,
+           "drafter": meta.drafter if meta.drafter in drafter_order() else gr.skip(), "coupled": meta.coupled_noise,
            "prune": meta.min_path_prob, "race": race,
            "model": meta.model if meta.model in ctx.models else gr.skip(),
            # (exact mode never reads tau: an exact run's leaves the slider's as it is)
@@ -463,12 +464,11 @@ class Handlers:
 
     @staticmethod
     def on_drafter(drafter, mode):
-        info = gr.update(info=DRAFTER_HELP.get(drafter, ""))
+        info = gr.update(info=drafter_help(drafter))
         budget = gr.update(interactive=drafter != "none")
-        if drafter == "spot" and mode != "exact":
-            return info, gr.update(value="exact"), budget
-        if drafter == "spot-sets" and mode != "threshold":
-            return info, gr.update(value="threshold"), budget
+        spec = PROPOSERS.get(drafter)  # (a drafter for one mode only, SPOT's two or one of your own: that mode)
+        if spec is not None and mode not in spec.modes:
+            return info, gr.update(value=spec.modes[0]), budget
         return info, gr.skip(), budget
 
 

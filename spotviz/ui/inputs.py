@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..drafter.registry import PROPOSERS
 from ..engine import DRAFTERS
 from ..samplers.config import DecodeConfig, DecodeError, Limits
 
@@ -42,7 +43,6 @@ MATH_PROMPTS = ["Natalia sold 48 clips in April and half as many clips in May. H
                 "Layla has 34 apples. She eats 19 and gives 7 to a friend. How many apples does Layla have left?",
                 "Ava wants a ball that costs $42. She has $14 and saves $14 each week. How many weeks does Ava need "
                 "to save?"]
-DRAFTER_ORDER = [d for d in ("spot", "spot-sets", "training-free", "calibrated", "none") if d in DRAFTERS]
 DRAFTER_HELP = {
     "spot": "SPOT: the learned drafter predicts the commit order, hedged by the calibrated template (exact mode)",
     "spot-sets": "SPOT-Sets: drafts whole commit sets, hedged by the stale threshold rule (threshold mode)",
@@ -50,6 +50,20 @@ DRAFTER_HELP = {
     "calibrated": "baseline: a static draft-graph template calibrated offline",
     "none": "the standard decoder (one decision per pass)",
 }
+
+
+def drafter_order() -> list[str]:
+    """The drafter menu: the built-in drafters, then those registered by the files SPOTVIZ_PLUGINS names (app.py;
+    drafter/registry.register_proposer)."""
+    return [d for d in DRAFTER_HELP if d in DRAFTERS] + [n for n, p in PROPOSERS.items() if p.checked]
+
+
+def drafter_help(name: str) -> str:
+    """The drafter menu's note on `name` (a registered drafter's own help)."""
+    spec = PROPOSERS.get(name)
+    if name in DRAFTER_HELP or spec is None:
+        return DRAFTER_HELP.get(name, "")
+    return (f"{spec.help} · " if spec.help else "") + f"a drafter of your own ({' or '.join(spec.modes)} mode)"
 RACE_BASELINES = [d for d in ("training-free", "calibrated") if d in DRAFTERS]  # raced against SPOT
 # what each baseline is, in the race's few words (a first visitor met the names there before the drafter menu's help)
 BASELINE_GLOSS = {"training-free": "training-free (guesses by the model's own confidence)",
@@ -134,7 +148,7 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
         raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
     gen = _number("generation length", gen_length, whole=True)
     limits = Limits(gen_max=gen_max, temperature_max=TEMPERATURE_MAX,
-                    budgets=tuple(b for b in budgets if b != AUTO), drafters=tuple(DRAFTER_ORDER))
+                    budgets=tuple(b for b in budgets if b != AUTO), drafters=tuple(drafter_order()))
     return DecodeConfig(mode=mode, threshold=_number("tau (threshold)", tau),
                         temperature=_number("temperature", temperature),
                         seed=0 if seed is None else _number("seed", seed, whole=True), gen_length=gen,

@@ -21,8 +21,8 @@ from .explainer import Explainer
 from .files import TraceFiles
 from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
-from .inputs import APP_TAU, AUTO, BASELINE_GLOSS, DRAFTER_HELP, DRAFTER_ORDER, GEN_STEP, LARGER_TREES, \
-    RACE_BASELINES, STRICTER_TAU, TAU_INFO, TEMPERATURE_INFO, TEMPERATURE_MAX, prompt_info, prompts_for
+from .inputs import APP_TAU, AUTO, BASELINE_GLOSS, GEN_STEP, LARGER_TREES, RACE_BASELINES, STRICTER_TAU, TAU_INFO, \
+    TEMPERATURE_INFO, TEMPERATURE_MAX, drafter_help, drafter_order, prompt_info, prompts_for
 from .runner import ModelStore, has_gpu, measure_cost_curve_ahead, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
@@ -283,8 +283,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                    + " and the standard decoder",
                                    visible=bool(RACE_BASELINES))
                 with gr.Accordion("Settings", open=True, elem_id="sv-settings"):
-                    drafter = gr.Dropdown(DRAFTER_ORDER, value="spot" if "spot" in DRAFTER_ORDER else "none",
-                                          label="Drafter", info=DRAFTER_HELP.get("spot", ""), elem_id="sv-drafter")
+                    drafter = gr.Dropdown(drafter_order(), value="spot" if "spot" in drafter_order() else "none",
+                                          label="Drafter", info=drafter_help("spot"), elem_id="sv-drafter")
                     gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
                                            label="Generation length (tokens)", elem_id="sv-gen-length",
                                            info=GEN_INFO)

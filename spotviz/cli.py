@@ -131,7 +131,7 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the step-indexed Gumbel noise")
     p.add_argument("--gen-length", type=int, default=128, help="tokens to generate")
     p.add_argument("--drafter", default="none", help="none (the standard decoder), spot, spot-sets, "
-                                                     "training-free or calibrated")
+                                                     "training-free, calibrated, or one a --plugin registers")
     p.add_argument("--drafter-dir", default=None, metavar="DIR",
                    help="drafters trained by train-drafter (its --out) for this model (default: the model's shipped "
                         "ones, else shakespeare-bd's, which transfer)")
@@ -184,7 +184,8 @@ def cmd_decode(a) -> int:
     _import_plugins(a)
     drafters = ("none", *PROPOSERS)
     if a.drafter not in drafters:
-        raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(drafters)}")
+        raise ValueError(f"--drafter: unknown drafter {a.drafter!r}; choose one of {', '.join(drafters)} (a drafter "
+                         f"of your own: --plugin FILE.py registers it)")
     if not a.prompt.strip():
         raise ValueError("--prompt is empty: give some text to continue")
     _writable(a.trace_out, "--trace-out", mkdir=True)  # (Trace.save makes its folder)
@@ -495,7 +496,8 @@ def cmd_bench(a) -> int:
                       transfer=not a.no_transfer, other_budgets=other, prune=a.prune,
                       modes=tuple(dict.fromkeys(m.strip() for m in a.modes.split(",") if m.strip())),
                       drafters=tuple(dict.fromkeys(d.strip() for d in a.drafters.split(",") if d.strip())),
-                      simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size)
+                      simulate_curve=a.simulate_curve, drafter_dir=a.drafter_dir, block_size=a.block_size,
+                      plugins=tuple(a.plugin or ()))
     _writable(a.out, "--out", folder=True, hint=False)
     try:
         res = run_bench(cfg, log=lambda *x: print(*x, file=sys.stderr if a.json else sys.stdout, flush=True))

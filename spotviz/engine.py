@@ -15,14 +15,14 @@ import os
 import warnings
 from typing import Iterator
 
-from .drafter.registry import PROPOSERS
+from .drafter.registry import BUILT_IN
 from .errors import IdentityWarning
 from .samplers.config import DecodeConfig, DecodeError, check_prompt
 from .samplers.state import Progress, run_to_end
 from .targets.base import DiffusionTarget, TargetInfo
 from .threads import THREADS_ENV, ensure_threads, set_threads  # noqa: F401  (part of this module's interface)
 
-DRAFTERS = ("none", *PROPOSERS)
+DRAFTERS = ("none", *BUILT_IN)  # the built-in drafters (one registered later is in drafter.registry.PROPOSERS)
 
 
 def decode_stream(target: DiffusionTarget | str, prompt: str, cfg: DecodeConfig | None = None,

@@ -1,5 +1,6 @@
 """The benchmark command: one table, every row's counts consistent, speculative rows identical to standard."""
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -122,6 +123,9 @@ def test_bench_row_warms_up_before_timing(tiny_block_dir):
     assert len(records) == 2 * sum(len(b.passes) for b in base)
     assert traces[0].meta.forward_calls_outside == 0
     assert all(a.tokens == b.tokens for a, b in zip(traces, base))
+    ticks.clear()  # the standard row warms up too (its tokens/s were a cold first decode's), counted as one decode
+    base, again, records = _run(target, prompts, replace(cfg, drafter="none"), tick=ticks.append)
+    assert ticks == [1, 1, 1] and base is again and len(base) == 2 and records == []
 
 
 def test_bench_simulated_curve_times_every_decoder_on_that_curve(tiny_block_dir, tmp_path, capsys):
@@ -183,3 +187,7 @@ def test_the_bench_plan_lists_every_row_in_the_order_they_run():
                           PlannedRow("training-free", 4),
                           PlannedRow("spot", 4, "independent noise (ablation)", coupled=False)]
     assert plan[2][2][0] == PlannedRow("spot-sets", 4) and plan[2][2][-1].note == "transfer from x"
+    # without spot, no ablation or transfer rows (they are the learned drafter's)
+    plan = bench_plan(BenchConfig(budgets=(4,), temperatures=(0.0, 1.0), drafters=("training-free",)),
+                      [("from x", Path("x"))])
+    assert [r for _, _, rows in plan for r in rows] == [PlannedRow("training-free", 4)] * 4

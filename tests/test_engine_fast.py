@@ -16,7 +16,7 @@ from spotviz.drafter.losses import stale_ranks, teacher_forced_pointer
 from spotviz.drafter.model import DrafterConfig, SpotDrafter
 from spotviz.drafter.numpy_forward import NumpyDrafter
 from spotviz.drafter.proposers import SpotProposer, TrainingFree
-from spotviz.drafter.registry import PROPOSERS, learned_drafter
+from spotviz.drafter.registry import BUILT_IN, PROPOSERS, learned_drafter
 from spotviz.drafter.tree import DraftNode, build_tree
 from spotviz import threads
 from spotviz.engine import DRAFTERS, decode, decode_stream, set_threads
@@ -821,9 +821,9 @@ def test_one_validator_with_limits():
 
 
 def test_registry_names_every_drafter_once():
-    assert DRAFTERS == ("none", *PROPOSERS)
+    assert DRAFTERS == ("none", *BUILT_IN) and set(BUILT_IN) <= set(PROPOSERS)
     assert learned_drafter("exact") == "spot" and learned_drafter("threshold") == "spot-sets"
-    for spec in PROPOSERS.values():
+    for spec in (PROPOSERS[n] for n in BUILT_IN):
         assert spec.help and spec.modes and set(spec.modes) <= {"exact", "threshold"}
 
 

@@ -30,15 +30,35 @@ class LeftToRight(Proposer):
         return [((o,), (int(ctx.tok1[d, o]),), 0.9)]
 
 
+FAULTS = {  # fault -> what the error must say about it
+    "offset past the window": "offset 21 is not a masked position",
+    "negative offset": "offset -1 is not a masked position",
+    "committed offset": "is not a masked position of the node",
+    "mask token": "is not a token the model can commit",
+    "token past the vocabulary": "token 1000000 is not a token the model can commit",
+    "nan probability": "probability nan is not a number in [0, 1]",
+    "probability above one": "probability 7.0 is not a number in [0, 1]",
+    "probabilities summing past one": "probabilities sum to 1.6, more than 1",
+    "two offsets in exact mode": "2 offsets in exact mode",
+    "offsets and tokens of different lengths": "1 offsets and 2 tokens",
+    "not a list": "returned NoneType; expected a list",
+    "not a triple": "is not an (offsets, tokens, probability) triple",
+    "writes into the token row": "wrote into view.state",
+}
+
+
 class Broken(LeftToRight):
     """LeftToRight with one fault injected into every candidate list."""
 
-    def __init__(self, fault):
-        self.fault = fault
+    def __init__(self, fault, mask):
+        self.fault, self.mask = fault, mask
 
     def children(self, ctx, view, node, remaining):
         (o,), (t,), p = super().children(ctx, view, node, remaining)[0]
-        committed = int(np.flatnonzero(~remaining)[0]) if (~remaining).any() else -1
+        other = next(x for x in (t + 1, t + 2) if x != self.mask)
+        if self.fault == "writes into the token row":
+            view.state[view.lo + o] = other  # (as if to try the commit out)
+        committed = int(np.flatnonzero(~remaining)[0])  # (s1 has the free decision's commit)
         return {
             "offset past the window": [((len(remaining) + 5,), (t,), p)],
             "negative offset": [((-1,), (t,), p)],
@@ -47,11 +67,12 @@ class Broken(LeftToRight):
             "token past the vocabulary": [((o,), (10 ** 6,), p)],
             "nan probability": [((o,), (t,), float("nan"))],
             "probability above one": [((o,), (t,), 7.0)],
-            "probabilities summing past one": [((o,), (t,), 0.8), ((o,), (t + 1,), 0.8)],
+            "probabilities summing past one": [((o,), (t,), 0.8), ((o,), (other,), 0.8)],
             "two offsets in exact mode": [((o, o + 1), (t, t), p)],
             "offsets and tokens of different lengths": [((o,), (t, t), p)],
             "not a list": None,
             "not a triple": [(o, t)],
+            "writes into the token row": [((o,), (t,), p)],
         }[self.fault]
 
 
@@ -90,6 +111,10 @@ def test_registration_refuses_what_it_cannot_run(registered):
         register_proposer("none", lambda t, m, f: LeftToRight())
     with pytest.raises(DecodeError, match="function"):
         register_proposer("mine", LeftToRight())
+    with pytest.raises(DecodeError, match="the class LeftToRight"):  # (the class, not a loader of it)
+        register_proposer("mine", LeftToRight)
+    with pytest.raises(DecodeError, match="three arguments"):
+        register_proposer("mine", lambda: LeftToRight())
     with pytest.raises(DecodeError, match="modes"):
         register_proposer("mine", lambda t, m, f: LeftToRight(), modes=("greedy",))
     with pytest.raises(DecodeError, match="built-in"):
@@ -106,35 +131,42 @@ def test_a_loader_that_returns_no_proposer_is_named(tiny_block_target, tiny_prom
         decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16, drafter="not-a-proposer", budget=4))
 
 
-@pytest.mark.parametrize("fault", ["offset past the window", "negative offset", "committed offset", "mask token",
-                                   "token past the vocabulary", "nan probability", "probability above one",
-                                   "probabilities summing past one", "two offsets in exact mode",
-                                   "offsets and tokens of different lengths", "not a list", "not a triple"])
+@pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_bad_candidate_stops_the_decode_with_its_name(tiny_block_target, tiny_prompt, registered, fault):
-    def broken():
-        b = Broken(fault)
-        b.mask = int(tiny_block_target.info.mask_id)
-        return b
-
-    registered("broken", broken)
+    registered("broken", lambda: Broken(fault, int(tiny_block_target.info.mask_id)))
     cfg = DecodeConfig(gen_length=32, drafter="broken", budget=4, seed=1)
-    with pytest.raises(ProposerError, match=r"drafter 'broken' \(Broken\.children\)"):
+    with pytest.raises(ProposerError, match=r"drafter 'broken' \(Broken\.children\)") as e:
         decode(tiny_block_target, tiny_prompt, cfg)
+    assert FAULTS[fault] in str(e.value), str(e.value)
+
+
+def test_what_a_loader_or_for_budget_returns_is_named(tiny_block_target, tiny_prompt, registered):
+    class Small(LeftToRight):
+        def for_budget(self, budget):
+            return None if budget > 2 else self
+
+    registered("small", Small)
+    with pytest.raises(ProposerError, match=r"'small': for_budget\(4\) returned NoneType, not a Proposer"):
+        decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16, drafter="small", budget=4))
 
 
 def test_a_threshold_proposer_may_commit_sets(tiny_block_target, tiny_prompt, registered):
-    class FirstTwo(LeftToRight):
+    class StaleSets(LeftToRight):  # (the threshold rule on the root's confidences, and its most confident slot)
         def children(self, ctx, view, node, remaining):
-            free = np.flatnonzero(remaining)[:2]
             d = ctx.d(node)
-            return [(tuple(int(o) for o in free), tuple(int(ctx.tok1[d, o]) for o in free), 0.5),
-                    ((int(free[0]),), (int(ctx.tok1[d, free[0]]),), 0.5)]
+            conf = np.where(remaining, ctx.conf[d], -1.0)
+            top = int(conf.argmax())
+            sure = [int(o) for o in np.flatnonzero(conf >= view.rule.threshold)] or [top]
+            return [(tuple(sure), tuple(int(ctx.tok1[d, o]) for o in sure), 0.6), ((top,), (int(ctx.tok1[d, top]),), 0.4)]
 
-    registered("first-two", FirstTwo, modes=("threshold",))
-    kw = dict(mode="threshold", threshold=0.05, temperature=1.0, seed=2, gen_length=32)
+    registered("first-two", StaleSets, modes=("threshold",))
+    kw = dict(mode="threshold", threshold=0.02, temperature=1.0, seed=2, gen_length=32)
     standard = decode(tiny_block_target, tiny_prompt, DecodeConfig(**kw))
     run = decode(tiny_block_target, tiny_prompt, DecodeConfig(**kw, drafter="first-two", budget=8))
     assert run.tokens == standard.tokens and run.meta.drafter == "first-two"
+    sets = [n for p in run.passes for n in p.tree if len(n.positions) > 1 and not n.known]
+    assert sets and any(n.accepted for n in sets)  # (sets drafted, and some of them the target's own)
+    assert run.counters.accepted_drafts > 0 and run.counters.target_passes < standard.counters.target_passes
 
 
 def test_a_prompt_cut_to_fit_warns_the_library_caller(tiny_block_target):
@@ -142,7 +174,8 @@ def test_a_prompt_cut_to_fit_warns_the_library_caller(tiny_block_target):
     long_prompt = "ROMEO. O, she doth teach the torches to burn bright! " * 8
     whole = len(tiny_block_target.encode(long_prompt))
     assert whole > info.max_length - 32
-    with pytest.warns(PromptTruncatedWarning, match=f"{whole} tokens.*at most {max(info.max_length - whole, 0)}"):
+    keep = f"at most {info.max_length - whole}" if whole < info.max_length else "no gen_length keeps it whole"
+    with pytest.warns(PromptTruncatedWarning, match=f"{whole} tokens.*{keep}"):
         run = decode(tiny_block_target, long_prompt, DecodeConfig(gen_length=32))
     assert run.meta.prompt_truncated
     with warnings.catch_warnings():
@@ -215,7 +248,11 @@ def test_the_bench_compares_a_drafter_a_plugin_registers(tiny_block_dir, plugin_
                "--temperatures", "0", "--no-transfer", "--drafters", "training-free,plugin-l2r",
                "--plugin", str(plugin_file), "--out", str(tmp_path / "bench"), "--json"])
     assert rc == 0
-    rows = json.loads(capsys.readouterr().out)["rows"]
+    res = json.loads(capsys.readouterr().out)
+    rows = res["rows"]
+    assert res["config"]["plugins"] == [str(plugin_file)]  # (where the drafter came from, in the saved bench)
+    (md,) = (tmp_path / "bench").glob("*.md")
+    assert f"registered by: {plugin_file}" in md.read_text()
     ours = [r for r in rows if r["drafter"] == "plugin-l2r"]
     assert [r["mode"] for r in ours] == ["exact"]  # (it drafts in exact mode only: no threshold row)
     assert {r["drafter"] for r in rows if r["mode"] == "threshold"} == {"none", "training-free"}
@@ -234,3 +271,24 @@ def test_a_plugin_that_cannot_register_is_one_error_line(tmp_path, tiny_block_di
     rc = main(["decode", "--model", str(tiny_block_dir), "--prompt", "ROMEO.", "--plugin", str(f)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and err.startswith(f"error: --plugin {f}") and match in err
+
+
+def test_a_plugin_is_imported_as_a_module_beside_its_neighbours(tmp_path, tiny_block_target, tiny_prompt):
+    """A plugin with a dataclass under `from __future__ import annotations` (dataclasses look the module up in
+    sys.modules) that imports a file beside it; one that fails after registering leaves nothing registered."""
+    from spotviz.drafter.registry import import_drafters
+
+    (tmp_path / "my_orders.py").write_text("def leftmost(remaining):\n    return int(remaining.nonzero()[0][0])\n")
+    extra = ("from dataclasses import dataclass\nfrom my_orders import leftmost\n\n\n@dataclass\n"
+             "class Settings:\n    p: float = 0.9\n")
+    (tmp_path / "good.py").write_text("from __future__ import annotations\n" + PLUGIN + extra)
+    try:
+        assert import_drafters(tmp_path / "good.py") == ["plugin-l2r"]
+        run = decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16, drafter="plugin-l2r", budget=4))
+        assert run.tokens == decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16)).tokens
+    finally:
+        unregister_proposer("plugin-l2r")
+    (tmp_path / "half.py").write_text(PLUGIN + "raise RuntimeError('half way')\n")
+    with pytest.raises(DecodeError, match="half way"):
+        import_drafters(tmp_path / "half.py")
+    assert "plugin-l2r" not in PROPOSERS

@@ -1148,6 +1148,42 @@ def test_known_states_decide_as_the_target_does_whatever_the_order_or_step(mode,
         assert nxt.decision(key, masked[0], step).key == want.key
 
 
+@pytest.mark.parametrize("mode,tau,T", [("exact", 0.9, 0.0), ("exact", 0.9, 1.0), ("threshold", 0.01, 1.0)])
+def test_a_state_stored_with_its_decision_decides_as_one_stored_without(mode, tau, T, tiny_block_target):
+    """remember stores a pass's row with the decision the pass made there (KnownStates.add(decided=, step=)): its
+    candidates come from that decision instead of being computed again. Every later decision from the store, at
+    that step and others, with all or fewer masked positions, is the one a store without them computes."""
+    from spotviz.decision import decide
+    from spotviz.samplers.known_states import KnownStates
+
+    view = _view(tiny_block_target, PROMPTS[0], mode, tau, T, seed=3)
+    mask_id = tiny_block_target.info.mask_id
+    lo, hi = view.lo, view.hi
+    rows = view.state.unsqueeze(0).repeat(3, 1)
+    open_ = np.flatnonzero(view.masked.numpy())
+    rows[1, lo + int(open_[0])] = 7
+    rows[2, lo + int(open_[-1])] = 9
+    logits = tiny_block_target.forward(rows, lo, hi, tiny_block_target.empty_cache()).logits
+    noise = GumbelNoise(3, tiny_block_target.info.vocab_size)
+    masked = rows[:, lo:hi] == mask_id
+    steps = [4, 5, 5]
+    made = decide(logits[:, : hi - lo], masked, steps, lo, view.rule, noise, mask_id)  # (the pass's own, batched)
+    given, fresh = (KnownStates(lo, hi, view.rule, noise, mask_id) for _ in range(2))
+    keys = [rows[r, lo:hi].numpy().tobytes() for r in range(3)]
+    for r in range(3):
+        given.add(keys[r], logits[r], decided=made[r], step=steps[r])
+        fresh.add(keys[r], logits[r])
+    fewer = masked.clone()
+    fewer[:, open_[1:3]] = False
+    for step in (4, 5, 6):
+        for m in (masked, fewer):
+            for r in range(3):
+                a, b = given.decision(keys[r], m[r], step), fresh.decision(keys[r], m[r], step)
+                assert (a is None) == (b is None)
+                assert a is None or a.key == b.key  # (the numbers: as the test above says)
+                assert a is None or a.confidences == pytest.approx(b.confidences, rel=0, abs=1e-6)
+
+
 @pytest.mark.parametrize("T", [0.0, 1.0])
 def test_one_guess_shortcut_drafts_the_edge_the_full_context_drafts(T, targets, random_drafter, monkeypatch):
     """A one-guess tree's child of s1 comes from the root decision's rows at the masked offsets (Proposer.first_child)

@@ -13,6 +13,8 @@ engine.decode like a built-in one, and the trace names it); its candidates are c
 """
 from __future__ import annotations
 
+import inspect
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -76,8 +78,16 @@ def register_proposer(name: str, load: Callable, modes: tuple = ("exact",), help
         raise DecodeError(f"a drafter's name must be a non-empty string without surrounding spaces, got {name!r}")
     if name == "none" or name in BUILT_IN:
         raise DecodeError(f"{name!r} is a built-in drafter's name; register yours under another")
-    if not callable(load):
-        raise DecodeError(f"load must be a function (target, mode, folder) -> Proposer, got {type(load).__name__}")
+    if not callable(load) or isinstance(load, type):
+        what = f"the class {load.__name__}" if isinstance(load, type) else type(load).__name__
+        raise DecodeError(f"load must be a function (target, mode, folder) -> Proposer, got {what} (e.g. "
+                          f"lambda target, mode, folder: MyProposer())")
+    try:
+        inspect.signature(load).bind(None, None, None)
+    except TypeError:
+        raise DecodeError(f"load must take three arguments (target, mode, folder), got {load!r}") from None
+    except ValueError:  # (a builtin without a signature: let the call say)
+        pass
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     if not modes or any(m not in MODES for m in modes):
         raise DecodeError(f"modes must name some of {', '.join(MODES)}, got {modes!r}")
@@ -103,11 +113,21 @@ def import_drafters(path) -> list[str]:
     if not file.is_file() or file.suffix != ".py":
         raise DecodeError(f"{path}: not a Python file (a .py file that calls register_proposer)")
     before = dict(PROPOSERS)
-    spec = importlib.util.spec_from_file_location(f"spotviz_plugin_{file.stem}", file)
+    name = f"spotviz_plugin_{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (as an import does: dataclasses and pickling look the module up there)
+    sys.path.insert(0, str(file.resolve().parent))  # (the file's neighbours import, as for a script run there)
     try:
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
-    except Exception as e:  # (the file's own error, said in one line: it is the user's code)
+        spec.loader.exec_module(module)
+    except Exception as e:  # (the file's own error, said in one line: it is the user's code; nothing it registered
+        # stays)
+        sys.modules.pop(name, None)
+        PROPOSERS.clear()
+        PROPOSERS.update(before)
         raise DecodeError(f"{path} failed: {type(e).__name__}: {e}") from None
+    finally:
+        sys.path.remove(str(file.resolve().parent))
     added = [n for n, p in PROPOSERS.items() if before.get(n) is not p]
     if not added:
         raise DecodeError(f"{path} registered no drafter (call spotviz.drafter.registry.register_proposer in it)")
@@ -118,10 +138,12 @@ def check_drafter(name: str, mode: str) -> ProposerSpec:
     """The spec of `name`, or a DecodeError saying which drafter serves `mode`."""
     spec = PROPOSERS.get(name)
     if spec is None:
-        raise DecodeError(f"unknown drafter {name!r}; choose one of none, {', '.join(PROPOSERS)}")
+        raise DecodeError(f"unknown drafter {name!r}; choose one of none, {', '.join(PROPOSERS)} (a drafter of "
+                          f"your own: register_proposer, or the command line's --plugin FILE.py)")
     if mode not in spec.modes:
         other = [p.name for p in PROPOSERS.values() if mode in p.modes and p.learned == spec.learned]
-        raise DecodeError(f"drafter {name!r} is for {' or '.join(spec.modes)} mode; "
+        yours = " (register_proposer's modes says which: exact by default)" if spec.checked else ""
+        raise DecodeError(f"drafter {name!r} is for {' or '.join(spec.modes)} mode{yours}; "
                           f"use {' or '.join(other)} in {mode} mode")
     return spec
 

@@ -104,14 +104,15 @@ class Proposer:
 
     def prepare(self, view: RootView, max_depth: int) -> object:
         """Per-pass work (e.g. one drafter forward), done once before the pass's first `children` (not at all for a
-        one-guess tree that `first_child` drafts). Returns a context passed to `children`."""
-        raise NotImplementedError
+        one-guess tree that `first_child` drafts). Returns a context passed to `children` (default: None)."""
+        return None
 
     def children(self, ctx, view: RootView, node: DraftNode, remaining: np.ndarray) -> list[tuple]:
         """[(offsets tuple, tokens tuple, prob)] for the decision at `node` (depth node.depth + 1).
 
         remaining: bool [w], window offsets still masked at `node`."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define children(ctx, view, node, remaining) "
+                                  f"(spotviz.drafter.tree.Proposer)")
 
     def for_budget(self, budget: int) -> "Proposer":
         """The proposer that drafts a tree of at most `budget` evaluated states (a proposer may hand a small tree to a

@@ -98,14 +98,18 @@ def _run(target, prompts, cfg: DecodeConfig, proposer=None, tick=lambda units: N
     included: the paired standard time is the mean of the two. Returns (speculative traces, standard traces, the
     pass records of both standard decodes of every prompt: what the observed ceiling prices, as their mean).
     `tick(units)` is called after each decode (eval/progress.py's units). Before the timed decodes, one untimed
-    speculative decode of the first prompt warms the row up: the first time a pass shape meets the target, its
-    batch invariance is checked with extra one-row forwards (targets/invariance.py), which would otherwise land in
-    the first prompt's timing (with budget auto it is also a first run to learn from, as an earlier run in the
-    process would be: samplers/auto_budget.py)."""
+    decode of the first prompt warms the row up. A speculative row's: the first time a pass shape meets the target,
+    its batch invariance is checked with extra one-row forwards (targets/invariance.py), which would otherwise land
+    in the first prompt's timing (with budget auto it is also a first run to learn from, as an earlier run in the
+    process would be: samplers/auto_budget.py). The standard row's: its tokens/s, timed on its own, came out up to
+    1.7x below the same decoder's paired runs when the first decode of a (mode, temperature) was cold."""
     traces, base, records = [], [], []
     if proposer is not None and prompts:
         decode_spot(target, prompts[0], cfg, proposer)
         tick(spec_units)
+    elif prompts:  # (the standard row's own: its tokens/s were a cold first decode's, below its paired runs')
+        decode_standard(target, prompts[0], cfg)
+        tick(1)
     for i, p in enumerate(prompts):
         c = replace(cfg, seed=cfg.seed + i)
         before = decode_standard(target, p, c)
@@ -171,7 +175,7 @@ class BenchConfig:
     fallback's: drafter/store.py). `block_size`: a published model's block or window size instead of its config's
     (registry.load_target). `prompts_file`: one's own prompts (default: the model's held-out set). `drafters`: the
     built-in ones (spot: SPOT-Sets in threshold mode) and any registered with drafter/registry.register_proposer (the
-    command line's --plugin), each in the modes it drafts for."""
+    command line's --plugin, whose files `plugins` records), each in the modes it drafts for."""
 
     model: str = DEFAULT_MODEL
     prompts_file: str | None = None
@@ -188,6 +192,7 @@ class BenchConfig:
     simulate_curve: str | None = None
     drafter_dir: str | None = None
     block_size: int | None = None
+    plugins: tuple = ()  # the files that registered drafters of one's own (the command line's --plugin): recorded
 
     def __post_init__(self):
         from ..errors import worded_with_flags
@@ -242,8 +247,9 @@ class PlannedRow:
 def bench_plan(cfg: BenchConfig, transfers: list) -> list[tuple[str, float, list[PlannedRow]]]:
     """The speculative rows of `cfg`, per (mode, temperature) in the order they run: every drafter at every budget
     of the sweep (the first mode and temperature sweep `budgets`, the others `other_budgets`), SPOT pruned where
-    `prune` > 0, at T > 0 the coupled-noise ablation, and at the first temperature the transfer rows
-    (`transfers`: (label, folder) of other models' drafters). Those use budget 16, or the nearest number swept."""
+    `prune` > 0, and where spot is benchmarked, at T > 0 the coupled-noise ablation and at the first temperature the
+    transfer rows (`transfers`: (label, folder) of other models' drafters), which use budget 16, or the nearest
+    number swept; a drafter of one's own only in the modes it drafts for."""
     plan = []
     for mode in cfg.modes:
         for t in cfg.temperatures:
@@ -260,9 +266,10 @@ def bench_plan(cfg: BenchConfig, transfers: list) -> list[tuple[str, float, list
                     rows.append(PlannedRow(dname, b))
                     if cfg.prune > 0 and name == "spot" and b != AUTO and b > 2:
                         rows.append(PlannedRow(dname, b, f"pruned below path prob {cfg.prune:g}", prune=cfg.prune))
-            if t > 0:
+            spot = "spot" in cfg.drafters  # (the ablation and transfer rows are the learned drafter's)
+            if spot and t > 0:
                 rows.append(PlannedRow(learned, near, "independent noise (ablation)", coupled=False))
-            if t == cfg.temperatures[0]:
+            if spot and t == cfg.temperatures[0]:
                 rows += [PlannedRow(learned, near, f"transfer {label}", folder=folder) for label, folder in transfers]
             plan.append((mode, t, rows))
     return plan
@@ -319,7 +326,7 @@ def run_bench(cfg: BenchConfig | None = None, log=print, **settings) -> BenchRes
     # the plan in standard-decode units (eval/progress.py), for the estimate and the ETA: greedy quality and the
     # previous-pass agreement, then per (mode, temperature) its standard row and every planned row (A-B-A for every
     # prompt, after one untimed warm-up decode)
-    units = P * (1 + len(temperatures)) + sum(P + sum(P * (2 + spec_units(r.budget)) + spec_units(r.budget)
+    units = P * (1 + len(temperatures)) + sum(P + 1 + sum(P * (2 + spec_units(r.budget)) + spec_units(r.budget)
                                                       for r in rows) for _, _, rows in plan)
     unit_s = unit_seconds(target, prompts[0], gen_length)
     log(f"estimate: ~{duration(units * unit_s)} for about {units:.0f} standard-decode equivalents of {gen_length} "
@@ -412,6 +419,8 @@ def to_markdown(res: BenchResult) -> str:
                   "forward); the pass counts and outputs are real, the times a model of that device.", ""]
     if res.drafters:
         lines += [f"Drafters: {res.drafters}.", ""]
+    if res.config.get("plugins"):
+        lines += [f"Drafters of one's own registered by: {', '.join(map(str, res.config['plugins']))}.", ""]
     sa = ", ".join(f"{k}: {100 * v['stale_agreement']:.1f}%" for k, v in res.stale_agreement.items())
     lines += [f"Previous-pass prediction already equals the committed token (exact decoding): {sa}", ""]
     q = res.quality.get("summary") if res.quality else None

@@ -114,7 +114,8 @@ class DecodeConfig:
                                   f"got {self.drafter_dir!r}")
         allowed = ("none", *PROPOSERS) if limits.drafters is None else limits.drafters
         if self.drafter not in allowed:
-            raise DecodeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(allowed)}")
+            yours = " (a drafter of your own: drafter.registry.register_proposer)" if limits.drafters is None else ""
+            raise DecodeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(allowed)}{yours}")
         if self.drafter != "none":
             check_drafter(self.drafter, self.mode)
 

@@ -60,10 +60,11 @@ class DecodeState:
         prompt_ids, truncated = encode_prompt(target, prompt, cfg.gen_length)
         if truncated:
             info, whole = target.info, len(target.encode(prompt))
+            keep = (f"a gen_length of at most {info.max_length - whole} keeps it whole" if whole < info.max_length
+                    else "no gen_length keeps it whole")
             warnings.warn(f"{info.name}: a prompt of {whole} tokens and gen_length {cfg.gen_length} exceed the "
                           f"context of {info.max_length} tokens: the prompt's first {whole - len(prompt_ids)} tokens "
-                          f"were dropped (the model saw its last {len(prompt_ids)}); a gen_length of at most "
-                          f"{max(info.max_length - whole, 0)} keeps it whole", PromptTruncatedWarning, stacklevel=2)
+                          f"were dropped (the model saw its last {len(prompt_ids)}); {keep}", PromptTruncatedWarning)
         return cls(target, prompt_ids, cfg, prompt, truncated)
 
     def __init__(self, target: DiffusionTarget, prompt_ids: list[int], cfg: DecodeConfig, prompt: str = "",

@@ -13,6 +13,11 @@ edges still save passes around such a proposer, so its author would see no sign 
              exactly one in exact mode (a decision commits one position), at least one in threshold mode
     tokens   ints, one per offset, in [0, vocab) and not the mask token
     p        a finite probability in [0, 1]; the candidates' sum at most 1 (+ 1e-3 for rounding)
+    A set's pairs are put in offset order (as a decision's key is); the same edge proposed twice is one edge, its
+    probabilities added.
+
+and it must leave what it reads as it found it: a proposer that writes into view.state (the decoder's own token row)
+could change the output, so the row is compared with its copy from the pass's start after every call.
 
 The built-in proposers are not wrapped (their candidates are built that way; the check would cost every pass
 time). drafter/registry.register_proposer wraps every proposer it loads.
@@ -23,6 +28,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+import torch
 
 from ...errors import ProposerError
 from ..tree import Proposer
@@ -34,27 +40,41 @@ class CheckedProposer(Proposer):
     """`inner`, whose candidates are checked against the module docstring's contract before the tree builder reads
     them. name: the name it was registered under (said in errors)."""
 
-    def __init__(self, inner: Proposer, name: str, vocab_size: int, mask_id: int):
+    def __init__(self, inner: Proposer, name: str, vocab_size: int, mask_id: int, source: str = "its loader"):
         if not isinstance(inner, Proposer):
-            raise ProposerError(f"drafter {name!r}: its loader returned {type(inner).__name__}, not a Proposer "
+            raise ProposerError(f"drafter {name!r}: {source} returned {type(inner).__name__}, not a Proposer "
                                 f"(spotviz.drafter.tree.Proposer: prepare and children)")
         self.inner, self.name = inner, name
         self.vocab_size, self.mask_id = int(vocab_size), int(mask_id)
         self.branch_positions = inner.branch_positions
+        self._state = None  # the decoder's token row as the pass began (what a call must leave as it was)
 
     def prepare(self, view, max_depth):
-        return self.inner.prepare(view, max_depth)
+        self._state = view.state.clone()
+        return self.untouched(self.inner.prepare(view, max_depth), view, "prepare")
 
     def children(self, ctx, view, node, remaining):
-        return self.check(self.inner.children(ctx, view, node, remaining.copy()), view, remaining, "children")
+        got = self.untouched(self.inner.children(ctx, view, node, remaining.copy()), view, "children")
+        return self.check(got, view, remaining, "children")
 
     def first_child(self, view, remaining):
-        got = self.inner.first_child(view, remaining.copy())
+        self._state = view.state.clone()
+        got = self.untouched(self.inner.first_child(view, remaining.copy()), view, "first_child")
         return None if got is None else self.check(got, view, remaining, "first_child")
 
     def for_budget(self, budget: int) -> "CheckedProposer":
         inner = self.inner.for_budget(budget)
-        return self if inner is self.inner else CheckedProposer(inner, self.name, self.vocab_size, self.mask_id)
+        return self if inner is self.inner else \
+            CheckedProposer(inner, self.name, self.vocab_size, self.mask_id, source=f"for_budget({budget})")
+
+    def untouched(self, got, view, method: str):
+        """`got`, once the call is seen to have left the decoder's token row as it was."""
+        if self._state is not None and not torch.equal(view.state, self._state):
+            view.state.copy_(self._state)  # (put back: the decode stops here, and its row stays as it was)
+            raise ProposerError(f"drafter {self.name!r} ({type(self.inner).__name__}.{method}) wrote into view.state, "
+                                f"the decoder's token row: a proposer must only read its inputs (copy what it "
+                                f"changes)")
+        return got
 
     def check(self, cands, view, remaining: np.ndarray, method: str) -> list[tuple]:
         """The candidates as (offsets tuple, tokens tuple, float p), or a ProposerError naming what is wrong."""
@@ -63,7 +83,7 @@ class CheckedProposer(Proposer):
             raise ProposerError(f"{where} returned {type(cands).__name__}; expected a list of "
                                 f"(offsets, tokens, probability) tuples")
         exact = view.rule.mode == "exact"
-        out, total = [], 0.0
+        out, total, seen = [], 0.0, {}
         for i, c in enumerate(cands):
             what = f"{where}, candidate {i}"
             if not isinstance(c, (tuple, list)) or len(c) != 3:
@@ -77,6 +97,7 @@ class CheckedProposer(Proposer):
                                     f"position")
             if len(set(offsets)) != len(offsets):
                 raise ProposerError(f"{what}: offsets {offsets} repeat a position")
+            offsets, tokens = map(tuple, zip(*sorted(zip(offsets, tokens))))  # (a set in offset order)
             for o in offsets:
                 if not 0 <= o < len(remaining) or not remaining[o]:
                     raise ProposerError(f"{what}: offset {o} is not a masked position of the node (window offsets "
@@ -89,6 +110,11 @@ class CheckedProposer(Proposer):
             if isinstance(p, bool) or not isinstance(p, Real) or not math.isfinite(p) or not 0 <= p <= 1:
                 raise ProposerError(f"{what}: probability {p!r} is not a number in [0, 1]")
             total += float(p)
+            if (offsets, tokens) in seen:  # (the same edge twice: one edge, its probabilities added)
+                j = seen[offsets, tokens]
+                out[j] = (offsets, tokens, out[j][2] + float(p))
+                continue
+            seen[offsets, tokens] = len(out)
             out.append((offsets, tokens, float(p)))
         if total > 1 + SUM_SLACK:
             raise ProposerError(f"{where}: the candidates' probabilities sum to {total:.4g}, more than 1")

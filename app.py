@@ -2,9 +2,9 @@
 
 Environment: SPOTVIZ_MODEL (a model name or folder to use as the default model), SPOTVIZ_DRAFTER_DIR (drafters
 trained for that model by train-drafter), SPOTVIZ_PLUGINS (Python files, separated by ":", that register drafters
-of your own: they join the Drafter menu; docs/INSTALL.md, "A drafter of your own"), SPOTVIZ_THREADS (torch CPU threads: default 1, 0 = all cores; the same
-policy as the command line, spotviz/threads.py), GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Gradio's own). Gradio's
-usage analytics are off (no network calls)."""
+of your own: they join the Drafter menu; docs/INSTALL.md, "A drafter of your own"), SPOTVIZ_THREADS (torch CPU
+threads: default 1, 0 = all cores; the same policy as the command line, spotviz/threads.py), GRADIO_SERVER_NAME /
+GRADIO_SERVER_PORT (Gradio's own). Gradio's usage analytics are off (no network calls)."""
 import os
 import sys
 

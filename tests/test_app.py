@@ -756,7 +756,8 @@ def test_a_drafter_of_ones_own_joins_the_menu_and_runs(tiny_block_target, tiny_p
                     if c.get("props", {}).get("elem_id") == "sv-drafter")
         assert [c[0] if isinstance(c, (list, tuple)) else c for c in menu["props"]["choices"]][-1] == "right-to-left"
         info, mode, _ = Handlers.on_drafter("right-to-left", "threshold")
-        assert mode["value"] == "exact" and info["info"] == "the last masked slot next · a drafter of your own (exact mode)"
+        assert mode["value"] == "exact"
+        assert info["info"] == "the last masked slot next · a drafter of your own (exact mode)"
         _, url, _ = launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                            quiet=True)
         try:

@@ -157,7 +157,8 @@ def test_a_threshold_proposer_may_commit_sets(tiny_block_target, tiny_prompt, re
             conf = np.where(remaining, ctx.conf[d], -1.0)
             top = int(conf.argmax())
             sure = [int(o) for o in np.flatnonzero(conf >= view.rule.threshold)] or [top]
-            return [(tuple(sure), tuple(int(ctx.tok1[d, o]) for o in sure), 0.6), ((top,), (int(ctx.tok1[d, top]),), 0.4)]
+            return [(tuple(sure), tuple(int(ctx.tok1[d, o]) for o in sure), 0.6),
+                    ((top,), (int(ctx.tok1[d, top]),), 0.4)]
 
     registered("first-two", StaleSets, modes=("threshold",))
     kw = dict(mode="threshold", threshold=0.02, temperature=1.0, seed=2, gen_length=32)

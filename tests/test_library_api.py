@@ -293,3 +293,43 @@ def test_a_plugin_is_imported_as_a_module_beside_its_neighbours(tmp_path, tiny_b
     with pytest.raises(DecodeError, match="half way"):
         import_drafters(tmp_path / "half.py")
     assert "plugin-l2r" not in PROPOSERS
+
+
+class RandomProposer(Proposer):
+    """Valid candidates drawn at random: random masked positions (random sets in threshold mode), the root's token
+    or a random one, random probabilities. A tree of anything the contract allows."""
+
+    def __init__(self, seed, vocab_size, mask_id):
+        self.rng, self.vocab_size, self.mask_id = np.random.default_rng(seed), vocab_size, mask_id
+
+    def prepare(self, view, max_depth):
+        return Context(view, max_depth)
+
+    def children(self, ctx, view, node, remaining):
+        free, d, out, left = np.flatnonzero(remaining), ctx.d(node), [], 1.0
+        for _ in range(self.rng.integers(0, 5)):
+            k = 1 if view.rule.mode == "exact" else int(self.rng.integers(1, len(free) + 1))
+            offsets = tuple(int(o) for o in self.rng.choice(free, k, replace=False))
+            tokens = tuple(int(ctx.tok1[d, o]) if self.rng.random() < 0.7 else
+                           int(self.rng.choice([t for t in range(8) if t != self.mask_id])) for o in offsets)
+            p = float(self.rng.random()) * left
+            left -= p
+            out.append((offsets, tokens, p))
+        return out
+
+
+@pytest.mark.parametrize("which", ["block", "full"])
+def test_any_valid_proposer_leaves_the_output_as_the_standard_decoders(tiny_targets, tiny_prompt, registered, which):
+    """The verifier follows only the target's own decisions: random trees (random orders, tokens, sets, crossing a
+    window's end) at every budget, mode and temperature give the standard decoder's tokens."""
+    target = tiny_targets[which]
+    rng = np.random.default_rng(11)
+    for i in range(12):
+        seed = int(rng.integers(10 ** 6))
+        registered(f"random-{i}", lambda s=seed: RandomProposer(s, target.info.vocab_size, target.info.mask_id),
+                   modes=("exact", "threshold"))
+        kw = dict(mode=("exact", "threshold")[i % 2], threshold=(0.02, 0.3)[i // 2 % 2],
+                  temperature=(0.0, 1.0, 2.0)[i % 3], seed=i, gen_length=(16, 24, 40)[i % 3])
+        standard = decode(target, tiny_prompt, DecodeConfig(**kw))
+        run = decode(target, tiny_prompt, DecodeConfig(**kw, drafter=f"random-{i}", budget=(2, 4, 16, "auto")[i % 4]))
+        assert run.tokens == standard.tokens, (i, kw)

@@ -17,6 +17,8 @@ from spotviz.engine import decode
 from spotviz.errors import DecodeError, PromptTruncatedWarning, ProposerError
 from spotviz.samplers.config import DecodeConfig
 
+from helpers import RandomProposer
+
 
 class LeftToRight(Proposer):
     """The leftmost masked position next, with the root's (coupled-noise) token there: one candidate per node."""
@@ -293,29 +295,6 @@ def test_a_plugin_is_imported_as_a_module_beside_its_neighbours(tmp_path, tiny_b
     with pytest.raises(DecodeError, match="half way"):
         import_drafters(tmp_path / "half.py")
     assert "plugin-l2r" not in PROPOSERS
-
-
-class RandomProposer(Proposer):
-    """Valid candidates drawn at random: random masked positions (random sets in threshold mode), the root's token
-    or a random one, random probabilities. A tree of anything the contract allows."""
-
-    def __init__(self, seed, vocab_size, mask_id):
-        self.rng, self.vocab_size, self.mask_id = np.random.default_rng(seed), vocab_size, mask_id
-
-    def prepare(self, view, max_depth):
-        return Context(view, max_depth)
-
-    def children(self, ctx, view, node, remaining):
-        free, d, out, left = np.flatnonzero(remaining), ctx.d(node), [], 1.0
-        for _ in range(self.rng.integers(0, 5)):
-            k = 1 if view.rule.mode == "exact" else int(self.rng.integers(1, len(free) + 1))
-            offsets = tuple(int(o) for o in self.rng.choice(free, k, replace=False))
-            tokens = tuple(int(ctx.tok1[d, o]) if self.rng.random() < 0.7 else
-                           int(self.rng.choice([t for t in range(8) if t != self.mask_id])) for o in offsets)
-            p = float(self.rng.random()) * left
-            left -= p
-            out.append((offsets, tokens, p))
-        return out
 
 
 @pytest.mark.parametrize("which", ["block", "full"])

@@ -565,6 +565,36 @@ def test_full_attention_batched_forward_equals_single(adapter, lo, hi, request):
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
+def test_speculative_runs_on_every_adapter_are_the_standard_decoders_where_the_probe_says_so(adapter, request):
+    """SPOT's verifier on each published adapter, with trees of every shape (a proposer of random valid candidates:
+    random orders, tokens and sets) and the training-free drafter, at several budgets, both modes and temperatures:
+    the tokens are the standard decoder's wherever the load-time probe proved batched passes bit-identical to one-row
+    passes (what the trace then claims); where it did not, the trace says identity is not guaranteed."""
+    from spotviz.drafter.registry import register_proposer, unregister_proposer
+    from spotviz.engine import decode
+    from spotviz.samplers import DecodeConfig
+
+    from helpers import RandomProposer
+
+    target = request.getfixturevalue(adapter)
+    register_proposer("random-valid", lambda t, m, f: RandomProposer(7, t.info.vocab_size, t.info.mask_id),
+                      modes=("exact", "threshold"))
+    try:
+        for i, (mode, tau, T, budget, drafter) in enumerate([
+                ("exact", 0.9, 0.0, 4, "random-valid"), ("exact", 0.9, 1.0, 16, "random-valid"),
+                ("threshold", 0.05, 1.0, 8, "random-valid"), ("exact", 0.9, 1.0, 8, "training-free"),
+                ("threshold", 0.05, 0.0, 4, "training-free")]):
+            cfg = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=i, gen_length=12)
+            standard = decode(target, "the cat", cfg)
+            run = decode(target, "the cat", replace(cfg, drafter=drafter, budget=budget))
+            assert run.meta.identity_guaranteed is (target.info.batch_invariant is True)
+            if target.info.batch_invariant:
+                assert run.tokens == standard.tokens, (adapter, mode, T, budget, drafter)
+    finally:
+        unregister_proposer("random-valid")
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
 def test_standard_decoder_commits_every_position_once(adapter, request):
     from spotviz.samplers import DecodeConfig, decode_standard
 

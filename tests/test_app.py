@@ -755,6 +755,12 @@ def test_a_drafter_of_ones_own_joins_the_menu_and_runs(tiny_block_target, tiny_p
         menu = next(c for c in demo.get_config_file()["components"]
                     if c.get("props", {}).get("elem_id") == "sv-drafter")
         assert [c[0] if isinstance(c, (list, tuple)) else c for c in menu["props"]["choices"]][-1] == "right-to-left"
+        from spotviz.samplers.config import DecodeConfig
+        from spotviz.ui.inputs import plan_run
+
+        # a race gives it a lane in the modes it drafts in
+        assert plan_run(DecodeConfig(drafter="spot"), race=True).race == ("training-free", "calibrated", "right-to-left")
+        assert "right-to-left" not in plan_run(DecodeConfig(mode="threshold", drafter="spot-sets"), race=True).race
         info, mode, _ = Handlers.on_drafter("right-to-left", "threshold")
         assert mode["value"] == "exact"
         assert info["info"] == "the last masked slot next · a drafter of your own (exact mode)"

@@ -177,13 +177,15 @@ class RunPlan:
 
 
 def plan_run(cfg: DecodeConfig, race: bool = False) -> RunPlan:
-    """A race decodes SPOT (SPOT-Sets in threshold mode) against the training-free and calibrated drafters and the
-    standard decoder, all in the chosen mode and at one tree budget (budget auto: LARGER_TREES, since auto sizes
-    each lane's trees by that lane's own timings); otherwise the chosen drafter against the standard decoder."""
+    """A race decodes SPOT (SPOT-Sets in threshold mode) against the training-free and calibrated drafters, the
+    drafters of one's own that draft in the chosen mode (registered: app.py's $SPOTVIZ_PLUGINS) and the standard
+    decoder, all in the chosen mode and at one tree budget (budget auto: LARGER_TREES, since auto sizes each lane's
+    trees by that lane's own timings); otherwise the chosen drafter against the standard decoder."""
     if not race:
         return RunPlan(cfg)
     spot = "spot-sets" if cfg.mode == "threshold" else "spot"
     lead = spot if spot in DRAFTERS else (RACE_BASELINES[0] if RACE_BASELINES else "none")
     auto = cfg.budget == AUTO
+    yours = [n for n, p in PROPOSERS.items() if p.checked and cfg.mode in p.modes]
     return RunPlan(replace(cfg, drafter=lead, budget=LARGER_TREES if auto else cfg.budget),
-                   tuple(d for d in RACE_BASELINES if d != lead), note=RACE_AT_LARGER if auto else "")
+                   tuple(d for d in RACE_BASELINES + yours if d != lead), note=RACE_AT_LARGER if auto else "")

@@ -12,6 +12,7 @@ from typing import Callable
 
 import gradio as gr
 
+from ..drafter.registry import PROPOSERS
 from ..errors import DecodeError
 from ..registry import DEFAULT_MODEL, EMBEDDED
 from ..samplers.config import BUDGETS, MAX_GEN_LENGTH
@@ -279,7 +280,8 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                 race = gr.Checkbox(value=False, label="Race the drafters on this prompt", elem_id="sv-race",
                                    info="one lane each: " + ", ".join(
                                        ["SPOT (SPOT-Sets in threshold mode)"]
-                                       + [BASELINE_GLOSS.get(d, d) for d in RACE_BASELINES])
+                                       + [BASELINE_GLOSS.get(d, d) for d in RACE_BASELINES]
+                                       + [f"{n} (yours)" for n, p in PROPOSERS.items() if p.checked])
                                    + " and the standard decoder",
                                    visible=bool(RACE_BASELINES))
                 with gr.Accordion("Settings", open=True, elem_id="sv-settings"):

@@ -754,13 +754,17 @@ def test_a_drafter_of_ones_own_joins_the_menu_and_runs(tiny_block_target, tiny_p
                          gpu=False)
         menu = next(c for c in demo.get_config_file()["components"]
                     if c.get("props", {}).get("elem_id") == "sv-drafter")
-        assert [c[0] if isinstance(c, (list, tuple)) else c for c in menu["props"]["choices"]][-1] == "right-to-left"
+        choices = [c[0] if isinstance(c, (list, tuple)) else c for c in menu["props"]["choices"]]
+        assert choices[-2:] == ["right-to-left", "none"]
         from spotviz.samplers.config import DecodeConfig
         from spotviz.ui.inputs import plan_run
 
         # a race gives it a lane in the modes it drafts in
-        assert plan_run(DecodeConfig(drafter="spot"), race=True).race == ("training-free", "calibrated", "right-to-left")
+        race = plan_run(DecodeConfig(drafter="spot"), race=True).race
+        assert race == ("training-free", "calibrated", "right-to-left")
         assert "right-to-left" not in plan_run(DecodeConfig(mode="threshold", drafter="spot-sets"), race=True).race
+        _, fix = Handlers.on_mode("threshold", "right-to-left")  # (exact only: the mode's learned drafter instead)
+        assert fix["value"] == "spot-sets"
         info, mode, _ = Handlers.on_drafter("right-to-left", "threshold")
         assert mode["value"] == "exact"
         assert info["info"] == "the last masked slot next · a drafter of your own (exact mode)"

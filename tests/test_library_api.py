@@ -6,6 +6,7 @@ are named."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -45,7 +46,6 @@ FAULTS = {  # fault -> what the error must say about it
     "offsets and tokens of different lengths": "1 offsets and 2 tokens",
     "not a list": "returned NoneType; expected a list",
     "not a triple": "is not an (offsets, tokens, probability) triple",
-    "writes into the token row": "wrote into view.state",
 }
 
 
@@ -58,8 +58,6 @@ class Broken(LeftToRight):
     def children(self, ctx, view, node, remaining):
         (o,), (t,), p = super().children(ctx, view, node, remaining)[0]
         other = next(x for x in (t + 1, t + 2) if x != self.mask)
-        if self.fault == "writes into the token row":
-            view.state[view.lo + o] = other  # (as if to try the commit out)
         committed = int(np.flatnonzero(~remaining)[0])  # (s1 has the free decision's commit)
         return {
             "offset past the window": [((len(remaining) + 5,), (t,), p)],
@@ -74,7 +72,6 @@ class Broken(LeftToRight):
             "offsets and tokens of different lengths": [((o,), (t, t), p)],
             "not a list": None,
             "not a triple": [(o, t)],
-            "writes into the token row": [((o,), (t,), p)],
         }[self.fault]
 
 
@@ -140,6 +137,41 @@ def test_a_bad_candidate_stops_the_decode_with_its_name(tiny_block_target, tiny_
     with pytest.raises(ProposerError, match=r"drafter 'broken' \(Broken\.children\)") as e:
         decode(tiny_block_target, tiny_prompt, cfg)
     assert FAULTS[fault] in str(e.value), str(e.value)
+
+
+def test_a_proposer_that_writes_into_what_it_reads_changes_nothing(tiny_block_target, tiny_prompt, registered):
+    """A registered proposer reads a copy of the view (checked.py): writing into its token row, masks or root
+    distributions, as if to try a commit out, leaves the decode as the standard decoder's (it changed the output when
+    the proposer was given the decoder's own row)."""
+    class Scribbler(LeftToRight):
+        def children(self, ctx, view, node, remaining):
+            got = super().children(ctx, view, node, remaining)
+            (o,), (t,), _ = got[0]
+            view.state[view.lo + o] = (t + 2) % 8
+            view.masked[:] = False
+            view.window_logp()[:] = 0.0
+            return got
+
+    for T in (0.0, 1.0):
+        registered(f"scribbler-{T:g}", Scribbler)
+        cfg = DecodeConfig(gen_length=32, seed=1, temperature=T)
+        run = decode(tiny_block_target, tiny_prompt, replace(cfg, drafter=f"scribbler-{T:g}", budget=8))
+        assert run.tokens == decode(tiny_block_target, tiny_prompt, cfg).tokens
+
+
+def test_a_set_is_put_in_offset_order_and_the_same_edge_twice_is_one(tiny_block_target):
+    """CheckedProposer.check: a set's (offset, token) pairs in offset order, as a decision's key is; the same edge
+    given twice (in either order) one edge whose probability is the sum."""
+    from types import SimpleNamespace
+
+    from spotviz.drafter.proposers.checked import CheckedProposer
+
+    checked = CheckedProposer(LeftToRight(), "mine", tiny_block_target.info.vocab_size, tiny_block_target.info.mask_id)
+    view = SimpleNamespace(rule=SimpleNamespace(mode="threshold"))
+    remaining = np.ones(16, bool)
+    got = checked.check([((5, 3), (20, 30), 0.3), ((3, 5), (30, 20), 0.2), ((np.int64(7),), (np.int64(9),),
+                                                                          np.float32(0.25))], view, remaining, "children")
+    assert got == [((3, 5), (30, 20), 0.5), ((7,), (9,), 0.25)]
 
 
 def test_what_a_loader_or_for_budget_returns_is_named(tiny_block_target, tiny_prompt, registered):
@@ -220,7 +252,19 @@ register_proposer("plugin-l2r", lambda target, mode, folder: LeftToRight(), mode
 
 
 @pytest.fixture
-def plugin_file(tmp_path):
+def imports_undone():
+    """What plugins add to sys.modules and sys.path (their modules, their folders) is taken out after the test."""
+    import sys
+
+    modules, path = set(sys.modules), list(sys.path)
+    yield
+    for m in set(sys.modules) - modules:
+        sys.modules.pop(m, None)
+    sys.path[:] = path
+
+
+@pytest.fixture
+def plugin_file(tmp_path, imports_undone):
     f = tmp_path / "my_drafters.py"
     f.write_text(PLUGIN)
     yield f
@@ -265,7 +309,8 @@ def test_the_bench_compares_a_drafter_a_plugin_registers(tiny_block_dir, plugin_
 @pytest.mark.parametrize("content, match", [(None, "not a Python file"), ("raise RuntimeError('boom')",
                                                                              "failed: RuntimeError: boom"),
                                             ("x = 1", "registered no drafter")])
-def test_a_plugin_that_cannot_register_is_one_error_line(tmp_path, tiny_block_dir, capsys, content, match):
+def test_a_plugin_that_cannot_register_is_one_error_line(tmp_path, tiny_block_dir, capsys, content, match,
+                                                         imports_undone):
     from spotviz.cli import main
 
     f = tmp_path / "p.py"
@@ -276,7 +321,8 @@ def test_a_plugin_that_cannot_register_is_one_error_line(tmp_path, tiny_block_di
     assert rc == 2 and err.count("\n") == 1 and err.startswith(f"error: --plugin {f}") and match in err
 
 
-def test_a_plugin_is_imported_as_a_module_beside_its_neighbours(tmp_path, tiny_block_target, tiny_prompt):
+def test_a_plugin_is_imported_as_a_module_beside_its_neighbours(tmp_path, tiny_block_target, tiny_prompt,
+                                                                imports_undone):
     """A plugin with a dataclass under `from __future__ import annotations` (dataclasses look the module up in
     sys.modules) that imports a file beside it; one that fails after registering leaves nothing registered."""
     from spotviz.drafter.registry import import_drafters
@@ -291,10 +337,15 @@ def test_a_plugin_is_imported_as_a_module_beside_its_neighbours(tmp_path, tiny_b
         assert run.tokens == decode(tiny_block_target, tiny_prompt, DecodeConfig(gen_length=16)).tokens
     finally:
         unregister_proposer("plugin-l2r")
-    (tmp_path / "half.py").write_text(PLUGIN + "raise RuntimeError('half way')\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "my_helpers.py").write_text("X = 1\n")
+    (other / "half.py").write_text("import my_helpers\n" + PLUGIN + "raise RuntimeError('half way')\n")
     with pytest.raises(DecodeError, match="half way"):
-        import_drafters(tmp_path / "half.py")
-    assert "plugin-l2r" not in PROPOSERS
+        import_drafters(other / "half.py")
+    import sys
+
+    assert "plugin-l2r" not in PROPOSERS and "my_helpers" not in sys.modules and str(other) not in sys.path
 
 
 @pytest.mark.parametrize("which", ["block", "full"])

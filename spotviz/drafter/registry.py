@@ -13,6 +13,7 @@ engine.decode like a built-in one, and the trace names it); its candidates are c
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 import sys
 from dataclasses import dataclass
@@ -78,13 +79,14 @@ def register_proposer(name: str, load: Callable, modes: tuple = ("exact",), help
         raise DecodeError(f"a drafter's name must be a non-empty string without surrounding spaces, got {name!r}")
     if name == "none" or name in BUILT_IN:
         raise DecodeError(f"{name!r} is a built-in drafter's name; register yours under another")
-    if not callable(load) or isinstance(load, type):
-        what = f"the class {load.__name__}" if isinstance(load, type) else type(load).__name__
-        raise DecodeError(f"load must be a function (target, mode, folder) -> Proposer, got {what} (e.g. "
-                          f"lambda target, mode, folder: MyProposer())")
+    if not callable(load):
+        raise DecodeError(f"load must be a function (target, mode, folder) -> Proposer, got {type(load).__name__}")
     try:
         inspect.signature(load).bind(None, None, None)
     except TypeError:
+        if isinstance(load, type):  # (the class itself, where a loader of it was meant)
+            raise DecodeError(f"load must be a function (target, mode, folder) -> Proposer, got the class "
+                              f"{load.__name__} (e.g. lambda target, mode, folder: {load.__name__}())") from None
         raise DecodeError(f"load must take three arguments (target, mode, folder), got {load!r}") from None
     except ValueError:  # (a builtin without a signature: let the call say)
         pass
@@ -105,29 +107,37 @@ def unregister_proposer(name: str) -> None:
 
 def import_drafters(path) -> list[str]:
     """Run the Python file `path`, which registers drafters of its own (register_proposer): the command line's
-    --plugin. Returns the names it registered; a file that is missing, fails or registers none raises DecodeError."""
+    --plugin. It runs as a module of its own, its folder on sys.path (as for a script run from there: its neighbours
+    import). Returns the names it registered; a file that is missing, fails or registers none raises DecodeError,
+    and one that fails leaves nothing it registered or imported behind."""
     import importlib.util
     from pathlib import Path
 
     file = Path(path).expanduser()
     if not file.is_file() or file.suffix != ".py":
         raise DecodeError(f"{path}: not a Python file (a .py file that calls register_proposer)")
-    before = dict(PROPOSERS)
-    name = f"spotviz_plugin_{file.stem}"
+    before, modules = dict(PROPOSERS), set(sys.modules)
+    folder = str(file.resolve().parent)
+    # (a module name of its own per file: two plugins of one name in two folders are two modules)
+    name = f"spotviz_plugin_{file.stem}_{hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:8]}"
     spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # (as an import does: dataclasses and pickling look the module up there)
-    sys.path.insert(0, str(file.resolve().parent))  # (the file's neighbours import, as for a script run there)
+    added_path = folder not in sys.path
+    if added_path:  # (the file's neighbours import, then and later, as for a script run from its folder)
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except Exception as e:  # (the file's own error, said in one line: it is the user's code; nothing it registered
-        # stays)
-        sys.modules.pop(name, None)
-        PROPOSERS.clear()
-        PROPOSERS.update(before)
+        # or imported stays)
+        for m in set(sys.modules) - modules:
+            sys.modules.pop(m, None)
+        if added_path:
+            sys.path.remove(folder)
+        for n in set(PROPOSERS) - set(before):
+            PROPOSERS.pop(n)
+        PROPOSERS.update({n: p for n, p in before.items() if PROPOSERS.get(n) is not p})
         raise DecodeError(f"{path} failed: {type(e).__name__}: {e}") from None
-    finally:
-        sys.path.remove(str(file.resolve().parent))
     added = [n for n, p in PROPOSERS.items() if before.get(n) is not p]
     if not added:
         raise DecodeError(f"{path} registered no drafter (call spotviz.drafter.registry.register_proposer in it)")

@@ -13,6 +13,7 @@ other embedded model (without / with light calibration) and the coupled-noise ab
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -198,6 +199,10 @@ class BenchConfig:
         from ..errors import worded_with_flags
         from ..samplers.config import MAX_BUDGET, MAX_TEMPERATURE, DecodeError
 
+        if isinstance(self.plugins, (str, os.PathLike)) or \
+                not all(isinstance(p, (str, os.PathLike)) for p in self.plugins):
+            raise ValueError(f"plugins must be a tuple of file paths, got {self.plugins!r}")
+        object.__setattr__(self, "plugins", tuple(os.fspath(p) for p in self.plugins))  # (as JSON writes them)
         if isinstance(self.n_prompts, bool) or not isinstance(self.n_prompts, int) or self.n_prompts < 1:
             raise ValueError(f"--n-prompts must be a whole number of at least 1, got {self.n_prompts!r}")
         for option, budgets in (("--budgets", self.budgets), ("--other-budgets", self.other_budgets)):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from ..drafter.registry import PROPOSERS
+from ..drafter.registry import PROPOSERS, learned_drafter
 from ..registry import DEFAULT_MODEL, EMBEDDED
 from ..samplers.config import DecodeError, longest_generation
 from ..trace import Trace, TraceError
@@ -117,6 +117,7 @@ class AppContext:
     examples: list[dict]
     files: TraceFiles
     runs_before: RunsBefore = field(default_factory=RunsBefore)  # each page's last finished run, compared with its next
+    drafters: list = field(default_factory=drafter_order)  # the Drafter menu, as the registry was when the app was built
     demo: gr.Blocks | None = None
     _example_headers: list | None = field(default=None, repr=False)
 
@@ -174,7 +175,7 @@ def controls_of(meta, ctx: AppContext, race: bool = False) -> dict:
            "temperature": gr.update(value=min(meta.temperature, TEMPERATURE_MAX), info=TEMPERATURE_INFO),
            "seed": meta.seed, "gen_length": gr.update(value=min(meta.gen_length, top), maximum=top, info=GEN_INFO),
            "wanted_length": meta.gen_length,
-           "drafter": meta.drafter if meta.drafter in drafter_order() else gr.skip(), "coupled": meta.coupled_noise,
+           "drafter": meta.drafter if meta.drafter in ctx.drafters else gr.skip(), "coupled": meta.coupled_noise,
            "prune": meta.min_path_prob, "race": race,
            "model": meta.model if meta.model in ctx.models else gr.skip(),
            # (exact mode never reads tau: an exact run's leaves the slider's as it is)
@@ -222,7 +223,7 @@ class Handlers:
         try:  # raw values (preprocess=False): checked here, so every bad input gets a message in the status
             cfg = parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget,
                                    coupled, prune, models=ctx.models, budgets=ctx.budgets, gen_max=ctx.gen_limit,
-                                   drafter_dirs=ctx.store.drafter_dirs)
+                                   drafter_dirs=ctx.store.drafter_dirs, drafters=ctx.drafters)
             if race is not None and not isinstance(race, bool):
                 raise DecodeError(f"race must be true or false, got {race!r}")
         except DecodeError as e:
@@ -232,7 +233,7 @@ class Handlers:
         lowered = cfg.gen_length > top    # would have decoded more than the slider then offers for this prompt)
         if lowered:
             cfg = replace(cfg, gen_length=top)
-        plan = plan_run(cfg, bool(race))
+        plan = plan_run(cfg, bool(race), ctx.drafters)
         if lowered:
             plan = replace(plan, note=plan.note + f". The generation length was lowered to {top}, the most this "
                                                   "model's context leaves after this prompt")
@@ -455,11 +456,9 @@ class Handlers:
 
     @staticmethod
     def on_mode(mode, drafter):
-        fix = gr.skip()
-        if mode == "threshold" and drafter == "spot":
-            fix = gr.update(value="spot-sets")
-        elif mode == "exact" and drafter == "spot-sets":
-            fix = gr.update(value="spot")
+        # (a drafter for the other mode only, SPOT's two or one of your own: the learned drafter of this mode)
+        spec = PROPOSERS.get(drafter)
+        fix = gr.update(value=learned_drafter(mode)) if spec is not None and mode not in spec.modes else gr.skip()
         return gr.update(visible=mode == "threshold"), fix
 
     @staticmethod

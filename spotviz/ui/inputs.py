@@ -53,9 +53,11 @@ DRAFTER_HELP = {
 
 
 def drafter_order() -> list[str]:
-    """The drafter menu: the built-in drafters, then those registered by the files SPOTVIZ_PLUGINS names (app.py;
-    drafter/registry.register_proposer)."""
-    return [d for d in DRAFTER_HELP if d in DRAFTERS] + [n for n, p in PROPOSERS.items() if p.checked]
+    """The drafter menu: the built-in drafters, those registered by the files SPOTVIZ_PLUGINS names (app.py;
+    drafter/registry.register_proposer), then the standard decoder. The app reads it once, when it is built
+    (AppContext.drafters)."""
+    built_in = [d for d in DRAFTER_HELP if d in DRAFTERS and d != "none"]
+    return built_in + [n for n, p in PROPOSERS.items() if p.checked] + ["none"]
 
 
 def drafter_help(name: str) -> str:
@@ -64,6 +66,8 @@ def drafter_help(name: str) -> str:
     if name in DRAFTER_HELP or spec is None:
         return DRAFTER_HELP.get(name, "")
     return (f"{spec.help} · " if spec.help else "") + f"a drafter of your own ({' or '.join(spec.modes)} mode)"
+
+
 RACE_BASELINES = [d for d in ("training-free", "calibrated") if d in DRAFTERS]  # raced against SPOT
 # what each baseline is, in the race's few words (a first visitor met the names there before the drafter menu's help)
 BASELINE_GLOSS = {"training-free": "training-free (guesses by the model's own confidence)",
@@ -134,11 +138,11 @@ def _number(name: str, v, whole: bool = False):
 
 def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, drafter, budget, coupled, prune=None,
                      *, models: list[str], budgets: list, gen_max: int,
-                     drafter_dirs: dict | None = None) -> DecodeConfig:
+                     drafter_dirs: dict | None = None, drafters: list | None = None) -> DecodeConfig:
     """The run's DecodeConfig from the run endpoint's raw values, checked once when it is made against the app's
     limits (raises DecodeError with the message to show). `drafter_dirs`: model -> the folder of its own drafters
     (set by whoever runs the app, never by a request; given whatever the drafter: a race's lanes take it from this
-    config)."""
+    config). `drafters`: the Drafter menu's (default: drafter_order())."""
     if prompt is not None and not isinstance(prompt, str):
         raise DecodeError(f"the prompt must be text, got {type(prompt).__name__}")
     if not isinstance(model, str) or model not in models:
@@ -148,7 +152,8 @@ def parse_run_inputs(prompt, model, mode, tau, temperature, seed, gen_length, dr
         raise DecodeError(f"coupled noise must be true or false, got {coupled!r}")
     gen = _number("generation length", gen_length, whole=True)
     limits = Limits(gen_max=gen_max, temperature_max=TEMPERATURE_MAX,
-                    budgets=tuple(b for b in budgets if b != AUTO), drafters=tuple(drafter_order()))
+                    budgets=tuple(b for b in budgets if b != AUTO),
+                    drafters=tuple(drafter_order() if drafters is None else drafters))
     return DecodeConfig(mode=mode, threshold=_number("tau (threshold)", tau),
                         temperature=_number("temperature", temperature),
                         seed=0 if seed is None else _number("seed", seed, whole=True), gen_length=gen,
@@ -176,16 +181,18 @@ class RunPlan:
         return out
 
 
-def plan_run(cfg: DecodeConfig, race: bool = False) -> RunPlan:
+def plan_run(cfg: DecodeConfig, race: bool = False, drafters: list | None = None) -> RunPlan:
     """A race decodes SPOT (SPOT-Sets in threshold mode) against the training-free and calibrated drafters, the
     drafters of one's own that draft in the chosen mode (registered: app.py's $SPOTVIZ_PLUGINS) and the standard
     decoder, all in the chosen mode and at one tree budget (budget auto: LARGER_TREES, since auto sizes each lane's
-    trees by that lane's own timings); otherwise the chosen drafter against the standard decoder."""
+    trees by that lane's own timings); otherwise the chosen drafter against the standard decoder. `drafters`: the
+    Drafter menu's (default: drafter_order()), whose drafters of one's own race."""
     if not race:
         return RunPlan(cfg)
     spot = "spot-sets" if cfg.mode == "threshold" else "spot"
     lead = spot if spot in DRAFTERS else (RACE_BASELINES[0] if RACE_BASELINES else "none")
     auto = cfg.budget == AUTO
-    yours = [n for n, p in PROPOSERS.items() if p.checked and cfg.mode in p.modes]
+    yours = [n for n in (drafter_order() if drafters is None else drafters)
+             if n in PROPOSERS and PROPOSERS[n].checked and cfg.mode in PROPOSERS[n].modes]
     return RunPlan(replace(cfg, drafter=lead, budget=LARGER_TREES if auto else cfg.budget),
                    tuple(d for d in RACE_BASELINES + yours if d != lead), note=RACE_AT_LARGER if auto else "")

@@ -23,7 +23,7 @@ from .files import TraceFiles
 from .handlers import (BUDGET_INFO, CONTROLS, FILL_OUTPUTS, GEN_INFO, RUN_OUTPUTS, SHOW_OUTPUTS, AppContext, Handlers,
                        startup_banner, status_html)
 from .inputs import APP_TAU, AUTO, BASELINE_GLOSS, GEN_STEP, LARGER_TREES, RACE_BASELINES, STRICTER_TAU, TAU_INFO, \
-    TEMPERATURE_INFO, TEMPERATURE_MAX, drafter_help, drafter_order, prompt_info, prompts_for
+    TEMPERATURE_INFO, TEMPERATURE_MAX, drafter_help, prompt_info, prompts_for
 from .runner import ModelStore, has_gpu, measure_cost_curve_ahead, register_store
 
 # Limits (docs/SECURITY.md). Past MAX_QUEUE waiting events Gradio answers "queue full" (HTTP 503; the browser
@@ -281,11 +281,12 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                    info="one lane each: " + ", ".join(
                                        ["SPOT (SPOT-Sets in threshold mode)"]
                                        + [BASELINE_GLOSS.get(d, d) for d in RACE_BASELINES]
-                                       + [f"{n} (yours)" for n, p in PROPOSERS.items() if p.checked])
+                                       + [f"{n} (yours, {' or '.join(PROPOSERS[n].modes)} mode)" for n in ctx.drafters
+                                          if n in PROPOSERS and PROPOSERS[n].checked])
                                    + " and the standard decoder",
                                    visible=bool(RACE_BASELINES))
                 with gr.Accordion("Settings", open=True, elem_id="sv-settings"):
-                    drafter = gr.Dropdown(drafter_order(), value="spot" if "spot" in drafter_order() else "none",
+                    drafter = gr.Dropdown(ctx.drafters, value="spot" if "spot" in ctx.drafters else "none",
                                           label="Drafter", info=drafter_help("spot"), elem_id="sv-drafter")
                     gen_length = gr.Slider(GEN_STEP, gen_top, value=min(gen_default, gen_top), step=GEN_STEP,
                                            label="Generation length (tokens)", elem_id="sv-gen-length",

@@ -16,8 +16,11 @@ edges still save passes around such a proposer, so its author would see no sign 
     A set's pairs are put in offset order (as a decision's key is); the same edge proposed twice is one edge, its
     probabilities added.
 
-and it must leave what it reads as it found it: a proposer that writes into view.state (the decoder's own token row)
-could change the output, so the row is compared with its copy from the pass's start after every call.
+What it reads is the decoder's own (the token row, the root's distributions, the stored logits of known states), and
+a proposer that wrote into them could change the output (a reviewer's find: writing into view.state did), so it reads
+a copy of the view made once per pass and per window (`reader`): its token row, masks and root log-probabilities
+copied, without the stored logits and the root decision it has no use for. Its `node` is the tree's own: read-only
+but for `node.memo`, the proposer's per-node cache.
 
 The built-in proposers are not wrapped (their candidates are built that way; the check would cost every pass
 time). drafter/registry.register_proposer wraps every proposer it loads.
@@ -25,10 +28,10 @@ time). drafter/registry.register_proposer wraps every proposer it loads.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
-import torch
 
 from ...errors import ProposerError
 from ..tree import Proposer
@@ -47,34 +50,37 @@ class CheckedProposer(Proposer):
         self.inner, self.name = inner, name
         self.vocab_size, self.mask_id = int(vocab_size), int(mask_id)
         self.branch_positions = inner.branch_positions
-        self._state = None  # the decoder's token row as the pass began (what a call must leave as it was)
+        self._readers: dict = {}  # id(view) -> (view, its copy for the proposer): this pass's window and the next
+
+    def reader(self, view):
+        """The copy of `view` the proposer reads (made at its first use in a pass; module docstring)."""
+        got = self._readers.get(id(view))
+        if got is None or got[0] is not view:
+            if len(self._readers) >= 2:  # (a pass reads at most this window and the next: older ones are done)
+                self._readers.clear()
+            got = (view, replace(view, state=view.state.clone(), masked=view.masked.clone(),
+                                 logp=view.window_logp().clone(), first=list(view.first), known=None, root=None,
+                                 ahead=None))
+            self._readers[id(view)] = got
+        return got[1]
 
     def prepare(self, view, max_depth):
-        self._state = view.state.clone()
-        return self.untouched(self.inner.prepare(view, max_depth), view, "prepare")
+        self._readers.pop(id(view), None)  # (a new pass: a fresh copy)
+        return self.inner.prepare(self.reader(view), max_depth)
 
     def children(self, ctx, view, node, remaining):
-        got = self.untouched(self.inner.children(ctx, view, node, remaining.copy()), view, "children")
+        got = self.inner.children(ctx, self.reader(view), node, remaining.copy())
         return self.check(got, view, remaining, "children")
 
     def first_child(self, view, remaining):
-        self._state = view.state.clone()
-        got = self.untouched(self.inner.first_child(view, remaining.copy()), view, "first_child")
+        self._readers.pop(id(view), None)
+        got = self.inner.first_child(self.reader(view), remaining.copy())
         return None if got is None else self.check(got, view, remaining, "first_child")
 
     def for_budget(self, budget: int) -> "CheckedProposer":
         inner = self.inner.for_budget(budget)
         return self if inner is self.inner else \
             CheckedProposer(inner, self.name, self.vocab_size, self.mask_id, source=f"for_budget({budget})")
-
-    def untouched(self, got, view, method: str):
-        """`got`, once the call is seen to have left the decoder's token row as it was."""
-        if self._state is not None and not torch.equal(view.state, self._state):
-            view.state.copy_(self._state)  # (put back: the decode stops here, and its row stays as it was)
-            raise ProposerError(f"drafter {self.name!r} ({type(self.inner).__name__}.{method}) wrote into view.state, "
-                                f"the decoder's token row: a proposer must only read its inputs (copy what it "
-                                f"changes)")
-        return got
 
     def check(self, cands, view, remaining: np.ndarray, method: str) -> list[tuple]:
         """The candidates as (offsets tuple, tokens tuple, float p), or a ProposerError naming what is wrong."""

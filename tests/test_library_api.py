@@ -169,8 +169,8 @@ def test_a_set_is_put_in_offset_order_and_the_same_edge_twice_is_one(tiny_block_
     checked = CheckedProposer(LeftToRight(), "mine", tiny_block_target.info.vocab_size, tiny_block_target.info.mask_id)
     view = SimpleNamespace(rule=SimpleNamespace(mode="threshold"))
     remaining = np.ones(16, bool)
-    got = checked.check([((5, 3), (20, 30), 0.3), ((3, 5), (30, 20), 0.2), ((np.int64(7),), (np.int64(9),),
-                                                                          np.float32(0.25))], view, remaining, "children")
+    cands = [((5, 3), (20, 30), 0.3), ((3, 5), (30, 20), 0.2), ((np.int64(7),), (np.int64(9),), np.float32(0.25))]
+    got = checked.check(cands, view, remaining, "children")
     assert got == [((3, 5), (30, 20), 0.5), ((7,), (9,), 0.25)]
 
 

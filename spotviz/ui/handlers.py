@@ -117,7 +117,8 @@ class AppContext:
     examples: list[dict]
     files: TraceFiles
     runs_before: RunsBefore = field(default_factory=RunsBefore)  # each page's last finished run, compared with its next
-    drafters: list = field(default_factory=drafter_order)  # the Drafter menu, as the registry was when the app was built
+    drafters: list = field(default_factory=drafter_order)  # the Drafter menu, as the registry was when the app was
+    # built
     demo: gr.Blocks | None = None
     _example_headers: list | None = field(default=None, repr=False)
 

@@ -18,18 +18,21 @@
   // run lines: the standard decoder blue (as its decisions), each drafter its own colour
   SV.RUN_COLORS = {none: '#2c6fbb', spot: '#177f44', 'spot-sets': '#177f44', 'training-free': '#a85d10',
                    calibrated: '#c2185b'};
-  // drafters of one's own (registered: docs/INSTALL.md) take a colour and a pattern by their name, so that two of
-  // them in a race differ and each keeps its look from run to run
+  // drafters of one's own (registered: docs/INSTALL.md) take a colour and a pattern in the order the page first
+  // meets them, so that two of them in a race differ and each keeps its look from run to run
   SV.OTHER_COLORS = ['#6d4c41', '#5e35b1', '#00838f', '#827717'];
-  SV.OTHER_DASHES = ['dot', 'longdash', 'longdashdot', 'dot'];
-  const nameHash = (d) => { let h = 0; for (const c of String(d)) h = (h * 31 + c.charCodeAt(0)) >>> 0; return h; };
-  const other = (meta) => { const d = meta && meta.drafter; return d && !(d in SV.RUN_COLORS) ? nameHash(d) : null; };
-  SV.runColor = (meta) => { const h = other(meta);
-    return h === null ? SV.RUN_COLORS[meta && meta.drafter] || SV.OTHER_COLORS[0] : SV.OTHER_COLORS[h % 4]; };
+  SV.OTHER_DASHES = ['dot', 'longdash', 'longdashdot', 'dash'];
+  const others = [];
+  const other = (meta) => { const d = meta && meta.drafter;
+    if (!d || d in SV.RUN_COLORS) return null;
+    if (!others.includes(d)) others.push(d);
+    return others.indexOf(d); };
+  SV.runColor = (meta) => { const i = other(meta);
+    return i === null ? SV.RUN_COLORS[meta && meta.drafter] || SV.OTHER_COLORS[0] : SV.OTHER_COLORS[i % 4]; };
   // a line pattern per drafter too, so that the race reads without telling colours apart
   SV.RUN_DASHES = {'training-free': 'dash', calibrated: 'dashdot'};
-  SV.runDash = (meta) => { const h = other(meta);
-    return h === null ? SV.RUN_DASHES[meta && meta.drafter] || 'solid' : SV.OTHER_DASHES[h % 4]; };
+  SV.runDash = (meta) => { const i = other(meta);
+    return i === null ? SV.RUN_DASHES[meta && meta.drafter] || 'solid' : SV.OTHER_DASHES[i % 4]; };
   SV.drafterName = (d) => ({none: 'standard', spot: 'SPOT', 'spot-sets': 'SPOT-Sets'})[d] || d;
 
   // Text for Plotly labels: Plotly reads a subset of HTML in text, so trace text is escaped first (a quote needs

@@ -98,6 +98,11 @@ def register_proposer(name: str, load: Callable, modes: tuple = ("exact",), help
     return spec
 
 
+def registered(mode: str | None = None) -> list[str]:
+    """The drafters register_proposer added, in the order they came (those that draft in `mode`, if given)."""
+    return [n for n, p in PROPOSERS.items() if p.checked and (mode is None or mode in p.modes)]
+
+
 def unregister_proposer(name: str) -> None:
     """Forget a drafter that register_proposer added (the built-in ones stay)."""
     if name in BUILT_IN:

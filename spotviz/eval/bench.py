@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from ..cost_model import observed_ceiling
-from ..drafter.registry import PROPOSERS, learned_drafter, load_proposer
+from ..drafter.registry import PROPOSERS, learned_drafter, load_proposer, registered
 from ..drafter.store import DRAFTER_DIR, drafters_used
 from ..embedded.prompts import heldout_prompts, load_prompts
 from ..registry import DEFAULT_MODEL, EMBEDDED, load_target
@@ -223,12 +223,12 @@ class BenchConfig:
             raise worded_with_flags(e, BENCH_FLAGS) from None
         if not self.modes or any(m not in ("exact", "threshold") for m in self.modes):
             raise ValueError(f"--modes {', '.join(self.modes) or '(none)'}: choose exact, threshold or both")
-        registered = [n for n, p in PROPOSERS.items() if p.checked]  # (drafters of one's own: register_proposer)
-        if not self.drafters or any(d not in BENCH_DRAFTERS + tuple(registered) for d in self.drafters):
+        yours = tuple(registered())  # (drafters of one's own: register_proposer)
+        if not self.drafters or any(d not in BENCH_DRAFTERS + yours for d in self.drafters):
             raise ValueError(f"--drafters {', '.join(self.drafters) or '(none)'}: choose from "
-                             f"{', '.join(BENCH_DRAFTERS + tuple(registered))} (spot is SPOT-Sets in threshold mode)")
+                             f"{', '.join(BENCH_DRAFTERS + yours)} (spot is SPOT-Sets in threshold mode)")
         for d in self.drafters:
-            if d in registered and not set(PROPOSERS[d].modes) & set(self.modes):
+            if d in yours and not set(PROPOSERS[d].modes) & set(self.modes):
                 raise ValueError(f"--drafters {d}: it drafts in {' and '.join(PROPOSERS[d].modes)} mode, which "
                                  f"--modes {','.join(self.modes)} leaves out")
         if self.drafter_dir is not None and not Path(self.drafter_dir).expanduser().is_dir():

@@ -55,8 +55,12 @@ class KnownStates:
             self._rows = None
             if decided is not None and decided.masked_tokens:
                 confs = [decided.window_conf[o] for o in decided.masked_offsets]
-                self._cands[(key, step if self.rule.temperature > 0 else 0)] = \
-                    dict(zip(decided.masked_offsets, zip(decided.masked_tokens, confs)))
+                self._cands[self._cands_key(key, step)] = dict(zip(decided.masked_offsets,
+                                                                   zip(decided.masked_tokens, confs)))
+
+    def _cands_key(self, key: bytes, step: int) -> tuple:
+        """Where a state's candidates are kept: per step (its noise) at T > 0, once at T = 0 (no noise)."""
+        return key, step if self.rule.temperature > 0 else 0
 
     @property
     def reuse(self) -> bool:
@@ -89,7 +93,7 @@ class KnownStates:
         if any(not open_[o] for o in offs):  # (a position the stored state had committed: never asked; the rule)
             return decide(lg.unsqueeze(0), masked.unsqueeze(0), [step], self.lo, self.rule, self.noise,
                           self.mask_id)[0]
-        ck = (key, step if self.rule.temperature > 0 else 0)
+        ck = self._cands_key(key, step)
         if ck not in self._cands:
             _, o, t, c = candidates(lg.unsqueeze(0), [step], self.lo, self.rule, self.noise, self.mask_id,
                                     torch.tensor([open_]))

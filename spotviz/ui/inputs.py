@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..drafter.registry import PROPOSERS
+from ..drafter.registry import PROPOSERS, registered
 from ..engine import DRAFTERS
 from ..samplers.config import DecodeConfig, DecodeError, Limits
 
@@ -57,7 +57,7 @@ def drafter_order() -> list[str]:
     drafter/registry.register_proposer), then the standard decoder. The app reads it once, when it is built
     (AppContext.drafters)."""
     built_in = [d for d in DRAFTER_HELP if d in DRAFTERS and d != "none"]
-    return built_in + [n for n, p in PROPOSERS.items() if p.checked] + ["none"]
+    return built_in + registered() + ["none"]
 
 
 def drafter_help(name: str) -> str:
@@ -192,7 +192,6 @@ def plan_run(cfg: DecodeConfig, race: bool = False, drafters: list | None = None
     spot = "spot-sets" if cfg.mode == "threshold" else "spot"
     lead = spot if spot in DRAFTERS else (RACE_BASELINES[0] if RACE_BASELINES else "none")
     auto = cfg.budget == AUTO
-    yours = [n for n in (drafter_order() if drafters is None else drafters)
-             if n in PROPOSERS and PROPOSERS[n].checked and cfg.mode in PROPOSERS[n].modes]
+    yours = [n for n in (drafter_order() if drafters is None else drafters) if n in registered(cfg.mode)]
     return RunPlan(replace(cfg, drafter=lead, budget=LARGER_TREES if auto else cfg.budget),
                    tuple(d for d in RACE_BASELINES + yours if d != lead), note=RACE_AT_LARGER if auto else "")

@@ -12,7 +12,7 @@ from typing import Callable
 
 import gradio as gr
 
-from ..drafter.registry import PROPOSERS
+from ..drafter.registry import PROPOSERS, registered
 from ..errors import DecodeError
 from ..registry import DEFAULT_MODEL, EMBEDDED
 from ..samplers.config import BUDGETS, MAX_GEN_LENGTH
@@ -282,7 +282,7 @@ def build_app(loader: Callable[[str], object] | None = None, models: list[str] |
                                        ["SPOT (SPOT-Sets in threshold mode)"]
                                        + [BASELINE_GLOSS.get(d, d) for d in RACE_BASELINES]
                                        + [f"{n} (yours, {' or '.join(PROPOSERS[n].modes)} mode)" for n in ctx.drafters
-                                          if n in PROPOSERS and PROPOSERS[n].checked])
+                                          if n in registered()])
                                    + " and the standard decoder",
                                    visible=bool(RACE_BASELINES))
                 with gr.Accordion("Settings", open=True, elem_id="sv-settings"):

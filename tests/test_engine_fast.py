@@ -311,6 +311,41 @@ def test_auto_learns_work_that_grows_with_the_tree_and_keeps_trees_smaller_where
     assert sizes["constant"] == len(probs) and 2 < sizes["per node"] < 25, sizes
 
 
+def test_auto_calibrates_each_rank_by_what_the_walks_took_and_grows_trees_where_deep_nodes_pay():
+    """Acceptances along a path are not independent: where the walks go on past the first few nodes more often than
+    the drafter's path probabilities say, auto learns it for the deep ranks (from the node ids each walk went
+    through) and keeps larger trees than one calibration for all ranks would; the first ranks keep their own."""
+    flat = curve(0.005, 0.0)
+    probs = [0.8 ** i for i in range(1, 24)]  # a chain: node i's path probability 0.8^i
+    sizes, last = {}, None
+    for name, passes in (("one calibration", 1), ("per rank", 60)):
+        policy = CostAwareBudget(flat, n_max=64)
+        policy.tree.overhead, policy.tree.states = 0.002, 8.0
+        policy.tree.var, policy.tree.cov = 1e6, 1e6 * 0.00015  # 0.15 ms a node, learned long ago
+        rng = np.random.default_rng(0)
+        for _ in range(passes):  # the walk takes each of the first 3 edges at 0.8, every later one at 0.97
+            policy.small = False
+            policy.begin(24)
+            k = 1
+            for p in probs:
+                if policy.stop(p):
+                    break
+                policy.add(p)
+                k += 1
+            k = sizes[name] = policy.choose(k)
+            depth = 0
+            while depth + 1 < k and rng.random() < (0.8 if depth < 3 else 0.97):
+                depth += 1
+            policy.observe(PassOutcome(k, 0.005, False, accepted_edges=depth, overhead_s=0.002 + 0.00015 * (k - 8),
+                                       drafted=True, walk=tuple(range(1, depth + 1))))
+        last = policy
+    assert sizes["one calibration"] <= 11 and sizes["per rank"] >= 14, sizes
+    assert last._s_rank[3] > 1.5 and last._s_rank[0] < 1.1  # (nodes 8-15 beat their odds; node 1 does not)
+    again = CostAwareBudget(flat, n_max=64)
+    again.recall(last.remember())  # (carried to the next run of its kind)
+    assert again.rank_accepted == last.rank_accepted and again.rank_expected == last.rank_expected
+
+
 def test_auto_gate_learns_from_what_the_passes_accept(monkeypatch):
     """The chain estimate's calibration follows the accepted edges: a drafter that is never accepted stops
     being run, one that is accepted more than the chain expects is run on less confident states."""

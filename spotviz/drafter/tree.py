@@ -231,7 +231,10 @@ class TreeGrowth:
         policy.begin(self.n_masked, s1_evaluated=bool(self.batch))
         heap = self.heap
         while heap and self.batch < policy.budget:
-            neg = heap[0][0]
+            neg, _, pid, offsets, tokens, _ = heap[0]
+            if (offsets, tokens) in nodes[pid].children:  # (a stale entry of an edge already taken: no candidate)
+                heapq.heappop(heap)
+                continue
             if -neg < min_path_prob:  # the heap is ordered: every remaining candidate is less likely still
                 break
             if policy.stop(-neg):

@@ -6,10 +6,16 @@ the measurements: docs/wallclock.md (section "What `auto` is made of, and why").
 (its tree may hold more nodes: known states are decided from stored logits, drafter/tree.py).
 With nodes in best-first order (path probabilities p_1 >= p_2 >= ...) every prefix of the tree is a tree, and
 
-    E(N) = 1 + s * (p_1 + ... + p_{N-1})
+    E(N) = 1 + s_r(1) p_1 + ... + s_r(N-1) p_{N-1}
 
-are the expected commits of its first N nodes (s: a running calibration, accepted drafted edges over the edges the
-drafter expected; p_i as it was when node i was added, so the estimate errs low). CostAwareBudget keeps the prefix
+are the expected commits of its first N nodes (p_i as it was when node i was added, so the estimate errs low; s_r a
+running calibration per rank r(i) = floor(log2 i) of a node in best-first order: the edges into nodes of that rank
+that acceptance walks took, over the path probabilities of those nodes, from a prior of the drafter's overall
+calibration s, accepted drafted edges over expected ones, weighing RANK_PRIOR expected edges). Path probabilities
+are products of a drafter's edge probabilities, and acceptances along a path are not independent: on math-bd (SPOT,
+budget 16, T = 0, 12 problems) nodes 1-4 took 94-99% of the edges their path probabilities promised, nodes 9-16
+128-130%; one s for all ranks sized trees a third smaller than the best fixed budget where the forward is flat (the
+simulated H200, session 53). CostAwareBudget keeps the prefix
 N >= 2 that maximises E(N) / (l_M f(M) + c), M the states the prefix has the target evaluate: its known states
 (decided from logits an earlier pass stored, drafter/tree.py) add to E and cost no forward. Growth stops when no
 longer prefix can win even if every node still to come cost a state (with free nodes among them it might: the
@@ -25,7 +31,9 @@ out of L.
 **Whether to draft at all**, decided before the drafter runs, from the stale confidences the previous pass
 computed (c_(1) >= c_(2) >= ... over the positions still masked). Drafted passes come in two tiers, one-guess trees
 (N = 2, which a proposer may draft without the drafter's forward) and larger trees; each keeps its own work, a
-running linear fit against the states evaluated (c_N = mean + w (N - mean states)). The gate compares three rates
+running linear fit against the states evaluated (c_N = mean + w (N - mean states); the slope w over about 20 passes,
+the means over about 5: a slope fitted as fast was noisy, and clipped at zero it erred high, which cut trees short on
+a flat curve). The gate compares three rates
 of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pass's own work); one guess,
 
     G(2) = 1 + s_1 c_(1)          over l_2 f(2) + c_2
@@ -81,14 +89,23 @@ from .forward_cost import CostCurve, cost_curve, curve_key, write_cache_file
 # target -> {(drafter, mode, temperature, ...) -> what `auto` learned in its last run}; keyed by the target object
 # itself, weakly (a new target may reuse a freed one's id(), and must not inherit what that one learned)
 _LEARNED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-MEMORY_VERSION = 4  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
+MEMORY_VERSION = 5  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
 # per-size corrections are shapes against the load, session 34; 3: a chain calibration per tier, session 43; 4: the
-# larger trees' mean accepted edges, session 44)
+# larger trees' mean accepted edges, session 44; 5: the calibration per rank, session 53)
 
 
 GATE_PRIOR = 6.0  # the one-guess tier's chain calibration starts at s_1 = 1, weighing as much as six expected edges
 GATE_PRIOR_PASSES = 2.0  # larger trees' mean accepted edges starts at the chain's, weighing as much as two passes
 GATE_PASSES = 40.0  # the evidence of that mean is capped at this many passes (it follows the text as it goes)
+RANKS = 7  # ranks of a node in best-first order calibrated apart: 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64 and more
+RANK_PRIOR = 4.0  # a rank's calibration starts at the drafter's overall one, weighing as much as four expected edges
+RANK_CAP = 200.0  # a rank's evidence is capped at this many expected edges (it follows the text as it goes)
+
+
+def rank_of(i: int) -> int:
+    """The calibrated rank of the i-th node in best-first order (i >= 1; s1 is node 0): 0 for node 1, 1 for 2-3,
+    2 for 4-7, ..."""
+    return min(i.bit_length() - 1, RANKS - 1)
 
 
 @dataclass
@@ -102,6 +119,7 @@ class PassOutcome:
     overhead_s: float = 0.0  # the pass's time outside the forward
     drafted: bool = False
     commits: int = 0  # positions the pass committed (0: accepted_edges + 1, one per decision in exact mode)
+    walk: tuple = ()  # the ids of the tree's nodes the acceptance walk went through, s1 (0) left out
 
 
 @dataclass
@@ -150,14 +168,16 @@ class Tier:
         return max(self.overhead + self.per_node * (n - self.states), 0.0)  # (a number: no numpy call, every pass)
 
     STEP = 0.2  # of its running means: one pass moves them a fifth of the way
+    SLOPE_STEP = 0.05  # of the (co)variance behind per_node: a slope needs more passes than a mean
 
     def learn(self, n: int, seconds: float, a: float = STEP) -> None:
         """One pass of n states took `seconds` of own work: update the running means and (co)variance."""
         dn, do = n - self.states, seconds - self.overhead
         self.states += a * dn
         self.overhead += a * do
-        self.var = (1 - a) * (self.var + a * dn * dn)
-        self.cov = (1 - a) * (self.cov + a * dn * do)
+        b = a * self.SLOPE_STEP / self.STEP
+        self.var = (1 - b) * (self.var + b * dn * dn)
+        self.cov = (1 - b) * (self.cov + b * dn * do)
 
 
 class CostAwareBudget(BudgetPolicy):
@@ -188,6 +208,13 @@ class CostAwareBudget(BudgetPolicy):
         self.last = [0] * (n_max + 1)  # the pass at which each size was last seen (its correction's age)
         self.seen = [0] * (n_max + 1)
         self.expected = self.accepted = 1.0  # drafter calibration s = accepted / expected drafted edges
+        # the same calibration per rank of a node in best-first order (ranks 1, 2-3, 4-7, ...: rank_of): what the
+        # nodes of each rank expected and accepted, from a prior of RANK_PRIOR expected edges at s
+        self.rank_expected = [0.0] * RANKS
+        self.rank_accepted = [0.0] * RANKS
+        self._s_rank = [1.0] * RANKS
+        self._kept = None  # the nodes this tree kept (choose)
+        self._p: list[float] = []  # this tree's nodes' path probabilities as they were added (s1's is not in it)
         self._chain = [0.0] * (n_max + 1)  # the chain estimate's expected edges for N - 1 = 0, 1, ... drafted nodes
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
@@ -206,7 +233,8 @@ class CostAwareBudget(BudgetPolicy):
         """What this run learned, for the next run of the same kind (module docstring)."""
         return {**{k: getattr(self, k) for k in self.CARRIED},
                 "one_guess": replace(self.one_guess), "tree": replace(self.tree),
-                "ratio": list(self.ratio), "seen": list(self.seen), "last": list(self.last)}
+                "ratio": list(self.ratio), "seen": list(self.seen), "last": list(self.last),
+                "rank_expected": list(self.rank_expected), "rank_accepted": list(self.rank_accepted)}
 
     def recall(self, learned: dict) -> None:
         for k, v in learned.items():
@@ -266,18 +294,23 @@ class CostAwareBudget(BudgetPolicy):
 
     def begin(self, n_masked: int, s1_evaluated: bool = True) -> None:
         """A new tree: only s1 so far (outside the batch where it is a known state)."""
-        self._s = self.accepted / self.expected
-        self._edges = [0.0]  # expected accepted edges of the first k nodes, k = 1, 2, ...
+        self._s = s = self.accepted / self.expected
+        self._s_rank = [(a + RANK_PRIOR * s) / (e + RANK_PRIOR) for e, a in zip(self.rank_expected, self.rank_accepted)]
+        self._edges = [0.0]  # expected drafted edges of the first k nodes (path probabilities), k = 1, 2, ...
+        self._gain = [0.0]  # the same, each node's calibrated by its rank: accepted edges expected
+        self._p = []
         self._batch = [int(s1_evaluated)]  # states the pass evaluates for the first k nodes (known states are free)
         self._best_k, self._best = 1, 0.0
         self._den = self.f_now + self.tree.cost(self._more) if self.budget > ONE_GUESS else None
 
     def add(self, path_prob: float, free: bool = False) -> None:
         """The next best-first node was added with this path probability (free: a known state, outside the batch)."""
+        self._gain.append(self._gain[-1] + self._s_rank[rank_of(len(self._edges))] * path_prob)
         self._edges.append(self._edges[-1] + path_prob)
+        self._p.append(path_prob)
         self._batch.append(self._batch[-1] + (not free))
         k, m = len(self._edges), max(self._batch[-1], 1)
-        rate = (1.0 + self._s * self._edges[-1]) / (self.f_at(m) + self._tier().cost(m))
+        rate = (1.0 + self._gain[-1]) / (self.f_at(m) + self._tier().cost(m))
         if rate > self._best:
             self._best_k, self._best = k, rate
 
@@ -289,14 +322,15 @@ class CostAwareBudget(BudgetPolicy):
             return True
         if k < 2:
             return False
-        s = self._s
-        e = (1.0 + s * (self._edges[-1] - next_p * m)) + (s * next_p) * self._more[m + 1:]
+        s = max(self._s_rank[rank_of(k):])  # (the most a node still to come may be worth per unit of probability)
+        e = (1.0 + self._gain[-1] - s * next_p * m) + (s * next_p) * self._more[m + 1:]
         return bool((e / self._den[m + 1:]).max() <= self._best)
 
     def choose(self, n_nodes: int) -> int:
         """How many of the best-first nodes to keep: at least 2 (the drafter ran: a pass that drafts verifies
         something drafted), the best rate otherwise."""
         k = max(self._best_k, min(2, n_nodes))
+        self._kept = k
         self.last_expected = self._edges[k - 1]
         self.last_chain = self._chain[min(k - 1, self.n_max)]  # (known states may take a tree past n_max nodes)
         return k
@@ -334,6 +368,7 @@ class CostAwareBudget(BudgetPolicy):
         if o.drafted:  # (a drafted pass may evaluate one state: its other nodes known states)
             self.expected += self.last_expected
             self.accepted += o.accepted_edges
+            self._learn_ranks(o.walk)
             t = self._tier()
             if t is self.one_guess:  # (each tier renews the estimate the gate prices it by: module docstring)
                 t.chain_expected += self.last_chain
@@ -367,6 +402,20 @@ class CostAwareBudget(BudgetPolicy):
             self.standard_seen += 1
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False
+
+    def _learn_ranks(self, walk) -> None:
+        """The rank calibration after a drafted pass: each kept node's path probability into its rank's expectation,
+        each node the walk went through into its rank's accepted edges (capped at RANK_CAP expected edges a rank)."""
+        k = len(self._p) if self._kept is None else self._kept - 1
+        for i, p in enumerate(self._p[:k], start=1):
+            self.rank_expected[rank_of(i)] += p
+        for i in walk:
+            if 1 <= i <= k:
+                self.rank_accepted[rank_of(i)] += 1.0
+        for r, e in enumerate(self.rank_expected):
+            if e > RANK_CAP:
+                self.rank_expected[r], self.rank_accepted[r] = RANK_CAP, self.rank_accepted[r] * RANK_CAP / e
+        self._p, self._kept = [], None
 
     GATE_FADE = 0.995  # per pass that drafts none of a tier's trees: how fast its evidence above the prior fades
     STALE = 0.98  # per pass: how fast a size's own correction fades back to the prior while unseen
@@ -469,14 +518,14 @@ def read_memory(path: Path | None) -> dict | None:
         learned = dict(data["learned"])
         for k in ("one_guess", "tree"):
             learned[k] = Tier(**learned[k])
-        lists = ("ratio", "seen", "last")
+        lists = ("ratio", "seen", "last", "rank_expected", "rank_accepted")
         numbers = ([learned[k] for k in CostAwareBudget.CARRIED] + [x for k in lists for x in learned[k]]
                    + [x for k in ("one_guess", "tree") for x in asdict(learned[k]).values()])
         counts = [x for k in ("one_guess", "tree") for x in (learned[k].chain_accepted, learned[k].edges_accepted,
                                                              learned[k].edges_passes)]
         ok = (set(learned) == set(CostAwareBudget.CARRIED) | {"one_guess", "tree", *lists}
               and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers)
-              and all(x >= 0 for x in counts) and all(learned[k].chain_expected > 0 for k in ("one_guess", "tree")))
+              and all(x >= 0 for x in counts + learned["rank_expected"] + learned["rank_accepted"]) and all(learned[k].chain_expected > 0 for k in ("one_guess", "tree")))
         return learned if ok else None
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None

@@ -114,7 +114,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                           two_windows=v.fused, walk_end=walk_end(stop, v, lo, d is not None) if len(nodes) > 1 else "")
         policy.observe(PassOutcome(v.batch, v.forward_s, v.fused, len(walk) - 1,
                                    st.clock() - c_start - v.forward_s - v.check_s, drafted=len(nodes) > 1,
-                                   commits=len(rec.commits)))
+                                   commits=len(rec.commits), walk=tuple(walk[1:])))
         yield st.progress(rec)
         if window[0] != lo:
             wi, (lo, hi) = wi + 1, window

@@ -302,6 +302,7 @@ class CostAwareBudget(BudgetPolicy):
         self._batch = [int(s1_evaluated)]  # states the pass evaluates for the first k nodes (known states are free)
         self._best_k, self._best = 1, 0.0
         self._den = self.f_now + self.tree.cost(self._more) if self.budget > ONE_GUESS else None
+        self._den_list = self._den.tolist() if self._den is not None else None  # (the same numbers, read one by one)
 
     def add(self, path_prob: float, free: bool = False) -> None:
         """The next best-first node was added with this path probability (free: a known state, outside the batch)."""
@@ -310,7 +311,9 @@ class CostAwareBudget(BudgetPolicy):
         self._p.append(path_prob)
         self._batch.append(self._batch[-1] + (not free))
         k, m = len(self._edges), max(self._batch[-1], 1)
-        rate = (1.0 + self._gain[-1]) / (self.f_at(m) + self._tier().cost(m))
+        den = self._den_list
+        rate = (1.0 + self._gain[-1]) / (den[m] if den is not None and m < len(den) else
+                                         self.f_at(m) + self._tier().cost(m))
         if rate > self._best:
             self._best_k, self._best = k, rate
 
@@ -320,10 +323,13 @@ class CostAwareBudget(BudgetPolicy):
         k, m = len(self._edges), self._batch[-1]
         if m >= self.budget:
             return True
-        if k < 2:
+        if k < 2 or self._den is None:
             return False
         s = max(self._s_rank[rank_of(k):])  # (the most a node still to come may be worth per unit of probability)
-        e = (1.0 + self._gain[-1] - s * next_p * m) + (s * next_p) * self._more[m + 1:]
+        gain, sp = self._gain[-1], s * next_p
+        if m + 1 < len(self._den_list) and (1.0 + gain + sp) / self._den_list[m + 1] > self._best:
+            return False  # (one more node would already beat the best: the usual answer, without the vector below)
+        e = (1.0 + gain - sp * m) + sp * self._more[m + 1:]
         return bool((e / self._den[m + 1:]).max() <= self._best)
 
     def choose(self, n_nodes: int) -> int:
@@ -441,7 +447,10 @@ class CostAwareBudget(BudgetPolicy):
     @property
     def f_now(self) -> np.ndarray:
         """f_at for every size 0..n_max."""
-        return np.array([self.shape(n) for n in range(self.n_max + 1)]) * self.load * self.f
+        prior, seen = np.asarray(self._prior), np.asarray(self.seen)
+        faded = prior + (np.asarray(self.ratio) - prior) * self.STALE ** (self.count - np.asarray(self.last))
+        faded[1] = prior[1]  # (shape, vectorised: size 1 is the load's, and a size seen less than twice its prior)
+        return np.where(seen >= 2, faded, prior) * self.load * self.f
 
     def _fade(self, t: Tier) -> None:
         """A pass that drafted nothing of tier t: its estimates fade a step back towards their priors (only its own

@@ -20,7 +20,6 @@ and memoised. docs/DESIGN.md writes the recipe out; tests/test_noise.py reimplem
 """
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 
 import numpy as np
@@ -71,9 +70,6 @@ class GumbelNoise:
         self.seed = int(seed)
         self.vocab_size = int(vocab_size)
         self._cache: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
-        # thread CPU time spent drawing rows so far: a cost every decoder pays once per (step, position) it decides,
-        # whichever pass draws it (samplers/auto_budget.py keeps it out of a pass's own work)
-        self.draw_s = 0.0
         self._cache_size = max_rows if max_rows is not None else \
             max(self.MIN_ROWS, min(self.MAX_ROWS, self.MEMO_BYTES // (4 * self.vocab_size)))
         # (v + 1) * gamma for v < V: the part of the stream's counter that does not depend on the position (the
@@ -102,10 +98,7 @@ class GumbelNoise:
         want = list(zip((int(s) for s in steps), (int(p) for p in positions)))
         missing = [k for k in dict.fromkeys(want) if k not in self._cache]
         if missing:
-            t0 = time.thread_time()
-            rows = self._draw(missing)
-            self.draw_s += time.thread_time() - t0
-            for k, row in zip(missing, rows):
+            for k, row in zip(missing, self._draw(missing)):
                 self._cache[k] = row
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)

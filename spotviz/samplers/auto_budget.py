@@ -33,11 +33,7 @@ computed (c_(1) >= c_(2) >= ... over the positions still masked). Drafted passes
 (N = 2, which a proposer may draft without the drafter's forward) and larger trees; each keeps its own work, a
 running linear fit against the states evaluated (c_N = mean + w (N - mean states); the slope w over about 20 passes,
 the means over about 5: a slope fitted as fast was noisy, and clipped at zero it erred high, which cut trees short on
-a flat curve). Own work leaves out the time spent drawing noise (T > 0): each (step, position) pair a decision
-reads is drawn once, by whichever pass reads it first, and every decoder draws the pairs it decides, so a tree that
-drew its deeper steps' rows drew them for the passes after it; counted, they made a tree's own work look dearer at
-T = 1 (on the simulated H200, 0.47 ms a node against 0.35 without them), larger trees lost to one guess, and `auto`
-fell to about the one-guess rate (samplers/spot.noise_s). The gate compares three rates
+a flat curve). The gate compares three rates
 of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pass's own work); one guess,
 
     G(2) = 1 + s_1 c_(1)          over l_2 f(2) + c_2

@@ -72,7 +72,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
         if not left:
             if wi + 1 >= len(st.windows) or st.finished_with_eos(hi):
                 break
-        t_start, c_start, n_start = st.wall(), st.clock(), noise_s(st, draft_noise)
+        t_start, c_start = st.wall(), st.clock()
         nxt = next_window(st, wi)
         stale = [c for c, m in zip(d.window_conf, masked.tolist()) if m] if d else []
         ahead = None
@@ -113,8 +113,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                           tree=tree_record(nodes, walk, v, lo), accepted_path=walk, budget=policy.budget,
                           two_windows=v.fused, walk_end=walk_end(stop, v, lo, d is not None) if len(nodes) > 1 else "")
         policy.observe(PassOutcome(v.batch, v.forward_s, v.fused, len(walk) - 1,
-                                   st.clock() - c_start - v.forward_s - v.check_s - (noise_s(st, draft_noise) - n_start),
-                                   drafted=len(nodes) > 1,
+                                   st.clock() - c_start - v.forward_s - v.check_s, drafted=len(nodes) > 1,
                                    commits=len(rec.commits), walk=tuple(walk[1:])))
         yield st.progress(rec)
         if window[0] != lo:
@@ -124,13 +123,6 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             break
     remember_policy(policy, target, memory, instance)  # (auto: the next run of this kind starts from what this one learned)
     yield st.finished()
-
-
-def noise_s(st: DecodeState, draft_noise) -> float:
-    """Time spent drawing noise so far in this run (the target's, and the drafter's where it is its own): a pass
-    that draws a (step, position) pair's row draws it for every later pass, and every decoder draws each pair it
-    decides once, so `auto` leaves it out of a pass's own work (noise.GumbelNoise.draw_s)."""
-    return st.noise.draw_s + (draft_noise.draw_s if draft_noise is not st.noise else 0.0)
 
 
 def prefill(st: DecodeState, lo: int, hi: int):
@@ -145,13 +137,11 @@ def plain_pass(st: DecodeState, lo: int, hi: int, masked, policy, t_start: float
     standard decoder's pass and nothing more (no tree, no walk, no stores, no fused evaluation), so that a pass which
     does not draft costs what a standard pass costs. The same decision and record as a tree of s1 alone through
     verify / accept_walk / bonus. Returns (the decision, which is the next root's, the pass record)."""
-    drawn = st.noise.draw_s
     _, d, commits, forward_s = standard_step(st, lo, hi, masked)
-    own = st.clock() - c_start - forward_s - (st.noise.draw_s - drawn)  # (noise: as a drafted pass's, noise_s)
     root = TreeNode(id=0, parent=-1, depth=0, positions=[], tokens=[], prob=1.0, path_prob=1.0, accepted=True,
                     target_positions=[lo + o for o in d.offsets], target_tokens=list(d.tokens))
     rec = st.add_pass("verify", (lo, hi), 1, commits, t_start, tree=[root], accepted_path=[0], budget=policy.budget)
-    policy.observe(PassOutcome(1, forward_s, False, 0, own, commits=len(commits)))
+    policy.observe(PassOutcome(1, forward_s, False, 0, st.clock() - c_start - forward_s, commits=len(commits)))
     return d, rec
 
 

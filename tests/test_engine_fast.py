@@ -956,13 +956,22 @@ def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_
         path.write_text(damaged)
         fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
         assert fresh.tree.pause == 0 and fresh.load == 1.0  # the priors
+    first.rank_expected[3], first.rank_accepted[3] = 40.0, 52.0
     auto_budget.remember_policy(first, tiny_block_target, key, instance=7)
     written = json.loads(path.read_text())
-    written["learned"]["tree"]["edges_passes"] = -2.0  # (a hand-edited file: the mean would divide by zero)
-    path.write_text(json.dumps(written))
     auto_budget._LEARNED.clear()
-    fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
-    assert fresh.tree.pause == 0 and fresh.tree.edges_passes == 0.0  # the priors
+    assert auto_budget.budget_policy("auto", tiny_block_target, key).rank_accepted[3] == 52.0  # (ranks carried)
+    older = dict(written, version=4)  # (an earlier release's file: no ranks)
+    older["learned"] = {k: v for k, v in written["learned"].items() if not k.startswith("rank_")}
+    for edit in ({"tree": dict(written["learned"]["tree"], edges_passes=-2.0)},  # (the mean would divide by zero)
+                 {"rank_expected": [1.0, 2.0]},  # (ranks of another length: half a calibration)
+                 {"rank_accepted": [-1.0] * auto_budget.RANKS}):
+        for text in (json.dumps(dict(written, learned={**written["learned"], **edit})), json.dumps(older)):
+            path.write_text(text)
+            auto_budget._LEARNED.clear()
+            fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
+            assert fresh.tree.pause == 0 and fresh.tree.edges_passes == 0.0  # the priors
+            assert fresh.rank_expected == [0.0] * auto_budget.RANKS == fresh.rank_accepted
     monkeypatch.setattr(forward_cost, "cacheable", lambda target: False)  # a model folder: nothing kept on disk
     assert auto_budget.memory_file(tiny_block_target, key) is None
 

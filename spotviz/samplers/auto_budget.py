@@ -64,10 +64,12 @@ minus its own scatter (the square root of the decayed sum of squared terms), for
 repeat up to MAX_PAUSE and halving when drafting pays; after a pause the gate decides again. A run's loss is bounded
 by its probes.
 
-**Memory.** What a run learned (the drafter's calibration, each tier's estimates for the gate, work, realized sums and
-pause, the load and shapes) is kept for the next run of the same target, drafter (and its folder), mode and
-temperature: in the process, and for a named model in the user cache beside its cost curve (memory_file), with the
-calibration counts capped so that they keep adapting.
+**Memory.** What a run learned (the drafter's calibration, overall and per rank, each tier's estimates for the gate,
+work, realized sums and pause, the load and shapes) is kept for the next run of the same target, drafter (and its
+folder), mode and temperature: in the process, and for a named model in the user cache beside its cost curve
+(memory_file), with the calibration counts capped so that they keep adapting (the overall one at CARRIED_WEIGHT
+expected edges; a rank's at RANK_CAP in a run and across runs alike: a deep rank sees a few edges a pass, so it
+needs more of them than the overall calibration does to settle).
 
 FixedBudget (drafter/tree.py) is the fixed count of states evaluated: it always drafts and keeps every node it grows.
 """
@@ -298,7 +300,7 @@ class CostAwareBudget(BudgetPolicy):
         self._s_rank = [(a + RANK_PRIOR * s) / (e + RANK_PRIOR) for e, a in zip(self.rank_expected, self.rank_accepted)]
         self._edges = [0.0]  # expected drafted edges of the first k nodes (path probabilities), k = 1, 2, ...
         self._gain = [0.0]  # the same, each node's calibrated by its rank: accepted edges expected
-        self._p = []
+        self._p, self._kept = [], None
         self._batch = [int(s1_evaluated)]  # states the pass evaluates for the first k nodes (known states are free)
         self._best_k, self._best = 1, 0.0
         self._den = self.f_now + self.tree.cost(self._more) if self.budget > ONE_GUESS else None
@@ -534,7 +536,9 @@ def read_memory(path: Path | None) -> dict | None:
                                                              learned[k].edges_passes)]
         ok = (set(learned) == set(CostAwareBudget.CARRIED) | {"one_guess", "tree", *lists}
               and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers)
-              and all(x >= 0 for x in counts + learned["rank_expected"] + learned["rank_accepted"]) and all(learned[k].chain_expected > 0 for k in ("one_guess", "tree")))
+              and len(learned["rank_expected"]) == len(learned["rank_accepted"]) == RANKS
+              and all(x >= 0 for x in counts + learned["rank_expected"] + learned["rank_accepted"])
+              and all(learned[k].chain_expected > 0 for k in ("one_guess", "tree")))
         return learned if ok else None
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None

@@ -245,10 +245,9 @@ class TreeGrowth:
 
     def add(self, parent: DraftNode, offsets: tuple, tokens: tuple, p: float) -> None:
         """The candidate (offsets, tokens) of `parent` with probability p becomes an edge: into a new node, or into
-        the node of the same state at the same depth (another order of the same commits: no new state)."""
+        the node of the same state at the same depth (another order of the same commits: no new state). `grow`
+        drops the stale heap entries of edges already taken before it gets here."""
         key = (offsets, tokens)
-        if key in parent.children:  # (a stale heap entry of an edge already taken)
-            return
         nodes = self.nodes
         state = parent.state | frozenset(zip(offsets, tokens))
         same = self.index.get((state, parent.depth + 1))

@@ -164,7 +164,7 @@
     }
     // A live run at a watchable pace: a step after each paint (at most one per LIVE_STEP_MS), of one pass, or of
     // more when showing the rest pass by pass would take over LIVE_WATCH_MS at the current paint spacing.
-    let liveAwait = false;
+    let liveAwait = false, paintedK = -1;   // (paintedK: the pass the last paint() showed)
     function liveStep() {
       if (liveTimer || liveAwait || !S) return;
       liveTimer = setTimeout(liveTick, K === 0 ? 0 : LIVE_STEP_MS);
@@ -562,7 +562,10 @@
       if (!name || !S) {
         figBusy = false;
         root.dataset.drawn = S ? S.id + ':' + K : '';
-        livePainted();
+        // (a live step counts as shown once paint() has shown its pass: a round of figures that ends between a
+        // step and its paint drew the new pass's figures, but not its headline and counters; a pass stepped
+        // on from there would be skipped by them on a slow machine)
+        if (paintedK === K) livePainted();
         return;
       }
       const t0 = performance.now();
@@ -777,7 +780,7 @@
       // (the bar's Stop comes and goes with the state: a floating bar's slot keeps its height; read only then, not
       // at every paint of a streaming run)
       if (root.dataset.state !== S.state) { root.dataset.state = S.state; window.__svFloat(); }
-      root.dataset.pass = String(K); root.dataset.npasses = String(n);
+      root.dataset.pass = String(K); root.dataset.npasses = String(n); paintedK = K;
       root.dataset.renders = String((+root.dataset.renders || 0) + 1);
     }
 

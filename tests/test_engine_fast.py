@@ -419,32 +419,6 @@ def test_auto_gate_prices_larger_trees_by_what_they_accepted_not_by_the_chain(mo
     assert p.draft_now(np.array([0.999] * 30)) and p.small  # (the chain says 15 edges; the mean 1.2: 2.2 in 14 ms)
 
 
-def test_auto_keeps_a_windows_tier_and_chooses_afresh_in_the_next(monkeypatch):
-    """The passes of a window build on one another (known states, memoised noise): within a window, where both tiers
-    beat a standard pass, the tier of the window's last drafted pass drafts; where only the other one does, the other
-    (it becomes the window's); the next window (or a caller that names no window) chooses between the tiers afresh."""
-    monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)
-    p = CostAwareBudget(curve(0.010, 0.0), n_max=64)
-    p.tree.overhead, p.one_guess.overhead = 0.004, 0.001
-    p.tree.states, p.tree.edges_accepted, p.tree.edges_passes = 16.0, 40.0, 10.0  # (4 edges a pass at 16 states)
-    c = np.array([0.95] + [0.3] * 30)
-    assert p.draft_now(c, 0) and not p.small  # the window's first drafted pass: a larger tree
-    p.tree.edges_accepted = 10.0  # (its estimate now says one guess is better; both beat a standard pass)
-    assert p.draft_now(c, 0) and not p.small and p.budget == 64  # the same window: still its tier
-    assert p.draft_now(c, 16) and p.small  # the next window: one guess
-    p.tree.edges_accepted = 40.0
-    assert p.draft_now(c, 16) and p.small  # (one guess is this window's tier now)
-    assert p.draft_now(c) and not p.small  # no window named: each pass chooses
-    p.one_guess.overhead = 1.0  # (one guess now loses to a standard pass: the window's tier gives way)
-    assert p.draft_now(c, 16) and not p.small
-    p.one_guess.overhead = 0.001
-    assert p.draft_now(c, 16) and not p.small  # (and the larger trees are the window's tier from there)
-    p.tree.overhead = 1.0  # (larger trees lose to a standard pass: a window that opened with them falls back)
-    assert p.draft_now(c, 16) and p.small
-    p.one_guess.pause = 5  # (its realized check paused one guess: the dear trees do not draft instead)
-    assert not p.draft_now(c, 16)
-
-
 def test_a_tier_the_gate_stopped_choosing_is_tried_again():
     """Only a tier's own passes renew its calibration; while the other tier drafts every pass, a larger-trees tier
     priced out by a few bad trees fades back towards its prior and is drafted again (it could be shut out for good,
@@ -636,7 +610,7 @@ def test_auto_budget_is_lossless_and_recorded(mode, tau, T, random_drafter, tiny
     # (which on this untrained target rightly never drafts) drafts two passes in three, so both paths are taken
     monkeypatch.setattr(auto_budget, "cost_curve", lambda target, **k: curve(0.005, 1e-5))
     gate = itertools.cycle([True, True, False])
-    monkeypatch.setattr(auto_budget.CostAwareBudget, "draft_now", lambda self, stale, window=None: next(gate))
+    monkeypatch.setattr(auto_budget.CostAwareBudget, "draft_now", lambda self, stale: next(gate))
     for r in range(3):
         c = DecodeConfig(mode=mode, threshold=tau, temperature=T, seed=40 + r, gen_length=32,
                          drafter=learned_drafter(mode))
@@ -668,7 +642,7 @@ def test_auto_pass_that_does_not_draft_is_the_standard_pass(T, random_drafter, t
     # its window (that pass evaluates the next window too: the fused pass, through the verifier)
     from spotviz.samplers import spot as spot_mod
 
-    monkeypatch.setattr(auto_budget.CostAwareBudget, "draft_now", lambda self, stale, window=None: False)
+    monkeypatch.setattr(auto_budget.CostAwareBudget, "draft_now", lambda self, stale: False)
     calls = {"verify": 0, "build_tree": 0}
 
     def counted(name):

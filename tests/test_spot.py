@@ -1523,7 +1523,7 @@ def test_the_views_find_the_passes_that_had_nothing_to_draft_as_the_engine_did(t
     from spotviz.views.headline import idle_passes
 
     calls, declined = [0], set()
-    monkeypatch.setattr(BudgetPolicy, "draft_now", lambda self, stale, window=None: bool(calls.__setitem__(0, calls[0] + 1)
+    monkeypatch.setattr(BudgetPolicy, "draft_now", lambda self, stale: bool(calls.__setitem__(0, calls[0] + 1)
                                                                            or calls[0] % 2))
     plain = spot.plain_pass
 

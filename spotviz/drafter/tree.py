@@ -136,9 +136,8 @@ class BudgetPolicy:
 
     budget: int
 
-    def draft_now(self, stale_conf, window=None) -> bool:
-        """Whether this pass drafts, given the stale confidences at the positions still masked in s1 (and the start
-        of the window the pass decodes)."""
+    def draft_now(self, stale_conf) -> bool:
+        """Whether this pass drafts, given the stale confidences at the positions still masked in s1."""
         return True
 
     def begin(self, n_masked: int, s1_evaluated: bool = True) -> None:

@@ -57,18 +57,6 @@ about as often as c_(1) says. On every pass that drafts none of a tier's trees, 
 end aside, that tier's evidence fades back to its prior by GATE_FADE (only its own passes renew it, and a tier
 priced out by a few bad passes would otherwise be shut out for good).
 
-**One tier a window.** The passes of a window build on one another: a tree finds the states that earlier passes of
-the window evaluated (known states, decided from their stored logits at no cost) and the noise rows they drew
-(memoised per step and position), so a larger tree drafted after a run of one-guess passes finds few of either. On
-the simulated H200 at T = 1 (20 problems) larger trees drafted now and then among one-guess passes took 7-8 ms of
-own work at 6.6 states and accepted about 2.0-2.7 edges, where in a window of larger trees they took about the same
-at 8.7 states and accepted 3.5: priced by such passes, larger trees lost to one guess, which kept them rare. So
-within a window, where both tiers beat a standard pass, the tier of the window's last drafted pass drafts; where
-only one tier does, that one (and it becomes the window's); the next window chooses between the tiers afresh
-(draft_now's `window`; a caller that names none has each pass choose). Whether to draft at all is never held
-to the window's tier: on a CPU, where larger trees lose to a standard pass, a window that opened with one falls back
-to one guess. docs/wallclock.md, session 54.
-
 **The realized check.** Each drafted pass's time against what standard passes would have taken for its commits now
 (commits / a standard pass's commits x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a
 fused pass), summed with decay DECAY (about the last 20 drafted passes). A tier pauses only when the sum is below
@@ -236,7 +224,6 @@ class CostAwareBudget(BudgetPolicy):
         self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
         self.standard_seen = 0  # standard passes observed (the first sets the means: a prior of 0 s errs)
         self._after = None  # the tier of the last pass, if it drafted (the next one-state pass's excess is its work)
-        self._window, self._window_tier = None, None  # this window's start, and the tier its passes draft (draft_now)
 
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
@@ -268,16 +255,13 @@ class CostAwareBudget(BudgetPolicy):
             scale = min(1.0, GATE_PASSES / max(t.edges_passes, 1e-9))
             t.edges_accepted, t.edges_passes = t.edges_accepted * scale, t.edges_passes * scale
 
-    def draft_now(self, stale_conf, window=None) -> bool:
+    def draft_now(self, stale_conf) -> bool:
         """Whether this pass should draft: not while a pause lasts (drafting was measured slower than standard
         passes), else if a one-guess tree or a larger tree of its tier's usual size beats a standard pass, each with
         its tier's own work and estimate (module docstring); the tree is capped at ONE_GUESS nodes when one guess is
-        the best. `window` (the window's start; None: none): where both tiers beat a standard pass, the tier of the
-        window's last drafted pass drafts (module docstring, "One tier a window"). (Plain Python: at most a window
-        of numbers, on every pass, where numpy's per-call cost would dominate.)"""
+        the best. (Plain Python: at most a window of numbers, on every pass, where numpy's per-call cost would
+        dominate.)"""
         self.budget, self.small = self.n_max, False
-        if window is None or window != self._window:
-            self._window, self._window_tier = window, None
         open_ = []
         for t in (self.one_guess, self.tree):
             open_.append(t.pause == 0)
@@ -297,27 +281,17 @@ class CostAwareBudget(BudgetPolicy):
         chain[k + 1:] = [edges] * (len(chain) - k - 1)
         if k == 0:
             return False
-        standard = 1.0 / (self.f_at(1) + self.standard_over)  # a standard pass's commits per second
-        one = tree = 0.0
+        best, best_n = 1.0 / (self.f_at(1) + self.standard_over), 1  # a standard pass's commits per second
         if open_[0]:
             g = self.one_guess
-            one = (1.0 + g.chain_accepted / g.chain_expected * chain[1]) / (self.f_at(ONE_GUESS) + g.cost(ONE_GUESS))
+            rate = (1.0 + g.chain_accepted / g.chain_expected * chain[1]) / (self.f_at(ONE_GUESS) + g.cost(ONE_GUESS))
+            if rate > best:
+                best, best_n = rate, ONE_GUESS
         if open_[1] and m > ONE_GUESS:
-            tree = (1.0 + t.mean_edges(chain[m - 1])) / (self.f_at(m) + t.cost(m))
-        if self._window_tier is self.one_guess and one > standard:  # (between tiers that both pay: the window's)
-            best_n = ONE_GUESS
-        elif self._window_tier is self.tree and tree > standard:
-            best_n = m
-        else:
-            best, best_n = standard, 1
-            if one > best:
-                best, best_n = one, ONE_GUESS
-            if tree > best:
+            if (1.0 + t.mean_edges(chain[m - 1])) / (self.f_at(m) + t.cost(m)) > best:
                 best_n = m
         if best_n == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
-        if best_n > 1 and window is not None:
-            self._window_tier = self._tier()
         return best_n > 1
 
     def begin(self, n_masked: int, s1_evaluated: bool = True) -> None:

@@ -80,7 +80,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
             ahead = RootView(lo=hi, hi=nxt[1], state=st.tokens, logp=ahead_logp, masked=st.masked(*nxt), first=[],
                              step=st.step, rule=st.rule, noise=draft_noise, known=known_next)
             stale = stale or ahead_logp.max(-1).values.exp().tolist()  # (this window is complete: the next one's)
-        drafting = bool(stale) and policy.draft_now(stale, lo)
+        drafting = bool(stale) and policy.draft_now(stale)
         if not drafting and left:
             # s1 alone inside its window (auto, where drafting does not pay): the standard decoder's pass, nothing more
             d, rec = plain_pass(st, lo, hi, masked, policy, t_start, c_start)

@@ -963,15 +963,15 @@ def test_auto_memory_reaches_the_next_process_through_the_user_cache(tiny_block_
     assert auto_budget.budget_policy("auto", tiny_block_target, key).rank_accepted[3] == 52.0  # (ranks carried)
     older = dict(written, version=4)  # (an earlier release's file: no ranks)
     older["learned"] = {k: v for k, v in written["learned"].items() if not k.startswith("rank_")}
-    for edit in ({"tree": dict(written["learned"]["tree"], edges_passes=-2.0)},  # (the mean would divide by zero)
-                 {"rank_expected": [1.0, 2.0]},  # (ranks of another length: half a calibration)
-                 {"rank_accepted": [-1.0] * auto_budget.RANKS}):
-        for text in (json.dumps(dict(written, learned={**written["learned"], **edit})), json.dumps(older)):
-            path.write_text(text)
-            auto_budget._LEARNED.clear()
-            fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
-            assert fresh.tree.pause == 0 and fresh.tree.edges_passes == 0.0  # the priors
-            assert fresh.rank_expected == [0.0] * auto_budget.RANKS == fresh.rank_accepted
+    edits = ({"tree": dict(written["learned"]["tree"], edges_passes=-2.0)},  # (the mean would divide by zero)
+             {"rank_expected": [1.0, 2.0]},  # (ranks of another length: half a calibration)
+             {"rank_accepted": [-1.0] * auto_budget.RANKS})
+    for text in [json.dumps(dict(written, learned={**written["learned"], **e})) for e in edits] + [json.dumps(older)]:
+        path.write_text(text)
+        auto_budget._LEARNED.clear()
+        fresh = auto_budget.budget_policy("auto", tiny_block_target, key)
+        assert fresh.tree.pause == 0 and fresh.tree.edges_passes == 0.0  # the priors
+        assert fresh.rank_expected == [0.0] * auto_budget.RANKS == fresh.rank_accepted
     monkeypatch.setattr(forward_cost, "cacheable", lambda target: False)  # a model folder: nothing kept on disk
     assert auto_budget.memory_file(tiny_block_target, key) is None
 

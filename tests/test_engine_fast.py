@@ -350,8 +350,8 @@ def test_auto_gate_learns_from_what_the_passes_accept(monkeypatch):
     """The chain estimate's calibration follows the accepted edges: a drafter that is never accepted stops
     being run, one that is accepted more than the chain expects is run on less confident states."""
     monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
-    c = np.array([0.6, 0.5, 0.4])
-    never = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+    c = np.array([0.6, 0.5, 0.4])  # (one guess priced at g = 0.5 + 0.5 c_(1) = 0.8 edges: 1.8 commits for 1.65 passes)
+    never = CostAwareBudget(curve(0.010, 0.0065), n_max=8)
     never.tree.overhead = never.one_guess.overhead = 0.0
     assert never.draft_now(c)
     for _ in range(20):
@@ -359,12 +359,12 @@ def test_auto_gate_learns_from_what_the_passes_accept(monkeypatch):
         never.begin(3), never.add(0.5), never.choose(2)
         never.observe(PassOutcome(2, 0.012, False, accepted_edges=0, overhead_s=0.0, drafted=True))
     assert not never.draft_now(c)
-    low = np.array([0.15, 0.1])
-    always = CostAwareBudget(curve(0.010, 0.002), n_max=8)
+    low = np.array([0.15, 0.1])  # (g = 0.575: 1.575 commits for 1.65 passes, until the passes teach s_1 > 1.13)
+    always = CostAwareBudget(curve(0.010, 0.0065), n_max=8)
     always.tree.overhead = always.one_guess.overhead = 0.0
     assert not always.draft_now(low)
     for _ in range(20):
-        always.draft_now(np.array([0.3]))
+        assert always.draft_now(np.array([0.5])) and always.small  # (g = 0.75: one guess pays)
         always.begin(3), always.add(0.5), always.choose(2)
         always.observe(PassOutcome(2, 0.012, False, accepted_edges=1, overhead_s=0.0, drafted=True))
     assert always.draft_now(low)
@@ -411,8 +411,9 @@ def test_auto_gate_prices_larger_trees_by_what_they_accepted_not_by_the_chain(mo
     monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)
     p = CostAwareBudget(curve(0.010, 0.0), n_max=64)  # (f(N) = f(1): every size costs one pass)
     p.tree.overhead, p.one_guess.overhead = 0.004, 0.001
-    short = np.array([0.95] + [0.3] * 30)  # (a chain of 1.24 edges at 16 states)
-    assert p.draft_now(short) and p.small  # (no larger tree yet: the chain's prior, 2.2 commits in 14 ms)
+    short = np.array([0.95] + [0.0] * 30)  # (a chain of 1.95 edges at 16 states: g = 0.5 + 0.5 c)
+    assert p.draft_now(short) and p.small  # (no larger tree yet: the chain's prior at 3 states, 2.46 commits in 14 ms
+    # against one guess's 1.975 in 11)
     p.tree.states, p.tree.edges_accepted, p.tree.edges_passes = 16.0, 40.0, 10.0  # (4 edges a pass at 16 states)
     assert p.draft_now(short) and not p.small and p.budget == 64  # (4.9 commits in 14 ms, the builder sizes it)
     p.tree.edges_accepted, p.tree.edges_passes = 20.0, 40.0  # (half an edge a pass, over 40 passes)
@@ -453,7 +454,7 @@ def test_the_chain_a_kept_tree_is_credited_with_covers_more_nodes_than_positions
     for _ in range(4):
         p.add(0.5)
     k = p.choose(5)
-    assert k == 5 and p.last_chain == pytest.approx(0.9 + 0.81)
+    assert k == 5 and p.last_chain == pytest.approx(0.95 + 0.95 ** 2)  # (g_(i) = 0.5 + 0.5 c_(i): 0.95, 0.95)
     one_guess = (p.one_guess.chain_expected, p.one_guess.chain_accepted)
     p.observe(PassOutcome(5, 0.011, False, accepted_edges=2, overhead_s=0.0, drafted=True))
     assert (p.tree.edges_accepted, p.tree.edges_passes) == (2.0, 1.0)
@@ -1107,7 +1108,7 @@ def test_auto_gate_that_lost_faith_after_a_few_unlucky_trees_drafts_again():
 def test_auto_gives_a_size_priced_too_dear_by_a_few_slow_forwards_another_chance():
     """Two forwards of two states timed 60% slow (a spell's onset) price a one-guess tree out; unverified, that
     correction fades back to the cached curve, so drafting resumes and its forwards correct the price."""
-    c = np.array([0.6])  # (pays while f(2)/f(1) < 1.6: the cached curve says 1.3)
+    c = np.array([0.2])  # (g = 0.6: pays while f(2)/f(1) < 1.6; the cached curve says 1.3)
     p = CostAwareBudget(curve(0.010, 0.003), n_max=2)
     p.one_guess.overhead = p.tree.overhead = 0.0
     p.observe(PassOutcome(1, 0.010, False))

@@ -36,24 +36,33 @@ the means over about 5: a slope fitted as fast was noisy, and clipped at zero it
 a flat curve). The gate compares three rates
 of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pass's own work); one guess,
 
-    G(2) = 1 + s_1 c_(1)          over l_2 f(2) + c_2
+    G(2) = 1 + s_1 g_(1)          over l_2 f(2) + c_2,       g_(i) = h + (1 - h) c_(i)
 
-(s_1: the one-guess tier's chain calibration, its accepted edges over the c_(1) of its passes; prior 1 weighing
-GATE_PRIOR expected edges); and a larger tree of the size M its passes evaluate (their running mean, rounded, at
+(s_1: the one-guess tier's calibration, its accepted edges over the g_(1) of its passes; prior 1 weighing GATE_PRIOR
+expected edges; h = ONE_GUESS_FLOOR, below); and a larger tree of the size M its passes evaluate (their running mean, rounded, at
 least 3, at most n_max),
 
     G(M) = 1 + A                   over l_M f(M) + c_M
 
 A the running mean of the accepted edges of the larger trees' passes (one mean, whatever their sizes), from a prior
-of the chain at M, c_(1) + c_(1) c_(2) + ... + c_(1) ... c_(M-1), weighing GATE_PRIOR_PASSES passes, its evidence
+of the chain at M, g_(1) + g_(1) g_(2) + ... + g_(1) ... g_(M-1), weighing GATE_PRIOR_PASSES passes, its evidence
 capped at GATE_PASSES passes. The pass drafts only if one of the trees beats a standard pass; otherwise it is a
 standard pass (no drafter, tree or record), costing what the standard decoder's pass costs. When one guess is best,
 the tree is capped at 2 nodes before anything is drafted; else the builder sizes the tree (its budget is not capped,
 so the trees it keeps move M). Why a mean for larger trees and not the chain: on a confident model the chain's stale
 confidences are all near 1, and it does not predict what a larger tree accepts (simulated H200, 20 problems, N=16:
 correlation -0.02 between the chain and the accepted edges; a tree accepts about 4 edges where the chain says 3 or
-15): priced by the chain, larger trees lost to one guess on every pass with a short chain. One guess is accepted
-about as often as c_(1) says. On every pass that drafts none of a tier's trees, the two-window pass at a window's
+15): priced by the chain, larger trees lost to one guess on every pass with a short chain.
+
+Why g_(1) and not c_(1) for one guess: c_(1) is the probability of a token, not the chance that the target's next
+decision stays the one the root points to, and on a low-confidence model the guess is accepted far more often than
+c_(1) says (python-bd, budget 2, 20 held-out prompts, one guess accepted in 50% of passes at T = 0 and 58% at T = 1
+where the median c_(1) is 0.12 and 0.06; by fifths of c_(1): 0.39 / 0.44 / 0.49 / 0.48 / 0.72 at T = 0, 0.65 / 0.57 /
+0.52 / 0.52 / 0.65 at T = 1). Priced as s_1 c_(1), one guess looked worth 1.07 commits there, so `auto` drafted 87
+of 2,316 passes at T = 1 where drafting every pass was 7% faster, and s_1 could not learn the difference from the
+few high-c_(1) passes it drafted. On math-bd c_(1) is 1 on most passes and either form gives s_1 = 0.74. The floor h
+is the log-likelihood's best single value over those runs (h = 0 the worst on all four; h = 0.25-0.5 best at T = 0,
+0.6-0.75 at T = 1, 0.5 within 0.016 nats of the best on each). On every pass that drafts none of a tier's trees, the two-window pass at a window's
 end aside, that tier's evidence fades back to its prior by GATE_FADE (only its own passes renew it, and a tier
 priced out by a few bad passes would otherwise be shut out for good).
 
@@ -91,12 +100,15 @@ from .forward_cost import CostCurve, cost_curve, curve_key, write_cache_file
 # target -> {(drafter, mode, temperature, ...) -> what `auto` learned in its last run}; keyed by the target object
 # itself, weakly (a new target may reuse a freed one's id(), and must not inherit what that one learned)
 _LEARNED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-MEMORY_VERSION = 5  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
+MEMORY_VERSION = 6  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
 # per-size corrections are shapes against the load, session 34; 3: a chain calibration per tier, session 43; 4: the
-# larger trees' mean accepted edges, session 44; 5: the calibration per rank, session 53)
+# larger trees' mean accepted edges, session 44; 5: the calibration per rank, session 53; 6: one guess calibrated
+# against g, not c_(1), session 55)
 
 
-GATE_PRIOR = 6.0  # the one-guess tier's chain calibration starts at s_1 = 1, weighing as much as six expected edges
+GATE_PRIOR = 6.0  # the one-guess tier's calibration starts at s_1 = 1, weighing as much as six expected edges
+ONE_GUESS_FLOOR = 0.5  # h: one guess is priced at s_1 (h + (1 - h) c_(1)) accepted edges, the chain alike (module
+# docstring)
 GATE_PRIOR_PASSES = 2.0  # larger trees' mean accepted edges starts at the chain's, weighing as much as two passes
 GATE_PASSES = 40.0  # the evidence of that mean is capped at this many passes (it follows the text as it goes)
 RANKS = 7  # ranks of a node in best-first order calibrated apart: 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64 and more
@@ -142,8 +154,8 @@ class Tier:
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
     backoff: int = 4  # the next pause
-    # one guess: the gate's chain calibration, its passes' accepted edges over the chain's expectation for them,
-    # from a prior of 1 weighing GATE_PRIOR expected edges (module docstring)
+    # one guess: the gate's calibration s_1, its passes' accepted edges over the g they were priced by (module
+    # docstring), from a prior of 1 weighing GATE_PRIOR expected edges
     chain_expected: float = GATE_PRIOR
     chain_accepted: float = GATE_PRIOR
     # larger trees: the gate's running mean of their accepted edges, the sum and the passes it holds (faded, capped
@@ -271,11 +283,11 @@ class CostAwareBudget(BudgetPolicy):
         # the sizes priced: one guess, and a larger tree of its tier's usual size M (none where n_max allows none)
         t = self.tree
         m = min(self.n_max, max(ONE_GUESS + 1, int(t.states + 0.5))) if self.n_max > ONE_GUESS else ONE_GUESS
-        # the chain c_(1) + c_(1) c_(2) + ... up to M (one guess's estimate, the larger trees' prior; choose credits a
+        # the chain g_(1) + g_(1) g_(2) + ... up to M (one guess's estimate, the larger trees' prior; choose credits a
         # kept one-guess tree with it); past the positions there are, it promises no more edges
-        chain, edges, path, k = self._chain, 0.0, 1.0, 0
+        chain, edges, path, k, h = self._chain, 0.0, 1.0, 0, ONE_GUESS_FLOOR
         for k, c in enumerate(sorted(stale_conf, reverse=True)[: m - 1], start=1):
-            path *= c
+            path *= h + (1.0 - h) * c
             edges += path
             chain[k] = edges
         chain[k + 1:] = [edges] * (len(chain) - k - 1)

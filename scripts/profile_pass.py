@@ -150,9 +150,10 @@ def main(argv=None):
                     help="also time the standard decoder a second time, as a configuration of its own: its per-prompt "
                          "ratios (identical work) show how far this machine's noise alone moves a ratio")
     ap.add_argument("--repeats", type=int, default=1,
-                    help="decode every prompt this many times per configuration (interleaved) and take each one's "
-                         "least thread time: a per-prompt ratio then shows the decoders, not the machine's noise "
-                         "(the component table is the first repeat's)")
+                    help="decode every prompt this many times per configuration (interleaved, in an order that "
+                         "turns from run to run: a decode right after another decoder's runs 1-2%% slower) and take "
+                         "each one's least thread time: a per-prompt ratio then shows the decoders, not the machine's "
+                         "noise (the component table is the first repeat's)")
     ap.add_argument("--ratios-only", action="store_true",
                     help="no component timers (they cost time themselves): only each prompt's thread time, standard "
                          "over each configuration, interleaved prompt by prompt")
@@ -193,7 +194,8 @@ def main(argv=None):
     for i, p in enumerate(prompts):  # interleaved: every configuration sees the same load drift
         best = {}
         for rep in range(a.repeats):
-            for name, cfg in cfgs:
+            k = (i * a.repeats + rep) % len(cfgs)  # (the order turns from run to run: the decode that follows another
+            for name, cfg in cfgs[k:] + cfgs[:k]:  # decoder's runs ~1-2% slower on these CPUs, session 55)
                 c = dataclasses.replace(cfg, seed=i)
                 fwd_log.clear()
                 stream = (decode_standard_stream(target, p, c) if c.drafter == "none"

@@ -39,8 +39,8 @@ of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pas
     G(2) = 1 + s_1 g_(1)          over l_2 f(2) + c_2,       g_(i) = h + (1 - h) c_(i)
 
 (s_1: the one-guess tier's calibration, its accepted edges over the g_(1) of its passes; prior 1 weighing GATE_PRIOR
-expected edges; h = ONE_GUESS_FLOOR, below); and a larger tree of the size M its passes evaluate (their running mean, rounded, at
-least 3, at most n_max),
+expected edges; h = ONE_GUESS_FLOOR, below); and a larger tree of the size M its passes evaluate (their running mean,
+rounded, at least 3, at most n_max),
 
     G(M) = 1 + A                   over l_M f(M) + c_M
 
@@ -54,17 +54,19 @@ confidences are all near 1, and it does not predict what a larger tree accepts (
 correlation -0.02 between the chain and the accepted edges; a tree accepts about 4 edges where the chain says 3 or
 15): priced by the chain, larger trees lost to one guess on every pass with a short chain.
 
-Why g_(1) and not c_(1) for one guess: c_(1) is the probability of a token, not the chance that the target's next
-decision stays the one the root points to, and on a low-confidence model the guess is accepted far more often than
-c_(1) says (python-bd, budget 2, 20 held-out prompts, one guess accepted in 50% of passes at T = 0 and 58% at T = 1
-where the median c_(1) is 0.12 and 0.06; by fifths of c_(1): 0.39 / 0.44 / 0.49 / 0.48 / 0.72 at T = 0, 0.65 / 0.57 /
-0.52 / 0.52 / 0.65 at T = 1). Priced as s_1 c_(1), one guess looked worth 1.07 commits there, so `auto` drafted 87
-of 2,316 passes at T = 1 where drafting every pass was 7% faster, and s_1 could not learn the difference from the
-few high-c_(1) passes it drafted. On math-bd c_(1) is 1 on most passes and either form gives s_1 = 0.74. The floor h
-is the log-likelihood's best single value over those runs (h = 0 the worst on all four; h = 0.25-0.5 best at T = 0,
-0.6-0.75 at T = 1, 0.5 within 0.016 nats of the best on each). On every pass that drafts none of a tier's trees, the two-window pass at a window's
-end aside, that tier's evidence fades back to its prior by GATE_FADE (only its own passes renew it, and a tier
-priced out by a few bad passes would otherwise be shut out for good).
+Why g_(1) and not c_(1) for one guess: c_(1) is the probability of the stale token, not the chance that the target's
+next decision stays the one the root points to, and on a low-confidence model the guess is accepted far more often
+than c_(1) says (python-bd, budget 2, 20 held-out prompts: accepted in 50% of passes at T = 0 and 58% at T = 1, where
+the median c_(1) is 0.17 and 0.07; by fifths of c_(1), 0.39 / 0.44 / 0.49 / 0.48 / 0.72 at T = 0 and 0.65 / 0.57 /
+0.52 / 0.52 / 0.65 at T = 1). Priced as s_1 c_(1), one guess looked worth about 1.07 commits there, so `auto` drafted
+87 of 2,316 passes at T = 1 where drafting every pass is 7% faster, and s_1 could not learn otherwise from the few
+passes it drafted. On math-bd c_(1) is 1 on most passes and either form gives s_1 = 0.74. h is the best single value
+of the log-likelihood of those passes' acceptances over the four runs (python-bd and math-bd, T = 0 and 1): h = 0
+the worst on each; 0.25-0.5 best at T = 0, 0.6-0.75 at T = 1; 0.5 within 0.016 nats of each run's best.
+
+On every pass that drafts none of a tier's trees, the two-window pass at a window's end aside, that tier's evidence
+fades back to its prior by GATE_FADE (only its own passes renew it, and a tier priced out by a few bad passes would
+otherwise be shut out for good).
 
 **The realized check.** Each drafted pass's time against what standard passes would have taken for its commits now
 (commits / a standard pass's commits x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a

@@ -370,6 +370,31 @@ def test_auto_gate_learns_from_what_the_passes_accept(monkeypatch):
     assert always.draft_now(low)
 
 
+def test_auto_drafts_one_guess_on_a_low_confidence_model_whose_guesses_are_accepted(monkeypatch):
+    """On a low-confidence model the stale token's probability c_(1) is small (median 0.07 on python-bd at T = 1)
+    while one guess is accepted in about 58% of passes: the gate prices one guess at s_1 (h + (1 - h) c_(1)), so it
+    drafts there from the first pass and keeps drafting while the guesses are accepted (priced at s_1 c_(1), one
+    guess looked worth 1.05 commits and was not drafted); guesses that are never accepted stop being drafted."""
+    monkeypatch.setattr(CostAwareBudget, "PRIOR_SHAPE", 1.0)  # (the curve as given: this checks the gate's arithmetic)
+    c = np.array([0.05] * 8)
+    rng = np.random.default_rng(0)
+    for accept, drafts in ((0.6, True), (0.0, False)):
+        p = CostAwareBudget(curve(0.010, 0.003), n_max=8)  # (f(2)/f(1) = 1.3)
+        p.tree.overhead, p.one_guess.overhead = 0.004, 0.0
+        p.observe(PassOutcome(1, 0.010, False))
+        drafted = 0
+        for _ in range(60):
+            if p.draft_now(c):
+                assert p.small  # (larger trees cost the drafter's forward here)
+                drafted += 1
+                p.begin(8), p.add(0.5), p.choose(2)
+                p.observe(PassOutcome(2, 0.013, False, accepted_edges=int(rng.random() < accept), drafted=True))
+            else:
+                p.observe(PassOutcome(1, 0.010, False))
+        assert p.draft_now(c) == drafts
+        assert drafted >= 55 if drafts else drafted < 20
+
+
 def test_auto_gate_prices_each_tier_by_what_its_own_passes_accepted(monkeypatch):
     """The gate picks a tier by what that tier's own passes accepted: larger trees whose walks accept far fewer edges
     than the chain of stale confidences promised them (a confident model's chain is all near 1) lower their own

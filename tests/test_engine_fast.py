@@ -392,7 +392,7 @@ def test_auto_drafts_one_guess_on_a_low_confidence_model_whose_guesses_are_accep
             else:
                 p.observe(PassOutcome(1, 0.010, False))
         assert p.draft_now(c) == drafts
-        assert drafted >= 55 if drafts else drafted < 20
+        assert (drafted >= 55) if drafts else (drafted < 20)
 
 
 def test_auto_gate_prices_each_tier_by_what_its_own_passes_accepted(monkeypatch):

@@ -23,7 +23,7 @@ from spotviz.engine import DRAFTERS, decode, decode_stream, set_threads
 from spotviz.noise import GumbelNoise
 from spotviz.samplers import auto_budget, forward_cost
 from spotviz.samplers.config import DecodeConfig, DecodeError, Limits
-from spotviz.samplers.auto_budget import GATE_PRIOR, CostAwareBudget, PassOutcome
+from spotviz.samplers.auto_budget import GATE_PRIOR, CostAwareBudget, PassOutcome, Tier
 from spotviz.samplers.forward_cost import CostCurve
 from spotviz.samplers.spot import decode_spot
 from spotviz.samplers.standard import decode_standard
@@ -197,6 +197,7 @@ def test_auto_drafts_big_trees_when_rows_are_free_and_none_when_they_are_dear(ti
     stale = view.logp.max(-1).values.exp()[view.masked].numpy()  # the stale confidences at the masked positions
     cheap = CostAwareBudget(curve(0.010, 1e-7), n_max=32)
     cheap.tree.overhead = cheap.one_guess.overhead = 0.0  # the drafter free too: any acceptance pays (~5% here)
+    cheap.tree.var = Tier.MIN_VAR  # (and known to stay free however large the tree: no slow start)
     assert cheap.draft_now(stale)
     assert len(build_tree(view, TrainingFree(), cheap)) == 32
     dear = CostAwareBudget(curve(0.010, 0.050), n_max=32)
@@ -244,10 +245,15 @@ def test_auto_caps_the_tree_at_one_guess_when_that_tier_is_the_cheaper_best(rand
     nodes = build_tree(view, spot, policy)
     assert len(nodes) == 2 and counting.calls == 0
     policy.observe(PassOutcome(2, 0.014, False, accepted_edges=1, overhead_s=0.001, drafted=True))
-    assert policy.tree.overhead == 0.008 and policy.one_guess.overhead == pytest.approx(0.8 * 0.0005 + 0.2 * 0.001)
+    assert policy.tree.overhead == 0.008 and policy.one_guess.overhead == 0.001  # (a tier's first pass sets its work)
+    assert policy.draft_now(c) and policy.small
+    policy.observe(PassOutcome(2, 0.014, False, accepted_edges=1, overhead_s=0.002, drafted=True))
+    assert policy.tree.overhead == 0.008 and policy.one_guess.overhead == pytest.approx(0.0012)  # (then a fifth of
+    # the way)
     assert (policy.budget, policy.small) == (16, False)
     policy.tree.overhead = 0.0005  # larger trees as cheap: the chain pays for more than one guess
-    assert policy.draft_now(c) and (policy.budget, policy.small) == (16, False)
+    # (capped at SLOW_START states: how the tier's work grows with its trees is not known yet)
+    assert policy.draft_now(c) and (policy.budget, policy.small) == (CostAwareBudget.SLOW_START, False)
     assert len(build_tree(view, spot, policy)) >= 2 and counting.calls == 1  # (sized by the drafter's own guesses)
 
 
@@ -296,6 +302,7 @@ def test_auto_learns_work_that_grows_with_the_tree_and_keeps_trees_smaller_where
     assert learning.tree.cost(30) == pytest.approx(0.0004 + 0.00025 * 30, rel=0.05)
     assert learning.one_guess.per_node == 0.0 and learning.one_guess.cost(2) == learning.one_guess.overhead
     fixed.tree.overhead = learning.tree.cost(float(learning.tree.states))  # the same mean work, no slope
+    fixed.tree.var = Tier.MIN_VAR  # (known to be none: no slow start)
     sizes = {}
     for name, policy in (("constant", fixed), ("per node", learning)):
         policy.begin(64)
@@ -322,6 +329,7 @@ def test_auto_calibrates_each_rank_by_what_the_walks_took_and_grows_trees_where_
         policy = CostAwareBudget(flat, n_max=64)
         policy.tree.overhead, policy.tree.states = 0.002, 8.0
         policy.tree.var, policy.tree.cov = 1e6, 1e6 * 0.00015  # 0.15 ms a node, learned long ago
+        policy.tree.passes = 100
         rng = np.random.default_rng(0)
         for _ in range(passes):  # the walk takes each of the first 3 edges at 0.8, every later one at 0.97
             policy.small = False
@@ -440,7 +448,8 @@ def test_auto_gate_prices_larger_trees_by_what_they_accepted_not_by_the_chain(mo
     assert p.draft_now(short) and p.small  # (no larger tree yet: the chain's prior at 3 states, 2.46 commits in 14 ms
     # against one guess's 1.975 in 11)
     p.tree.states, p.tree.edges_accepted, p.tree.edges_passes = 16.0, 40.0, 10.0  # (4 edges a pass at 16 states)
-    assert p.draft_now(short) and not p.small and p.budget == 64  # (4.9 commits in 14 ms, the builder sizes it)
+    assert p.draft_now(short) and not p.small and p.budget == 32  # (4.9 commits in 14 ms; the builder sizes it, up to
+    # twice the tier's usual size while its work per state is unknown)
     p.tree.edges_accepted, p.tree.edges_passes = 20.0, 40.0  # (half an edge a pass, over 40 passes)
     assert p.draft_now(np.array([0.999] * 30)) and p.small  # (the chain says 15 edges; the mean 1.2: 2.2 in 14 ms)
 
@@ -1147,3 +1156,30 @@ def test_auto_gives_a_size_priced_too_dear_by_a_few_slow_forwards_another_chance
         p.observe(PassOutcome(1, 0.010, False))
         waited += 1
     assert 20 < waited < 150 and p.f_at(2) / p.f_at(1) < 1.6
+
+
+def test_auto_grows_larger_trees_step_by_step_until_it_knows_what_a_state_costs():
+    """Until a tier's passes have spread over sizes, how its work grows with the states is unknown, and on a flat curve
+    (a GPU) a tree priced at its prior work grew to the budget (SPOT-Sets on the simulated H200: a first tree of 64
+    states, 20 ms of own work beside a 3.3 ms forward, nothing accepted). A larger tree is then capped at SLOW_START
+    states, later at twice its tier's usual size; the tier's first pass sets its work outright, not a step of the way
+    from the prior (which crept up threefold a pass while 10-20 ms trees went on being drafted)."""
+    flat = curve(0.005, 0.0)
+    probs = [0.95 ** i for i in range(1, 64)]
+    p = CostAwareBudget(flat, n_max=64)
+    sizes = []
+    for _ in range(3):
+        assert p.draft_now(np.full(16, 0.99)) and not p.small
+        p.begin(64)
+        k = 1
+        for q in probs:
+            if p.stop(q):
+                break
+            p.add(q)
+            k += 1
+        n = p.choose(k)
+        sizes.append(n)
+        p.observe(PassOutcome(n, 0.005, False, accepted_edges=6, overhead_s=0.001 + 0.0001 * n, drafted=True))
+        if len(sizes) == 1:
+            assert p.tree.states == n and p.tree.overhead == pytest.approx(0.001 + 0.0001 * n)
+    assert sizes[0] == CostAwareBudget.SLOW_START and sizes[1] == 2 * sizes[0] and sizes[2] > sizes[1], sizes

@@ -33,7 +33,11 @@ computed (c_(1) >= c_(2) >= ... over the positions still masked). Drafted passes
 (N = 2, which a proposer may draft without the drafter's forward) and larger trees; each keeps its own work, a
 running linear fit against the states evaluated (c_N = mean + w (N - mean states); the slope w over about 20 passes,
 the means over about 5: a slope fitted as fast was noisy, and clipped at zero it erred high, which cut trees short on
-a flat curve). The gate compares three rates
+a flat curve; a tier's first pass sets its means outright, its prior being a guess, a tenth of a forward). Until the
+passes of larger trees have spread over sizes, how their work grows is unknown, and a larger tree is capped at
+SLOW_START states, later at twice the tier's usual size (on a flat curve a tree priced at its prior work grew to the
+budget: SPOT-Sets on the simulated H200 drafted first trees of 25-64 states, 10-20 ms of own work beside a 3.3 ms
+forward, with the prior creeping up threefold a pass). The gate compares three rates
 of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pass's own work); one guess,
 
     G(2) = 1 + s_1 g_(1)          over l_2 f(2) + c_2,       g_(i) = h + (1 - h) c_(i)
@@ -68,8 +72,8 @@ On every pass that drafts none of a tier's trees, the two-window pass at a windo
 fades back to its prior by GATE_FADE (only its own passes renew it, and a tier priced out by a few bad passes would
 otherwise be shut out for good).
 
-**The realized check.** Each drafted pass's time against what standard passes would have taken for its commits now
-(commits / a standard pass's commits x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a
+**The realized check.** Each drafted pass's time against what standard passes would have taken for its decisions now
+(accepted edges + 1, each a standard pass: x (l_1 f(1) + a standard pass's own work), plus l (f_fused(1) - f(1)) for a
 fused pass), summed with decay DECAY (about the last 20 drafted passes). A tier pauses only when the sum is below
 minus its own scatter (the square root of the decayed sum of squared terms), for PAUSE passes, doubling at each
 repeat up to MAX_PAUSE and halving when drafting pays; after a pause the gate decides again. A run's loss is bounded
@@ -102,10 +106,10 @@ from .forward_cost import CostCurve, cost_curve, curve_key, write_cache_file
 # target -> {(drafter, mode, temperature, ...) -> what `auto` learned in its last run}; keyed by the target object
 # itself, weakly (a new target may reuse a freed one's id(), and must not inherit what that one learned)
 _LEARNED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-MEMORY_VERSION = 6  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
+MEMORY_VERSION = 7  # of the files that carry it to the next process (memory_file); older ones are ignored (2: the
 # per-size corrections are shapes against the load, session 34; 3: a chain calibration per tier, session 43; 4: the
 # larger trees' mean accepted edges, session 44; 5: the calibration per rank, session 53; 6: one guess calibrated
-# against g, not c_(1), session 55)
+# against g, not c_(1), session 55; 7: the realized check in decisions, session 56)
 
 
 GATE_PRIOR = 6.0  # the one-guess tier's calibration starts at s_1 = 1, weighing as much as six expected edges
@@ -134,7 +138,6 @@ class PassOutcome:
     accepted_edges: int = 0
     overhead_s: float = 0.0  # the pass's time outside the forward
     drafted: bool = False
-    commits: int = 0  # positions the pass committed (0: accepted_edges + 1, one per decision in exact mode)
     walk: tuple = ()  # the ids of the tree's nodes the acceptance walk went through, s1 (0) left out
 
 
@@ -151,7 +154,7 @@ class Tier:
     states: float = 2.0
     var: float = 0.0
     cov: float = 0.0
-    saved_s: float = 0.0  # decayed sum over its passes of (standard passes' time for their commits - theirs)
+    saved_s: float = 0.0  # decayed sum over its passes of (standard passes' time for their decisions - theirs)
     saved_sq: float = 0.0  # the same sum's noise: decayed (DECAY^2) sum of each pass's term squared
     passes: int = 0
     pause: int = 0  # passes left before the gate may draft this tier again
@@ -235,14 +238,14 @@ class CostAwareBudget(BudgetPolicy):
         self._edges = [0.0]
         self.last_expected = self.last_chain = 0.0
         self.standard_over = 0.0  # running mean of a standard pass's time outside the forward (seconds)
-        self.standard_commits = 1.0  # running mean of a standard pass's commits (1 in exact mode)
-        self.standard_seen = 0  # standard passes observed (the first sets the means: a prior of 0 s errs)
+        self.standard_seen = 0  # standard passes observed (the first sets the mean: a prior of 0 s errs)
         self._after = None  # the tier of the last pass, if it drafted (the next one-state pass's excess is its work)
 
+    SLOW_START = 8  # a larger tree's cap while its tier's work per state is unknown (draft_now)
     PAUSE = 4  # the first pause (passes) after drafted passes were slower per commit than standard ones
     MAX_PAUSE = 64
     DECAY = 0.95  # of the realized check's sums (module docstring)
-    CARRIED = ("expected", "accepted", "standard_over", "standard_commits", "standard_seen", "load", "count")
+    CARRIED = ("expected", "accepted", "standard_over", "standard_seen", "load", "count")
     CARRIED_WEIGHT = 40.0  # calibration counts carried to the next run are scaled down to at most this many edges
 
     def remember(self) -> dict:
@@ -306,6 +309,8 @@ class CostAwareBudget(BudgetPolicy):
                 best_n = m
         if best_n == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
+        elif t.var < Tier.MIN_VAR:  # (how its work grows is unknown yet: at most twice its usual size, SLOW_START first)
+            self.budget = min(self.n_max, max(self.SLOW_START, 2 * int(t.states + 0.5)))
         return best_n > 1
 
     def begin(self, n_masked: int, s1_evaluated: bool = True) -> None:
@@ -386,7 +391,6 @@ class CostAwareBudget(BudgetPolicy):
                 self.last[n] = self.count
             else:
                 self.load = 0.9 * self.load + 0.1 * r / self.shape(n)
-        commits = o.commits or o.accepted_edges + 1
         if o.drafted:  # (a drafted pass may evaluate one state: its other nodes known states)
             self.expected += self.last_expected
             self.accepted += o.accepted_edges
@@ -402,9 +406,14 @@ class CostAwareBudget(BudgetPolicy):
                     t.edges_accepted *= GATE_PASSES / t.edges_passes
                     t.edges_passes = GATE_PASSES
             self._fade(self.tree if t is self.one_guess else self.one_guess)
-            # (one slow pass, e.g. a first call, moves the estimate at most threefold)
-            t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
-            standard = commits / self.standard_commits * (self.f_at(1) + self.standard_over)
+            if t.passes == 0:  # (its first pass sets its work, at its size: the prior is a guess, on a GPU far too low)
+                t.states, t.overhead, t.var, t.cov = float(n), o.overhead_s, 0.0, 0.0
+            else:  # (one slow pass, e.g. a first call, moves the estimate at most threefold)
+                t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
+            # (each decision the pass made, its accepted edges and its own, is one the standard decoder makes in a pass
+            # of its own: exactly, in either mode; commits were no measure of that in threshold mode, where a
+            # decision's set is smaller inside a window than at its start)
+            standard = (o.accepted_edges + 1) * (self.f_at(1) + self.standard_over)
             if o.fused:
                 standard += self.load * (self._ff[1] - self._f[1])
             x = standard - (o.forward_s + o.overhead_s)
@@ -420,7 +429,6 @@ class CostAwareBudget(BudgetPolicy):
             self._fade(self.tree)
             a = 0.1 if self.standard_seen else 1.0
             self.standard_over = (1 - a) * self.standard_over + a * o.overhead_s
-            self.standard_commits = (1 - a) * self.standard_commits + a * commits
             self.standard_seen += 1
         self.last_expected = self.last_chain = 0.0
         self.budget, self.small = self.n_max, False

@@ -114,7 +114,7 @@ def decode_spot_stream(target: DiffusionTarget, prompt: str, cfg: DecodeConfig, 
                           two_windows=v.fused, walk_end=walk_end(stop, v, lo, d is not None) if len(nodes) > 1 else "")
         policy.observe(PassOutcome(v.batch, v.forward_s, v.fused, len(walk) - 1,
                                    st.clock() - c_start - v.forward_s - v.check_s, drafted=len(nodes) > 1,
-                                   commits=len(rec.commits), walk=tuple(walk[1:])))
+                                   walk=tuple(walk[1:])))
         yield st.progress(rec)
         if window[0] != lo:
             wi, (lo, hi) = wi + 1, window
@@ -141,7 +141,7 @@ def plain_pass(st: DecodeState, lo: int, hi: int, masked, policy, t_start: float
     root = TreeNode(id=0, parent=-1, depth=0, positions=[], tokens=[], prob=1.0, path_prob=1.0, accepted=True,
                     target_positions=[lo + o for o in d.offsets], target_tokens=list(d.tokens))
     rec = st.add_pass("verify", (lo, hi), 1, commits, t_start, tree=[root], accepted_path=[0], budget=policy.budget)
-    policy.observe(PassOutcome(1, forward_s, False, 0, st.clock() - c_start - forward_s, commits=len(commits)))
+    policy.observe(PassOutcome(1, forward_s, False, 0, st.clock() - c_start - forward_s))
     return d, rec
 
 

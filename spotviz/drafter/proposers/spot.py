@@ -77,7 +77,6 @@ class SpotProposer(Proposer):
             ctx.base, ctx.pair, ctx.alpha = out["base"], out["pair"], out["alpha"]
             ctx.rank_bias, ctx.mix, ctx.runner_up = out["rank_bias"], out["mix"], out["runner_up"]
             ctx.keep_base, ctx.keep_rel = out["keep_base"], out["keep_rel"]
-            ctx.by_depth = {}  # depth -> what the pointer's scores there share across nodes (pointer)
         return ctx
 
     @staticmethod
@@ -92,17 +91,13 @@ class SpotProposer(Proposer):
         and stale-rank terms + the pairwise terms of the path) mixed with the stale-confidence order. The same
         distribution as losses.teacher_forced_pointer at training time (tests/test_engine_fast.py checks it)."""
         d = ctx.d(node)
+        dd = min(d, ctx.base.shape[0] - 1)
         pair, _ = self._path_terms(ctx, node)
-        if d not in ctx.by_depth:  # (the same at every node of this depth: computed once a pass)
-            dd = min(d, ctx.base.shape[0] - 1)
-            ctx.by_depth[d] = (ctx.base[dd] + ctx.alpha * ctx.logc[d], np.argsort(-ctx.logc[d], kind="stable"))
-        lead, order = ctx.by_depth[d]
         c = np.where(remaining, ctx.logc[d], -np.inf)
-        # each remaining position's stale rank among the remaining ones: its place in the depth's confidence order
-        # counting only remaining positions (the others' ranks do not matter: their scores are -inf below)
+        order = np.argsort(-c, kind="stable")
         ranks = np.empty_like(order)
-        ranks[order] = np.cumsum(remaining[order]) - 1
-        s = lead + ctx.rank_bias[ranks] + pair
+        ranks[order] = np.arange(len(order))  # (each position's rank in that order: the inverse permutation)
+        s = ctx.base[dd] + ctx.alpha * ctx.logc[d] + ctx.rank_bias[ranks] + pair
         s = np.where(remaining, s, -np.inf)
         e = np.exp(s - s.max())
         stale = np.exp(c - c.max())  # the training-free order: proportional to the stale confidence

@@ -36,7 +36,7 @@ the means over about 5: a slope fitted as fast was noisy, and clipped at zero it
 a flat curve; a tier's first pass sets its means outright, its prior being a guess, a tenth of a forward). Until the
 passes of larger trees have spread over sizes, how their work grows is unknown, and a larger tree is capped at
 SLOW_START states, later at twice the tier's usual size (on a flat curve a tree priced at its prior work grew to the
-budget: SPOT-Sets on the simulated H200 drafted first trees of 25-64 states, 10-20 ms of own work beside a 3.3 ms
+budget: SPOT-Sets on the simulated H200 drafted trees of 18-64 states, 8.5-20 ms of own work beside a 3.3 ms
 forward, with the prior creeping up threefold a pass). The gate compares three rates
 of commits per second: a standard pass, 1 / (l_1 f(1) + c_1) (c_1 a standard pass's own work); one guess,
 

@@ -1161,9 +1161,9 @@ def test_auto_gives_a_size_priced_too_dear_by_a_few_slow_forwards_another_chance
 def test_auto_grows_larger_trees_step_by_step_until_it_knows_what_a_state_costs():
     """Until a tier's passes have spread over sizes, how its work grows with the states is unknown, and on a flat curve
     (a GPU) a tree priced at its prior work grew to the budget (SPOT-Sets on the simulated H200: a first tree of 64
-    states, 20 ms of own work beside a 3.3 ms forward, nothing accepted). A larger tree is then capped at SLOW_START
-    states, later at twice its tier's usual size; the tier's first pass sets its work outright, not a step of the way
-    from the prior (which crept up threefold a pass while 10-20 ms trees went on being drafted)."""
+    states, 20 ms of own work, nothing accepted). A larger tree is then capped at SLOW_START states, later at twice its
+    tier's usual size; the tier's first pass sets its work outright, not a step of the way from the prior (which crept
+    up threefold a pass while trees of 8.5-20 ms went on being drafted)."""
     flat = curve(0.005, 0.0)
     probs = [0.95 ** i for i in range(1, 64)]
     p = CostAwareBudget(flat, n_max=64)

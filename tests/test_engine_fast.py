@@ -285,6 +285,19 @@ def test_auto_prices_a_prefix_by_the_states_it_evaluates():
     assert known.choose(4) == 4 and counted.choose(4) == 2  # (2: a pass that drafted verifies something drafted)
 
 
+def _grown(policy, n_masked: int, probs) -> int:
+    """How many nodes `policy` keeps of a best-first tree whose nodes after s1 have path probabilities `probs`, grown
+    as the tree builder grows one (begin, then add while stop says go on, then choose)."""
+    policy.begin(n_masked)
+    k = 1
+    for p in probs:
+        if policy.stop(p):
+            break
+        policy.add(p)
+        k += 1
+    return policy.choose(k)
+
+
 def test_auto_learns_work_that_grows_with_the_tree_and_keeps_trees_smaller_where_the_forward_is_flat():
     """On a GPU a pass over 64 states costs one pass, but the drafter, node states and decisions grow with the tree:
     auto fits its own work per node from the passes it sees and stops growing where a node costs more than it
@@ -305,14 +318,7 @@ def test_auto_learns_work_that_grows_with_the_tree_and_keeps_trees_smaller_where
     fixed.tree.var = Tier.MIN_VAR  # (known to be none: no slow start)
     sizes = {}
     for name, policy in (("constant", fixed), ("per node", learning)):
-        policy.begin(64)
-        k = 1
-        for p in probs[1:]:
-            if policy.stop(p):
-                break
-            policy.add(p)
-            k += 1
-        sizes[name] = policy.choose(k)
+        sizes[name] = _grown(policy, 64, probs[1:])
     # free nodes are always worth adding; at 0.25 ms a node, not once a node's path probability falls below
     # 0.25 ms x the pass's commits per second
     assert sizes["constant"] == len(probs) and 2 < sizes["per node"] < 25, sizes
@@ -333,14 +339,7 @@ def test_auto_calibrates_each_rank_by_what_the_walks_took_and_grows_trees_where_
         rng = np.random.default_rng(0)
         for _ in range(passes):  # the walk takes each of the first 3 edges at 0.8, every later one at 0.97
             policy.small = False
-            policy.begin(24)
-            k = 1
-            for p in probs:
-                if policy.stop(p):
-                    break
-                policy.add(p)
-                k += 1
-            k = sizes[name] = policy.choose(k)
+            k = sizes[name] = _grown(policy, 24, probs)
             depth = 0
             while depth + 1 < k and rng.random() < (0.8 if depth < 3 else 0.97):
                 depth += 1
@@ -1170,14 +1169,7 @@ def test_auto_grows_larger_trees_step_by_step_until_it_knows_what_a_state_costs(
     sizes = []
     for _ in range(3):
         assert p.draft_now(np.full(16, 0.99)) and not p.small
-        p.begin(64)
-        k = 1
-        for q in probs:
-            if p.stop(q):
-                break
-            p.add(q)
-            k += 1
-        n = p.choose(k)
+        n = _grown(p, 64, probs)
         sizes.append(n)
         p.observe(PassOutcome(n, 0.005, False, accepted_edges=6, overhead_s=0.001 + 0.0001 * n, drafted=True))
         if len(sizes) == 1:

@@ -175,9 +175,15 @@ class Tier:
     MIN_VAR = 1.0  # state counts must spread by about one state before a slope is trusted
 
     @property
+    def slope_known(self) -> bool:
+        """Whether its passes' sizes have spread enough to trust a slope (until then larger trees grow step by step:
+        CostAwareBudget.draft_now)."""
+        return self.var >= self.MIN_VAR
+
+    @property
     def per_node(self) -> float:
         """Seconds of own work per node beyond the mean tree (0 until the passes' sizes spread; never negative)."""
-        return max(self.cov / self.var, 0.0) if self.var >= self.MIN_VAR else 0.0
+        return max(self.cov / self.var, 0.0) if self.slope_known else 0.0
 
     def cost(self, n):
         """Its own work for a tree that evaluates n states (n: a number or an array): overhead + per_node (n - states),
@@ -189,8 +195,15 @@ class Tier:
     STEP = 0.2  # of its running means: one pass moves them a fifth of the way
     SLOPE_STEP = 0.05  # of the (co)variance behind per_node: a slope needs more passes than a mean
 
-    def learn(self, n: int, seconds: float, a: float = STEP) -> None:
-        """One pass of n states took `seconds` of own work: update the running means and (co)variance."""
+    def learn(self, n: int, seconds: float) -> None:
+        """One pass of n states took `seconds` of own work. The tier's first pass sets its means (the prior is a guess,
+        on a GPU far too low), with no slope yet (a prior is no point to fit one through); later passes move the
+        running means and (co)variance, a slow one (e.g. a first call) at most threefold."""
+        if self.passes == 0:
+            self.states, self.overhead, self.var, self.cov = float(n), seconds, 0.0, 0.0
+            return
+        seconds = min(seconds, 3 * self.cost(n))
+        a = self.STEP
         dn, do = n - self.states, seconds - self.overhead
         self.states += a * dn
         self.overhead += a * do
@@ -309,7 +322,7 @@ class CostAwareBudget(BudgetPolicy):
                 best_n = m
         if best_n == ONE_GUESS:
             self.budget, self.small = ONE_GUESS, True
-        elif t.var < Tier.MIN_VAR:  # (how its work grows is unknown yet: at most twice its usual size, SLOW_START first)
+        elif not t.slope_known:  # (how its work grows is unknown yet: at most twice its usual size, SLOW_START first)
             self.budget = min(self.n_max, max(self.SLOW_START, 2 * int(t.states + 0.5)))
         return best_n > 1
 
@@ -406,10 +419,7 @@ class CostAwareBudget(BudgetPolicy):
                     t.edges_accepted *= GATE_PASSES / t.edges_passes
                     t.edges_passes = GATE_PASSES
             self._fade(self.tree if t is self.one_guess else self.one_guess)
-            if t.passes == 0:  # (its first pass sets its work, at its size: the prior is a guess, on a GPU far too low)
-                t.states, t.overhead, t.var, t.cov = float(n), o.overhead_s, 0.0, 0.0
-            else:  # (one slow pass, e.g. a first call, moves the estimate at most threefold)
-                t.learn(n, min(o.overhead_s, 3 * t.cost(n)))
+            t.learn(n, o.overhead_s)
             # (each decision the pass made, its accepted edges and its own, is one the standard decoder makes in a pass
             # of its own: exactly, in either mode; commits were no measure of that in threshold mode, where a
             # decision's set is smaller inside a window than at its start)

@@ -117,6 +117,36 @@ def _view(target, prompt, mode="exact", T=0.0, seed=0) -> RootView:
                     first=list(offs), step=1, rule=rule, noise=noise)
 
 
+def test_first_two_is_topk_with_ties_to_the_first_index():
+    from spotviz.decision import first_two
+
+    x = torch.randn(5, 7, 300, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(first_two(x), x.topk(2, dim=-1).indices)
+    assert first_two(torch.tensor([[1.0, 3.0, 0.0, 3.0], [2.0, 2.0, 2.0, 5.0]])).tolist() == [[1, 3], [3, 0]]
+
+
+@pytest.mark.parametrize("T", [0.0, 1.0])
+def test_coupled_candidates_are_the_best_and_runner_up_under_each_steps_noise(T, tiny_block_target, tiny_prompt):
+    """The drafter's coupled tokens at depth d are argmax and runner-up of log p_root / T + g(step + d) at the
+    masked positions (the target's own Gumbel-max), of log p_root elsewhere; grown later, the same numbers."""
+    from spotviz.drafter.features import coupled_candidates
+
+    view = _view(tiny_block_target, tiny_prompt, T=T, seed=3)
+    tok1, tok2, logc = coupled_candidates(view, 3)
+    again = coupled_candidates(view, 3, start=1)
+    assert torch.equal(tok1[1:], again[0]) and torch.equal(tok2[1:], again[1])
+    masked = view.masked.nonzero().flatten().tolist()
+    assert masked
+    for d in range(3):
+        for o in range(view.width):
+            scores = view.logp[o]
+            if T > 0 and o in masked:
+                scores = scores / T + view.noise.at(view.step + d, view.lo + o)
+            best = scores.topk(2).indices.tolist()
+            assert [tok1[d, o].item(), tok2[d, o].item()] == best
+            assert logc[d, o].item() == view.logp[o, best[0]].item()
+
+
 @pytest.mark.parametrize("T", [0.0, 1.0])
 def test_numpy_drafter_matches_the_torch_model(T, random_drafter, tiny_block_target):
     view = _view(tiny_block_target, PROMPTS[1], T=T)

@@ -120,3 +120,16 @@ def test_the_uniforms_never_reach_zero_or_one():
     for x in (0, _U64):
         u = ((x >> 12) + 0.5) * 2.0 ** -52
         assert 0.0 < u < 1.0 and math.isfinite(-math.log(-math.log(u)))
+
+
+def test_a_call_that_outgrows_the_memo_still_returns_every_pair_right():
+    """Rows read in a call come out right even when that call's new pairs overwrite them, or are more than the memo
+    holds (the memo is a ring of rows)."""
+    fresh = GumbelNoise(5, V)
+    n = GumbelNoise(5, V, max_rows=8)
+    n.block(0, range(8))  # the memo is full
+    steps, positions = [0] * 8 + [1] * 8, list(range(8)) * 2  # 8 memoised pairs, then 8 new ones over their rows
+    assert torch.equal(n.pairs(steps, positions), fresh.pairs(steps, positions))
+    many = (list(range(20)) + [3, 3], list(range(20)) + [3, 3])  # more new pairs than rows, one asked for thrice
+    assert torch.equal(n.pairs(*many), fresh.pairs(*many))
+    assert torch.equal(n.at(1, 2), fresh.at(1, 2)) and torch.equal(n.at(19, 19), fresh.at(19, 19))

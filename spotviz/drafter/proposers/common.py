@@ -20,6 +20,7 @@ stale threshold rule for SPOT-Sets (proposers/spot.py; tree.mix_candidates)."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..features import RootView, coupled_candidates
 from ..tree import DraftNode
@@ -41,13 +42,18 @@ class Context:
 
     def _grow(self, depths: int) -> None:
         n = len(self.tok1)
-        tok1, tok2, logc = coupled_candidates(self.view, depths, start=n)
-        p2 = self.view.window_logp().gather(-1, tok2.T.contiguous()).T  # [new depths, w] root prob of the runner-up
-        self.tok1 = np.concatenate([self.tok1, tok1.cpu().numpy()])
-        self.tok2 = np.concatenate([self.tok2, tok2.cpu().numpy()])
-        self.logc = np.concatenate([self.logc, logc.float().cpu().numpy()])
+        tok1, tok2, logc = (x.cpu().numpy() for x in coupled_candidates(self.view, depths, start=n))
+        logp = self.view.window_logp()
+        rows = np.arange(logp.shape[0])[None, :]
+        if logp.device.type == "cpu":  # [new depths, w] the root's log-probability of the runner-up
+            logp2 = logp.detach().float().numpy()[rows, tok2]
+        else:
+            logp2 = logp.gather(-1, torch.from_numpy(tok2.T).to(logp.device)).T.float().cpu().numpy()
+        self.tok1 = np.concatenate([self.tok1, tok1])
+        self.tok2 = np.concatenate([self.tok2, tok2])
+        self.logc = np.concatenate([self.logc, logc.astype(np.float32, copy=False)])
         self.conf = np.exp(self.logc)
-        self.conf2 = np.concatenate([self.conf2, p2.exp().float().cpu().numpy()])
+        self.conf2 = np.concatenate([self.conf2, np.exp(logp2)])
         self.grown(n)
 
     def grown(self, start: int) -> None:

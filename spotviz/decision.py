@@ -94,16 +94,10 @@ def first_argmax(x: torch.Tensor) -> torch.Tensor:
     return x.argmax(-1)
 
 
-def first_two(x: torch.Tensor) -> torch.Tensor:
-    """The indices of the two largest entries over the last dimension, [..., 2], ties to the first index (on a
-    CPU through numpy: two argmaxes, about a third of torch's topk(2) on a SPOT tree's [depths, positions, V])."""
-    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
-        return x.topk(2, dim=-1).indices
-    return torch.from_numpy(first_two_numpy(x.detach().numpy()))
-
-
-def first_two_numpy(a: np.ndarray) -> np.ndarray:
-    """first_two of a numpy array (int64 [..., 2]; `a` is left as it was)."""
+def first_two(a: np.ndarray) -> np.ndarray:
+    """The indices of the two largest entries over the last dimension of a numpy array, int64 [..., 2], ties to the
+    first index (two argmaxes: about a third of torch's topk(2) on a SPOT tree's [depths, positions, V] on a CPU;
+    `a` is left as it was)."""
     a = a.copy()
     i1 = a.argmax(-1)[..., None]
     np.put_along_axis(a, i1, -np.inf, axis=-1)
@@ -125,11 +119,11 @@ def candidates(logits: torch.Tensor, steps, lo: int, rule: DecisionRule, noise: 
         keep_logp.append(logp)
     if rule.temperature > 0 and len(rows):
         row_steps = [int(s) for s in steps]
-        g = noise.rows([row_steps[r] for r in rows.tolist()], [lo + o for o in offs.tolist()])  # [M, V]
+        g = noise.pairs([row_steps[r] for r in rows.tolist()], [lo + o for o in offs.tolist()])  # [M, V]
         if logp.device.type == "cpu":  # (in numpy: the same numbers, without torch's per-call cost)
-            tokens = torch.from_numpy(gumbel_scores(logp.numpy(), rule.temperature, g).argmax(-1))
+            tokens = torch.from_numpy(gumbel_scores(logp.numpy(), rule.temperature, g.numpy()).argmax(-1))
         else:
-            tokens = first_argmax(gumbel_scores(logp, rule.temperature, torch.from_numpy(g).to(logp.device)))
+            tokens = first_argmax(gumbel_scores(logp, rule.temperature, g.to(logp.device)))
     else:
         tokens = first_argmax(logp)
     conf = logp.gather(-1, tokens.to(logp.device).unsqueeze(-1)).squeeze(-1).exp()

@@ -102,10 +102,10 @@ class GumbelNoise:
     def pairs(self, steps, positions) -> torch.Tensor:
         """[n, vocab] noise for the n pairs (steps[j], positions[j]) (a new tensor, the caller's own). The pairs not
         yet memoised are drawn together, in one vectorised computation whatever their steps."""
-        return torch.from_numpy(self.rows(steps, positions))
+        return torch.from_numpy(self._rows(steps, positions))
 
-    def rows(self, steps, positions) -> np.ndarray:
-        """pairs' numbers as a numpy float32 array (the caller's own)."""
+    def _rows(self, steps, positions) -> np.ndarray:
+        """pairs' numbers, a numpy float32 array."""
         want = list(zip((int(s) for s in steps), (int(p) for p in positions)))
         if not want:
             return np.empty((0, self.vocab_size), np.float32)
